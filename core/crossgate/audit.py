@@ -1,0 +1,67 @@
+"""The hash chain over the event log: how events are sealed and how a log is verified."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from crossgate.model import Event, NewEvent
+
+GENESIS_HASH = "0" * 64
+"""``prev_hash`` of the first event."""
+
+
+def seal(new: NewEvent, *, seq: int, prev_hash: str) -> Event:
+    """Give ``new`` its place in the chain: sequence number, time, previous hash and own hash."""
+    unsealed = Event(
+        seq=seq,
+        at=new.at,
+        kind=new.kind,
+        request_id=new.request_id,
+        run=new.run,
+        actor=new.actor,
+        channel=new.channel,
+        payload=new.payload,
+        prev_hash=prev_hash,
+        hash="",
+    )
+    digest = hashlib.sha256(unsealed.chained_text().encode("utf-8")).hexdigest()
+    return unsealed.model_copy(update={"hash": digest})
+
+
+@dataclass(frozen=True, slots=True)
+class AuditReport:
+    """Result of :func:`verify_chain`: ``ok``, how many events were checked, and the first problem."""
+
+    ok: bool
+    checked: int
+    problem: str | None = None
+    bad_seq: int | None = None
+
+
+def verify_chain(events: Iterable[Event], head: tuple[int, str] | None = None) -> AuditReport:
+    """Check that the events form one unbroken chain from the genesis hash up to ``head``.
+
+    Detects a changed event (its hash no longer matches), a removed event (a gap in ``seq``, a
+    ``prev_hash`` that points elsewhere, or a chain that stops short of the head the store recorded
+    separately) and reordered events.
+    """
+    prev_hash = GENESIS_HASH
+    expected_seq = 1
+    checked = 0
+    for event in events:
+        if event.seq != expected_seq:
+            return AuditReport(False, checked, f"expected event {expected_seq}, found {event.seq}", event.seq)
+        if event.prev_hash != prev_hash:
+            return AuditReport(False, checked, f"event {event.seq} does not follow event {event.seq - 1}", event.seq)
+        recomputed = hashlib.sha256(event.chained_text().encode("utf-8")).hexdigest()
+        if recomputed != event.hash:
+            return AuditReport(False, checked, f"event {event.seq} was changed after it was written", event.seq)
+        prev_hash = event.hash
+        expected_seq += 1
+        checked += 1
+    if head is not None and head != (expected_seq - 1, prev_hash):
+        problem = f"the log ends at event {expected_seq - 1} but its recorded head is event {head[0]}"
+        return AuditReport(False, checked, problem, head[0])
+    return AuditReport(True, checked)

@@ -1,0 +1,89 @@
+"""Every error crossgate raises, in one tree.
+
+::
+
+    CrossgateError
+    ├── NotFoundError              unknown request, rule or parked run          (CLI exit 3, HTTP 404)
+    ├── ConflictError              the state moved on: decided, applied, ...    (CLI exit 4, HTTP 409)
+    │   ├── AlreadyDecidedError
+    │   ├── AlreadyAppliedError
+    │   ├── RequestExpiredError
+    │   ├── RequestCancelledError
+    │   └── ParkedRunClaimedError
+    ├── InvalidDecisionError       not allowed, bad arguments, wrong binding    (CLI exit 5, HTTP 422)
+    │   ├── DecisionNotAllowedError
+    │   ├── InvalidArgumentsError
+    │   ├── FingerprintMismatchError
+    │   └── SelfDecisionError
+    ├── ConfigurationError         a policy file or option that cannot work
+    ├── StoreError                 the database failed; driver errors are wrapped here
+    └── AdapterError               an SDK did something the adapter cannot translate
+
+A pending request is a return value, never an exception.
+"""
+
+from __future__ import annotations
+
+
+class CrossgateError(Exception):
+    """Root of every error crossgate raises."""
+
+
+class NotFoundError(CrossgateError):
+    """No request, rule or parked run has this id."""
+
+
+class ConflictError(CrossgateError):
+    """The object is no longer in a state that allows this operation."""
+
+
+class AlreadyDecidedError(ConflictError):
+    """The request was already decided; a request is decided exactly once."""
+
+
+class AlreadyAppliedError(ConflictError):
+    """The decision was already applied; nothing runs twice."""
+
+
+class RequestExpiredError(ConflictError):
+    """The request expired before anyone decided it."""
+
+
+class RequestCancelledError(ConflictError):
+    """The request was cancelled."""
+
+
+class ParkedRunClaimedError(ConflictError):
+    """The parked run was already resumed, or another resumer holds its lease."""
+
+
+class InvalidDecisionError(CrossgateError):
+    """The decision cannot be accepted for this request."""
+
+
+class DecisionNotAllowedError(InvalidDecisionError):
+    """The request's allowed decisions do not include this kind."""
+
+
+class InvalidArgumentsError(InvalidDecisionError):
+    """Arguments are not a JSON object or fail the tool's argument schema."""
+
+
+class FingerprintMismatchError(InvalidDecisionError):
+    """The decision or the execution names other arguments than the ones reviewed."""
+
+
+class SelfDecisionError(InvalidDecisionError):
+    """A reviewer tried to decide a request they submitted themselves."""
+
+
+class ConfigurationError(CrossgateError):
+    """A policy, rule or option is malformed or contradicts itself."""
+
+
+class StoreError(CrossgateError):
+    """The store failed; the driver's own exception is the cause."""
+
+
+class AdapterError(CrossgateError):
+    """An SDK returned something the adapter cannot translate safely."""

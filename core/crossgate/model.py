@@ -1,0 +1,326 @@
+"""The neutral approval model: tool calls, verdicts, requests, decisions, standing rules, parked runs."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
+
+from crossgate.fingerprint import canonical_json, fingerprint
+
+JsonObject = dict[str, JsonValue]
+
+FRAMEWORKS = ("openai-agents", "claude-agent-sdk", "langgraph", "langchain")
+"""Frameworks the bundled adapters report; other adapters may use their own names."""
+
+EXPIRY_MESSAGE = (
+    "No reviewer answered this request in time, so the tool call was not run. "
+    "Do not retry it; tell the user it needs a person's approval."
+)
+CANCEL_MESSAGE = "This tool call was cancelled before anyone decided it, so it was not run. Do not retry it."
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class DecisionKind(StrEnum):
+    """The four answers a reviewer can give."""
+
+    APPROVE = "approve"
+    EDIT = "edit"
+    REJECT = "reject"
+    RESPOND = "respond"
+
+
+ALL_DECISIONS: tuple[DecisionKind, ...] = tuple(DecisionKind)
+
+
+class VerdictKind(StrEnum):
+    """What the policy says before any human: deny beats ask beats allow."""
+
+    ALLOW = "allow"
+    ASK = "ask"
+    DENY = "deny"
+
+
+class RequestStatus(StrEnum):
+    """Life of an approval request: pending, then decided and applied, or expired, or cancelled."""
+
+    PENDING = "pending"
+    DECIDED = "decided"
+    APPLIED = "applied"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+
+
+class RememberScope(StrEnum):
+    """How long a remembered decision stands."""
+
+    ONCE = "once"
+    RUN = "run"
+    SESSION = "session"
+    FOREVER = "forever"
+
+
+class RememberMatch(StrEnum):
+    """Which later calls a remembered decision covers."""
+
+    TOOL = "tool"
+    PATTERN = "pattern"
+    EXACT = "exact"
+
+
+class ToolCall(_Frozen):
+    """A tool call a model proposed, as any SDK reports it."""
+
+    framework: str = Field(min_length=1)
+    tool: str = Field(min_length=1)
+    args: JsonObject = Field(default_factory=dict)
+    call_id: str | None = None
+    run: str | None = None
+    """The SDK-side handle of the run: OpenAI run id, Claude session id, LangGraph thread id."""
+    session: str | None = None
+    """A longer-lived grouping of runs (a conversation); standing rules of scope ``session`` bind to it."""
+    agent: str | None = None
+    context: JsonObject = Field(default_factory=dict)
+
+    @property
+    def fingerprint(self) -> str:
+        """The sha256 binding of ``{tool, args}``."""
+        return fingerprint(self.tool, self.args)
+
+    @property
+    def session_key(self) -> str | None:
+        """The session a standing rule of scope ``session`` binds to (the run when no session is known)."""
+        return self.session or self.run
+
+
+class Verdict(_Frozen):
+    """The policy's answer for one call, before any human."""
+
+    kind: VerdictKind
+    reason: str = ""
+    rule: str | None = None
+    """Name of the policy rule or id of the standing rule that decided; None for the default."""
+    allowed_decisions: tuple[DecisionKind, ...] = ALL_DECISIONS
+    description: str | None = None
+    timeout_seconds: float | None = None
+    """How long a reviewer has before the request expires; None means it never expires."""
+
+
+class Remember(_Frozen):
+    """Turn a decision into a standing rule."""
+
+    scope: RememberScope = RememberScope.FOREVER
+    match: RememberMatch = RememberMatch.TOOL
+    arg_patterns: dict[str, str] = Field(default_factory=dict)
+    """For ``match=pattern``: argument name to glob pattern (``*`` any text, ``**`` across ``/``)."""
+    this_agent_only: bool = False
+    expires_at: datetime | None = None
+
+
+class _DecisionBase(_Frozen):
+    remember: Remember | None = None
+    note: str | None = None
+    fingerprint: str | None = None
+    """The fingerprint the reviewer saw; checked against the request's, and always set once recorded."""
+    reviewer: str | None = None
+    channel: str | None = None
+    decided_at: datetime | None = None
+
+
+class Approve(_DecisionBase):
+    """Run the call as proposed."""
+
+    kind: Literal[DecisionKind.APPROVE] = DecisionKind.APPROVE
+
+
+class Edit(_DecisionBase):
+    """Run the same tool with these arguments instead."""
+
+    kind: Literal[DecisionKind.EDIT] = DecisionKind.EDIT
+    args: JsonObject
+
+
+class Reject(_DecisionBase):
+    """Do not run the call; the message is what the model reads, so write it as an instruction."""
+
+    kind: Literal[DecisionKind.REJECT] = DecisionKind.REJECT
+    message: str = Field(min_length=1)
+
+
+class Respond(_DecisionBase):
+    """The reviewer is the tool: the content is returned as the tool's result and the tool does not run."""
+
+    kind: Literal[DecisionKind.RESPOND] = DecisionKind.RESPOND
+    content: str
+
+
+Decision = Annotated[Approve | Edit | Reject | Respond, Field(discriminator="kind")]
+DECISION_ADAPTER: TypeAdapter[Approve | Edit | Reject | Respond] = TypeAdapter(Decision)
+
+
+def parse_decision(data: Any) -> Approve | Edit | Reject | Respond:
+    """Validate a decision from JSON-like data; raises ``pydantic.ValidationError``."""
+    return DECISION_ADAPTER.validate_python(data)
+
+
+class ApprovalRequest(_Frozen):
+    """A tool call the policy sent to a human, and everything that happened to it."""
+
+    id: str
+    call: ToolCall
+    fingerprint: str
+    status: RequestStatus = RequestStatus.PENDING
+    reason: str = ""
+    """Why the policy asked."""
+    rule: str | None = None
+    description: str | None = None
+    allowed_decisions: tuple[DecisionKind, ...] = ALL_DECISIONS
+    args_schema: JsonObject | None = None
+    requested_by: str | None = None
+    created_at: datetime
+    expires_at: datetime | None = None
+    decision: Approve | Edit | Reject | Respond | None = Field(default=None, discriminator="kind")
+    decided_at: datetime | None = None
+    applied_at: datetime | None = None
+    closed_reason: str | None = None
+    """Why an expired or cancelled request closed."""
+
+    @property
+    def is_open(self) -> bool:
+        """True while a reviewer can still decide it."""
+        return self.status is RequestStatus.PENDING
+
+    def resolution(self) -> Approve | Edit | Reject | Respond | None:
+        """The answer the SDK gets: the decision, or a rejection for an expired or cancelled request.
+
+        None while the request is pending.
+        """
+        if self.status in (RequestStatus.DECIDED, RequestStatus.APPLIED):
+            return self.decision
+        if self.status is RequestStatus.EXPIRED:
+            return Reject(message=self.closed_reason or EXPIRY_MESSAGE, fingerprint=self.fingerprint)
+        if self.status is RequestStatus.CANCELLED:
+            return Reject(message=self.closed_reason or CANCEL_MESSAGE, fingerprint=self.fingerprint)
+        return None
+
+    def approved_args(self) -> JsonObject | None:
+        """The arguments that may run: the proposal for approve, the edit for edit, else None."""
+        decision = self.resolution()
+        if isinstance(decision, Approve):
+            return self.call.args
+        if isinstance(decision, Edit):
+            return decision.args
+        return None
+
+    def approved_fingerprint(self) -> str | None:
+        """Fingerprint of :meth:`approved_args`, or None when nothing may run."""
+        args = self.approved_args()
+        return None if args is None else fingerprint(self.call.tool, args)
+
+
+class StandingRule(_Frozen):
+    """A remembered decision that the policy consults on every later call."""
+
+    id: str
+    effect: Literal[VerdictKind.ALLOW, VerdictKind.DENY]
+    tool: str
+    """Exact tool name or a glob such as ``read_*``."""
+    match: RememberMatch = RememberMatch.TOOL
+    arg_patterns: dict[str, str] = Field(default_factory=dict)
+    args_fingerprint: str | None = None
+    """For ``match=exact``: the fingerprint the call must have."""
+    agent: str | None = None
+    framework: str | None = None
+    scope: RememberScope = RememberScope.FOREVER
+    run: str | None = None
+    session: str | None = None
+    message: str | None = None
+    """For deny rules: what the model reads."""
+    created_at: datetime
+    created_by: str | None = None
+    source_request: str | None = None
+    expires_at: datetime | None = None
+    revoked_at: datetime | None = None
+    revoked_by: str | None = None
+
+    def is_active(self, now: datetime) -> bool:
+        """True if not revoked and not expired at ``now``."""
+        if self.revoked_at is not None:
+            return False
+        return self.expires_at is None or now < self.expires_at
+
+
+class ParkedRunStatus(StrEnum):
+    """Life of a parked run: parked until resumed once."""
+
+    PARKED = "parked"
+    RESUMING = "resuming"
+    RESUMED = "resumed"
+    FAILED = "failed"
+
+
+class ParkedRun(_Frozen):
+    """SDK state of a run that waits for decisions, kept server-side so any process can resume it."""
+
+    id: str
+    framework: str
+    run: str
+    request_ids: tuple[str, ...]
+    state: str
+    """The SDK's serialised state (RunState JSON, Claude session id and deferred call, thread config)."""
+    metadata: JsonObject = Field(default_factory=dict)
+    status: ParkedRunStatus = ParkedRunStatus.PARKED
+    created_at: datetime
+    updated_at: datetime
+    lease_owner: str | None = None
+    lease_until: datetime | None = None
+    attempts: int = 0
+    outcome: str | None = None
+
+
+class Event(_Frozen):
+    """One entry of the append-only, hash-chained audit log."""
+
+    seq: int
+    at: datetime
+    kind: str
+    request_id: str | None = None
+    run: str | None = None
+    actor: str | None = None
+    channel: str | None = None
+    payload: JsonObject = Field(default_factory=dict)
+    prev_hash: str
+    hash: str
+
+    def chained_text(self) -> str:
+        """Canonical text covered by ``hash`` (everything but the hash itself)."""
+        return canonical_json(
+            {
+                "seq": self.seq,
+                "at": self.at.isoformat(),
+                "kind": self.kind,
+                "request_id": self.request_id,
+                "run": self.run,
+                "actor": self.actor,
+                "channel": self.channel,
+                "payload": self.payload,
+                "prev_hash": self.prev_hash,
+            }
+        )
+
+
+class NewEvent(_Frozen):
+    """An event before the store assigns its sequence number and hash."""
+
+    kind: str
+    at: datetime
+    request_id: str | None = None
+    run: str | None = None
+    actor: str | None = None
+    channel: str | None = None
+    payload: JsonObject = Field(default_factory=dict)

@@ -1,0 +1,292 @@
+"""Policy rules and their evaluation: a pure function from a call (and standing rules) to a verdict.
+
+Order of evaluation, the same in every adapter:
+
+1. a matching policy ``deny`` rule denies (first one in file order gives the reason);
+2. a matching standing deny rule denies;
+3. a matching policy ``ask`` rule asks, unless every matching ask rule is ``rememberable`` and a
+   standing allow rule matches, which allows;
+4. a matching policy ``allow`` rule allows;
+5. a matching standing allow rule allows;
+6. otherwise the policy's default (``ask`` unless configured otherwise).
+
+Deny beats ask beats allow, and nothing a reviewer remembers can lift a policy deny.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from enum import StrEnum
+from fnmatch import fnmatchcase
+from functools import lru_cache
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+
+from crossgate.errors import ConfigurationError
+from crossgate.fingerprint import canonical_json
+from crossgate.model import (
+    ALL_DECISIONS,
+    DecisionKind,
+    RememberMatch,
+    RememberScope,
+    StandingRule,
+    ToolCall,
+    Verdict,
+    VerdictKind,
+)
+
+_MISSING = object()
+
+
+class MatchKind(StrEnum):
+    """How an argument condition compares the argument."""
+
+    GLOB = "glob"
+    """``*`` matches any text (slashes too), ``?`` one character: for commands and names."""
+    PATH = "path"
+    """gitignore-style: ``*`` stays within one path segment, ``**`` crosses segments."""
+    REGEX = "regex"
+    """Python regular expression, searched anywhere in the text unless anchored."""
+    EQUALS = "equals"
+    ONE_OF = "one_of"
+    PRESENT = "present"
+    ABSENT = "absent"
+
+
+class ArgCondition(BaseModel):
+    """One condition on one argument (``path`` may be dotted for nested objects)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    arg: str = Field(min_length=1)
+    kind: MatchKind = MatchKind.GLOB
+    pattern: str | None = None
+    value: JsonValue = None
+    values: tuple[JsonValue, ...] = ()
+
+    @model_validator(mode="after")
+    def _check(self) -> ArgCondition:
+        if self.kind in (MatchKind.GLOB, MatchKind.PATH, MatchKind.REGEX) and self.pattern is None:
+            raise ValueError(f"a {self.kind.value} condition on {self.arg!r} needs a pattern")
+        if self.kind is MatchKind.REGEX and self.pattern is not None:
+            try:
+                re.compile(self.pattern)
+            except re.error as exc:
+                raise ValueError(f"bad regular expression for {self.arg!r}: {exc}") from exc
+        return self
+
+    def matches(self, args: dict[str, Any]) -> bool:
+        """True if the call's arguments satisfy this condition."""
+        found = lookup_arg(args, self.arg)
+        if self.kind is MatchKind.ABSENT:
+            return found is _MISSING
+        if found is _MISSING:
+            return False
+        if self.kind is MatchKind.PRESENT:
+            return True
+        if self.kind is MatchKind.EQUALS:
+            return canonical_json(found) == canonical_json(self.value)
+        if self.kind is MatchKind.ONE_OF:
+            return any(canonical_json(found) == canonical_json(v) for v in self.values)
+        assert self.pattern is not None
+        return match_text(self.kind, self.pattern, as_text(found))
+
+
+def lookup_arg(args: dict[str, Any], path: str) -> Any:
+    """The argument at ``path`` (exact key first, then dotted path), or a private sentinel."""
+    if path in args:
+        return args[path]
+    current: Any = args
+    for part in path.split("."):
+        if isinstance(current, dict) and part in current:
+            current = current[part]
+        elif isinstance(current, list) and part.isdigit() and int(part) < len(current):
+            current = current[int(part)]
+        else:
+            return _MISSING
+    return current
+
+
+def as_text(value: Any) -> str:
+    """Strings as they are, anything else as canonical JSON, so patterns see one stable text."""
+    return value if isinstance(value, str) else canonical_json(value)
+
+
+def match_text(kind: MatchKind, pattern: str, text: str) -> bool:
+    """Match ``text`` against a glob, path glob or regular expression."""
+    if kind is MatchKind.GLOB:
+        return fnmatchcase(text, pattern)
+    if kind is MatchKind.PATH:
+        return _path_regex(pattern).fullmatch(text) is not None
+    if kind is MatchKind.REGEX:
+        return re.search(pattern, text) is not None
+    raise ConfigurationError(f"{kind.value} is not a text match")
+
+
+@lru_cache(maxsize=1024)
+def _path_regex(pattern: str) -> re.Pattern[str]:
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out))
+
+
+class PolicyRule(BaseModel):
+    """One ordered rule: which calls it covers and what it says about them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(min_length=1)
+    verdict: VerdictKind
+    tool: str = "*"
+    """Glob on the tool name (``delete_*``, ``mcp__tickets__*``)."""
+    where: tuple[ArgCondition, ...] = ()
+    """Conditions on arguments; all must hold."""
+    frameworks: tuple[str, ...] = ()
+    agents: tuple[str, ...] = ()
+    reason: str = ""
+    """For deny: what the model reads. For ask: what the reviewer reads."""
+    description: str | None = None
+    allowed_decisions: tuple[DecisionKind, ...] = ALL_DECISIONS
+    timeout_seconds: float | None = Field(default=None, gt=0)
+    rememberable: bool = True
+    """False keeps asking even when a reviewer remembered an approval for matching calls."""
+
+    @model_validator(mode="after")
+    def _check(self) -> PolicyRule:
+        if not self.allowed_decisions:
+            raise ValueError(f"rule {self.name!r}: allowed_decisions cannot be empty")
+        return self
+
+    def matches(self, call: ToolCall) -> bool:
+        """True if this rule covers ``call``."""
+        if not fnmatchcase(call.tool, self.tool):
+            return False
+        if self.frameworks and call.framework not in self.frameworks:
+            return False
+        if self.agents and (call.agent is None or not any(fnmatchcase(call.agent, a) for a in self.agents)):
+            return False
+        return all(condition.matches(call.args) for condition in self.where)
+
+
+def standing_rule_matches(rule: StandingRule, call: ToolCall, now: datetime) -> bool:
+    """True if the standing rule is active at ``now`` and covers ``call``."""
+    if not rule.is_active(now) or not fnmatchcase(call.tool, rule.tool):
+        return False
+    if rule.framework is not None and rule.framework != call.framework:
+        return False
+    if rule.agent is not None and rule.agent != call.agent:
+        return False
+    if rule.scope is RememberScope.RUN and (rule.run is None or rule.run != call.run):
+        return False
+    if rule.scope is RememberScope.SESSION and (rule.session is None or rule.session != call.session_key):
+        return False
+    if rule.match is RememberMatch.EXACT:
+        return rule.args_fingerprint == call.fingerprint
+    if rule.match is RememberMatch.PATTERN:
+        for arg, pattern in rule.arg_patterns.items():
+            found = lookup_arg(call.args, arg)
+            if found is _MISSING or not fnmatchcase(as_text(found), pattern):
+                return False
+    return True
+
+
+class Policy(BaseModel):
+    """Ordered rules plus the verdict for calls no rule matches."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rules: tuple[PolicyRule, ...] = ()
+    default: VerdictKind = VerdictKind.ASK
+    default_reason: str = "No policy rule covers this call, so a person must review it."
+    default_allowed_decisions: tuple[DecisionKind, ...] = ALL_DECISIONS
+    default_timeout_seconds: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> Policy:
+        names = [r.name for r in self.rules]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"rule names must be unique; repeated: {', '.join(duplicates)}")
+        return self
+
+    def evaluate(
+        self, call: ToolCall, standing_rules: Iterable[StandingRule] = (), *, now: datetime | None = None
+    ) -> Verdict:
+        """The verdict for ``call``; pure given the same rules, standing rules and ``now``.
+
+        ``now`` only decides which standing rules have expired; it defaults to the current time.
+        """
+        at = now or datetime.now(UTC)
+        matched = [r for r in self.rules if r.matches(call)]
+        standing = [s for s in standing_rules if standing_rule_matches(s, call, at)]
+        if (deny := _first(matched, VerdictKind.DENY)) is not None:
+            return _from_rule(deny)
+        if (standing_deny := _first_standing(standing, VerdictKind.DENY)) is not None:
+            return Verdict(
+                kind=VerdictKind.DENY,
+                reason=standing_deny.message or f"A standing rule denies {call.tool}.",
+                rule=standing_deny.id,
+            )
+        standing_allow = _first_standing(standing, VerdictKind.ALLOW)
+        asks = [r for r in matched if r.verdict is VerdictKind.ASK]
+        if asks:
+            if standing_allow is not None and all(r.rememberable for r in asks):
+                return _from_standing_allow(standing_allow)
+            return _from_rule(asks[0])
+        if (allow := _first(matched, VerdictKind.ALLOW)) is not None:
+            return _from_rule(allow)
+        if standing_allow is not None:
+            return _from_standing_allow(standing_allow)
+        return Verdict(
+            kind=self.default,
+            reason=self.default_reason,
+            allowed_decisions=self.default_allowed_decisions,
+            timeout_seconds=self.default_timeout_seconds,
+        )
+
+    def with_rules(self, *rules: PolicyRule) -> Policy:
+        """A copy with ``rules`` appended."""
+        return self.model_copy(update={"rules": (*self.rules, *rules)})
+
+
+def _first(rules: Sequence[PolicyRule], kind: VerdictKind) -> PolicyRule | None:
+    return next((r for r in rules if r.verdict is kind), None)
+
+
+def _first_standing(rules: Sequence[StandingRule], kind: VerdictKind) -> StandingRule | None:
+    return next((r for r in rules if r.effect is kind), None)
+
+
+def _from_rule(rule: PolicyRule) -> Verdict:
+    reason = rule.reason or f"Policy rule {rule.name!r} says {rule.verdict.value}."
+    return Verdict(
+        kind=rule.verdict,
+        reason=reason,
+        rule=rule.name,
+        allowed_decisions=rule.allowed_decisions,
+        description=rule.description,
+        timeout_seconds=rule.timeout_seconds,
+    )
+
+
+def _from_standing_allow(rule: StandingRule) -> Verdict:
+    return Verdict(kind=VerdictKind.ALLOW, reason=f"Standing rule {rule.id} allows this call.", rule=rule.id)

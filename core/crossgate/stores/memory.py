@@ -1,0 +1,209 @@
+"""``MemoryStore``: the reference store, in one process's memory, for tests and experiments."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from datetime import datetime
+
+from crossgate.audit import GENESIS_HASH, seal
+from crossgate.errors import ConflictError
+from crossgate.model import (
+    ApprovalRequest,
+    Event,
+    NewEvent,
+    ParkedRun,
+    ParkedRunStatus,
+    RequestStatus,
+    StandingRule,
+)
+from crossgate.stores.base import Page, RequestQuery, decode_cursor, encode_cursor
+
+
+class MemoryStore:
+    """Keeps everything in dictionaries behind one lock; nothing survives the process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._requests: dict[str, ApprovalRequest] = {}
+        self._positions: dict[str, int] = {}
+        self._rules: dict[str, StandingRule] = {}
+        self._parked: dict[str, ParkedRun] = {}
+        self._events: list[Event] = []
+
+    def setup(self) -> None:
+        """Nothing to create."""
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    def _append(self, new: NewEvent) -> Event:
+        prev = self._events[-1].hash if self._events else GENESIS_HASH
+        event = seal(new, seq=len(self._events) + 1, prev_hash=prev)
+        self._events.append(event)
+        self._changed.notify_all()
+        return event
+
+    def insert_request(self, request: ApprovalRequest, event: NewEvent) -> Event:
+        with self._lock:
+            if request.id in self._requests:
+                raise ConflictError(f"request {request.id} already exists")
+            self._requests[request.id] = request
+            self._positions[request.id] = len(self._positions) + 1
+            return self._append(event)
+
+    def get_request(self, request_id: str) -> ApprovalRequest | None:
+        with self._lock:
+            return self._requests.get(request_id)
+
+    def list_requests(self, query: RequestQuery) -> Page[ApprovalRequest]:
+        with self._lock:
+            ordered = sorted(self._requests.values(), key=lambda r: self._positions[r.id], reverse=query.newest_first)
+            after = decode_cursor(query.cursor) if query.cursor else None
+            page: list[ApprovalRequest] = []
+            for request in ordered:
+                position = self._positions[request.id]
+                if after is not None and (position >= after if query.newest_first else position <= after):
+                    continue
+                if not _matches(request, query):
+                    continue
+                if len(page) == query.limit:
+                    return Page(page, encode_cursor(self._positions[page[-1].id]))
+                page.append(request)
+            return Page(page, None)
+
+    def update_request(
+        self, request: ApprovalRequest, expected: Sequence[RequestStatus], event: NewEvent
+    ) -> Event | None:
+        with self._lock:
+            current = self._requests.get(request.id)
+            if current is None or current.status not in expected:
+                return None
+            self._requests[request.id] = request
+            return self._append(event)
+
+    def overdue_requests(self, now: datetime, limit: int = 100) -> list[ApprovalRequest]:
+        with self._lock:
+            due = [
+                r
+                for r in self._requests.values()
+                if r.status is RequestStatus.PENDING and r.expires_at is not None and r.expires_at <= now
+            ]
+            return sorted(due, key=lambda r: self._positions[r.id])[:limit]
+
+    def insert_rule(self, rule: StandingRule, event: NewEvent) -> Event:
+        with self._lock:
+            if rule.id in self._rules:
+                raise ConflictError(f"rule {rule.id} already exists")
+            self._rules[rule.id] = rule
+            return self._append(event)
+
+    def get_rule(self, rule_id: str) -> StandingRule | None:
+        with self._lock:
+            return self._rules.get(rule_id)
+
+    def list_rules(self, *, include_revoked: bool = False) -> list[StandingRule]:
+        with self._lock:
+            return [r for r in self._rules.values() if include_revoked or r.revoked_at is None]
+
+    def revoke_rule(self, rule: StandingRule, event: NewEvent) -> Event | None:
+        with self._lock:
+            current = self._rules.get(rule.id)
+            if current is None or current.revoked_at is not None:
+                return None
+            self._rules[rule.id] = rule
+            return self._append(event)
+
+    def insert_parked_run(self, parked: ParkedRun, event: NewEvent) -> Event:
+        with self._lock:
+            if parked.id in self._parked:
+                raise ConflictError(f"parked run {parked.id} already exists")
+            self._parked[parked.id] = parked
+            return self._append(event)
+
+    def get_parked_run(self, parked_id: str) -> ParkedRun | None:
+        with self._lock:
+            return self._parked.get(parked_id)
+
+    def list_parked_runs(
+        self, *, statuses: Sequence[ParkedRunStatus] = (), framework: str | None = None, run: str | None = None
+    ) -> list[ParkedRun]:
+        with self._lock:
+            return [
+                p
+                for p in self._parked.values()
+                if (not statuses or p.status in statuses)
+                and (framework is None or p.framework == framework)
+                and (run is None or p.run == run)
+            ]
+
+    def claim_parked_run(
+        self, parked_id: str, owner: str, now: datetime, lease_until: datetime, event: NewEvent
+    ) -> ParkedRun | None:
+        with self._lock:
+            current = self._parked.get(parked_id)
+            if current is None or not _claimable(current, now):
+                return None
+            claimed = current.model_copy(
+                update={
+                    "status": ParkedRunStatus.RESUMING,
+                    "lease_owner": owner,
+                    "lease_until": lease_until,
+                    "attempts": current.attempts + 1,
+                    "updated_at": now,
+                }
+            )
+            self._parked[parked_id] = claimed
+            self._append(event)
+            return claimed
+
+    def finish_parked_run(
+        self, parked_id: str, owner: str, status: ParkedRunStatus, outcome: str | None, now: datetime, event: NewEvent
+    ) -> ParkedRun | None:
+        with self._lock:
+            current = self._parked.get(parked_id)
+            if current is None or current.status is not ParkedRunStatus.RESUMING or current.lease_owner != owner:
+                return None
+            finished = current.model_copy(
+                update={"status": status, "outcome": outcome, "lease_until": None, "updated_at": now}
+            )
+            self._parked[parked_id] = finished
+            self._append(event)
+            return finished
+
+    def append_event(self, event: NewEvent) -> Event:
+        with self._lock:
+            return self._append(event)
+
+    def list_events(self, *, after: int = 0, limit: int | None = None, request_id: str | None = None) -> list[Event]:
+        with self._lock:
+            events = [e for e in self._events[after:] if request_id is None or e.request_id == request_id]
+            return events if limit is None else events[:limit]
+
+    def audit_head(self) -> tuple[int, str]:
+        with self._lock:
+            return (len(self._events), self._events[-1].hash) if self._events else (0, GENESIS_HASH)
+
+    def wait_for_change(self, after: int, timeout: float) -> int:
+        with self._changed:
+            self._changed.wait_for(lambda: len(self._events) > after, timeout=timeout)
+            return len(self._events)
+
+
+def _matches(request: ApprovalRequest, query: RequestQuery) -> bool:
+    call = request.call
+    return (
+        (not query.statuses or request.status in query.statuses)
+        and (query.framework is None or call.framework == query.framework)
+        and (query.tool is None or call.tool == query.tool)
+        and (query.agent is None or call.agent == query.agent)
+        and (query.run is None or call.run == query.run)
+    )
+
+
+def _claimable(parked: ParkedRun, now: datetime) -> bool:
+    if parked.status is ParkedRunStatus.PARKED:
+        return True
+    lease_over = parked.lease_until is not None and parked.lease_until <= now
+    return parked.status is ParkedRunStatus.RESUMING and lease_over
