@@ -34,7 +34,8 @@ class _Waiter:
 
     def wake(self) -> None:
         if self._loop is not None and self._future is not None:
-            self._loop.call_soon_threadsafe(_resolve, self._future)
+            with contextlib.suppress(RuntimeError):  # the waiter's loop already closed
+                self._loop.call_soon_threadsafe(_resolve, self._future)
         elif self._event is not None:
             self._event.set()
 
