@@ -74,6 +74,37 @@ def decode_cursor(cursor: str) -> int:
         raise ConfigurationError(f"malformed cursor {cursor!r}") from exc
 
 
+def claimable(parked: ParkedRun, now: datetime) -> bool:
+    """True if a resumer may take ``parked``: it is parked, or its resumer's lease ran out."""
+    if parked.status is ParkedRunStatus.PARKED:
+        return True
+    lease_over = parked.lease_until is not None and parked.lease_until <= now
+    return parked.status is ParkedRunStatus.RESUMING and lease_over
+
+
+def claimed_copy(parked: ParkedRun, owner: str, now: datetime, lease_until: datetime) -> ParkedRun:
+    """``parked`` as it looks once ``owner`` holds its lease."""
+    return parked.model_copy(
+        update={
+            "status": ParkedRunStatus.RESUMING,
+            "lease_owner": owner,
+            "lease_until": lease_until,
+            "attempts": parked.attempts + 1,
+            "updated_at": now,
+        }
+    )
+
+
+def finished_copy(parked: ParkedRun, status: ParkedRunStatus, outcome: str | None, now: datetime) -> ParkedRun:
+    """``parked`` as it looks once its resume ended."""
+    return parked.model_copy(update={"status": status, "outcome": outcome, "lease_until": None, "updated_at": now})
+
+
+def holds_lease(parked: ParkedRun, owner: str) -> bool:
+    """True if ``owner`` is resuming ``parked`` right now."""
+    return parked.status is ParkedRunStatus.RESUMING and parked.lease_owner == owner
+
+
 @runtime_checkable
 class Store(Protocol):
     """Persistence for requests, standing rules, parked runs and the event log."""

@@ -17,7 +17,16 @@ from crossgate.model import (
     RequestStatus,
     StandingRule,
 )
-from crossgate.stores.base import Page, RequestQuery, decode_cursor, encode_cursor
+from crossgate.stores.base import (
+    Page,
+    RequestQuery,
+    claimable,
+    claimed_copy,
+    decode_cursor,
+    encode_cursor,
+    finished_copy,
+    holds_lease,
+)
 
 
 class MemoryStore:
@@ -143,17 +152,9 @@ class MemoryStore:
     ) -> ParkedRun | None:
         with self._lock:
             current = self._parked.get(parked_id)
-            if current is None or not _claimable(current, now):
+            if current is None or not claimable(current, now):
                 return None
-            claimed = current.model_copy(
-                update={
-                    "status": ParkedRunStatus.RESUMING,
-                    "lease_owner": owner,
-                    "lease_until": lease_until,
-                    "attempts": current.attempts + 1,
-                    "updated_at": now,
-                }
-            )
+            claimed = claimed_copy(current, owner, now, lease_until)
             self._parked[parked_id] = claimed
             self._append(event)
             return claimed
@@ -163,11 +164,9 @@ class MemoryStore:
     ) -> ParkedRun | None:
         with self._lock:
             current = self._parked.get(parked_id)
-            if current is None or current.status is not ParkedRunStatus.RESUMING or current.lease_owner != owner:
+            if current is None or not holds_lease(current, owner):
                 return None
-            finished = current.model_copy(
-                update={"status": status, "outcome": outcome, "lease_until": None, "updated_at": now}
-            )
+            finished = finished_copy(current, status, outcome, now)
             self._parked[parked_id] = finished
             self._append(event)
             return finished
@@ -200,10 +199,3 @@ def _matches(request: ApprovalRequest, query: RequestQuery) -> bool:
         and (query.agent is None or call.agent == query.agent)
         and (query.run is None or call.run == query.run)
     )
-
-
-def _claimable(parked: ParkedRun, now: datetime) -> bool:
-    if parked.status is ParkedRunStatus.PARKED:
-        return True
-    lease_over = parked.lease_until is not None and parked.lease_until <= now
-    return parked.status is ParkedRunStatus.RESUMING and lease_over

@@ -1,0 +1,379 @@
+"""``SqliteStore``: the embedded default, one database file in WAL mode.
+
+Every write is one ``BEGIN IMMEDIATE`` transaction holding SQLite's write lock, so compare-and-set and
+the hash chain are serialised across threads and processes. ``synchronous=FULL`` makes every committed
+decision survive a power cut. Each thread gets its own connection.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from crossgate.audit import seal
+from crossgate.errors import ConflictError, StoreError
+from crossgate.model import (
+    ApprovalRequest,
+    Event,
+    NewEvent,
+    ParkedRun,
+    ParkedRunStatus,
+    RequestStatus,
+    StandingRule,
+)
+from crossgate.stores.base import (
+    Page,
+    RequestQuery,
+    claimable,
+    claimed_copy,
+    decode_cursor,
+    encode_cursor,
+    finished_copy,
+    holds_lease,
+)
+
+BUSY_TIMEOUT_MS = 30_000
+POLL_SECONDS = 0.01
+"""How often the one watcher thread per queue looks for other processes' changes."""
+
+
+def migrations() -> list[tuple[int, str]]:
+    """The numbered forward migrations, in order: ``(version, sql)``."""
+    folder = resources.files("crossgate.stores") / "sql" / "sqlite"
+    found = sorted(p for p in folder.iterdir() if p.name.endswith(".sql"))
+    return [(int(p.name.split("_", 1)[0]), p.read_text(encoding="utf-8")) for p in found]
+
+
+class SqliteStore:
+    """The ``Store`` protocol on one SQLite file."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._connections_lock = threading.Lock()
+
+    # connections --------------------------------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            try:
+                conn = sqlite3.connect(
+                    self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+                )
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=FULL")
+                conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot open SQLite database {self.path}: {exc}") from exc
+            self._local.conn = conn
+            with self._connections_lock:
+                self._connections.append(conn)
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        conn = self._conn()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite write failed: {exc}") from exc
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            conn.execute("ROLLBACK")
+            raise StoreError(f"SQLite commit failed: {exc}") from exc
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        try:
+            return self._conn().execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite read failed: {exc}") from exc
+
+    def setup(self) -> None:
+        """Create the file and apply every migration it does not have yet."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._write() as conn:
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            row = conn.execute("SELECT max(version) FROM schema_version").fetchone()
+            current = row[0] or 0
+            for version, sql in migrations():
+                if version > current:
+                    for statement in _statements(sql):
+                        conn.execute(statement)
+                    conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
+
+    def schema_version(self) -> int:
+        """The highest migration applied."""
+        return int(self._read("SELECT coalesce(max(version), 0) FROM schema_version")[0][0])
+
+    def close(self) -> None:
+        """Close every connection this store opened."""
+        with self._connections_lock:
+            for conn in self._connections:
+                conn.close()
+            self._connections.clear()
+        self._local = threading.local()
+
+    # events -------------------------------------------------------------------------------------
+    def _append(self, conn: sqlite3.Connection, new: NewEvent) -> Event:
+        seq, prev_hash = conn.execute("SELECT seq, hash FROM audit_head WHERE one = 1").fetchone()
+        event = seal(new, seq=seq + 1, prev_hash=prev_hash)
+        conn.execute(
+            "INSERT INTO events (seq, at, kind, request_id, run, actor, channel, payload, prev_hash, hash)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                event.seq,
+                event.at.isoformat(),
+                event.kind,
+                event.request_id,
+                event.run,
+                event.actor,
+                event.channel,
+                json.dumps(event.payload, ensure_ascii=False),
+                event.prev_hash,
+                event.hash,
+            ),
+        )
+        conn.execute("UPDATE audit_head SET seq = ?, hash = ? WHERE one = 1", (event.seq, event.hash))
+        return event
+
+    def append_event(self, event: NewEvent) -> Event:
+        with self._write() as conn:
+            return self._append(conn, event)
+
+    def list_events(self, *, after: int = 0, limit: int | None = None, request_id: str | None = None) -> list[Event]:
+        sql = (
+            "SELECT seq, at, kind, request_id, run, actor, channel, payload, prev_hash, hash FROM events WHERE seq > ?"
+        )
+        params: list[Any] = [after]
+        if request_id is not None:
+            sql += " AND request_id = ?"
+            params.append(request_id)
+        sql += " ORDER BY seq"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        return [_event_from_row(row) for row in self._read(sql, params)]
+
+    def audit_head(self) -> tuple[int, str]:
+        seq, digest = self._read("SELECT seq, hash FROM audit_head WHERE one = 1")[0]
+        return int(seq), str(digest)
+
+    def wait_for_change(self, after: int, timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        while True:
+            latest = self.audit_head()[0]
+            if latest > after or time.monotonic() >= deadline:
+                return latest
+            time.sleep(POLL_SECONDS)
+
+    # requests -----------------------------------------------------------------------------------
+    def insert_request(self, request: ApprovalRequest, event: NewEvent) -> Event:
+        call = request.call
+        with self._write() as conn:
+            try:
+                conn.execute(
+                    "INSERT INTO requests (id, status, framework, tool, agent, run, expires_at, body)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        request.id,
+                        request.status.value,
+                        call.framework,
+                        call.tool,
+                        call.agent,
+                        call.run,
+                        _epoch(request.expires_at),
+                        request.model_dump_json(),
+                    ),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise ConflictError(f"request {request.id} already exists") from exc
+            return self._append(conn, event)
+
+    def get_request(self, request_id: str) -> ApprovalRequest | None:
+        rows = self._read("SELECT body FROM requests WHERE id = ?", (request_id,))
+        return ApprovalRequest.model_validate_json(rows[0][0]) if rows else None
+
+    def list_requests(self, query: RequestQuery) -> Page[ApprovalRequest]:
+        where: list[str] = []
+        params: list[Any] = []
+        if query.statuses:
+            where.append(f"status IN ({', '.join('?' for _ in query.statuses)})")
+            params.extend(s.value for s in query.statuses)
+        for column in ("framework", "tool", "agent", "run"):
+            value = getattr(query, column)
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        if query.cursor is not None:
+            where.append("position < ?" if query.newest_first else "position > ?")
+            params.append(decode_cursor(query.cursor))
+        sql = "SELECT position, body FROM requests"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += f" ORDER BY position {'DESC' if query.newest_first else 'ASC'} LIMIT ?"
+        params.append(query.limit + 1)
+        rows = self._read(sql, params)
+        items = [ApprovalRequest.model_validate_json(body) for _, body in rows[: query.limit]]
+        next_cursor = encode_cursor(rows[query.limit - 1][0]) if len(rows) > query.limit else None
+        return Page(items, next_cursor)
+
+    def update_request(
+        self, request: ApprovalRequest, expected: Sequence[RequestStatus], event: NewEvent
+    ) -> Event | None:
+        with self._write() as conn:
+            updated = conn.execute(
+                f"UPDATE requests SET status = ?, expires_at = ?, body = ?"
+                f" WHERE id = ? AND status IN ({', '.join('?' for _ in expected)})",
+                (
+                    request.status.value,
+                    _epoch(request.expires_at),
+                    request.model_dump_json(),
+                    request.id,
+                    *(s.value for s in expected),
+                ),
+            ).rowcount
+            return self._append(conn, event) if updated else None
+
+    def overdue_requests(self, now: datetime, limit: int = 100) -> list[ApprovalRequest]:
+        rows = self._read(
+            "SELECT body FROM requests WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= ?"
+            " ORDER BY position LIMIT ?",
+            (now.timestamp(), limit),
+        )
+        return [ApprovalRequest.model_validate_json(body) for (body,) in rows]
+
+    # standing rules -----------------------------------------------------------------------------
+    def insert_rule(self, rule: StandingRule, event: NewEvent) -> Event:
+        with self._write() as conn:
+            try:
+                conn.execute(
+                    "INSERT INTO standing_rules (id, revoked, body) VALUES (?, ?, ?)",
+                    (rule.id, int(rule.revoked_at is not None), rule.model_dump_json()),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise ConflictError(f"rule {rule.id} already exists") from exc
+            return self._append(conn, event)
+
+    def get_rule(self, rule_id: str) -> StandingRule | None:
+        rows = self._read("SELECT body FROM standing_rules WHERE id = ?", (rule_id,))
+        return StandingRule.model_validate_json(rows[0][0]) if rows else None
+
+    def list_rules(self, *, include_revoked: bool = False) -> list[StandingRule]:
+        sql = "SELECT body FROM standing_rules" + ("" if include_revoked else " WHERE revoked = 0")
+        return [StandingRule.model_validate_json(body) for (body,) in self._read(sql + " ORDER BY position")]
+
+    def revoke_rule(self, rule: StandingRule, event: NewEvent) -> Event | None:
+        with self._write() as conn:
+            updated = conn.execute(
+                "UPDATE standing_rules SET revoked = 1, body = ? WHERE id = ? AND revoked = 0",
+                (rule.model_dump_json(), rule.id),
+            ).rowcount
+            return self._append(conn, event) if updated else None
+
+    # parked runs --------------------------------------------------------------------------------
+    def insert_parked_run(self, parked: ParkedRun, event: NewEvent) -> Event:
+        with self._write() as conn:
+            try:
+                conn.execute(
+                    "INSERT INTO parked_runs (id, status, framework, run, body) VALUES (?, ?, ?, ?, ?)",
+                    (parked.id, parked.status.value, parked.framework, parked.run, parked.model_dump_json()),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise ConflictError(f"parked run {parked.id} already exists") from exc
+            return self._append(conn, event)
+
+    def get_parked_run(self, parked_id: str) -> ParkedRun | None:
+        rows = self._read("SELECT body FROM parked_runs WHERE id = ?", (parked_id,))
+        return ParkedRun.model_validate_json(rows[0][0]) if rows else None
+
+    def list_parked_runs(
+        self, *, statuses: Sequence[ParkedRunStatus] = (), framework: str | None = None, run: str | None = None
+    ) -> list[ParkedRun]:
+        where: list[str] = []
+        params: list[Any] = []
+        if statuses:
+            where.append(f"status IN ({', '.join('?' for _ in statuses)})")
+            params.extend(s.value for s in statuses)
+        if framework is not None:
+            where.append("framework = ?")
+            params.append(framework)
+        if run is not None:
+            where.append("run = ?")
+            params.append(run)
+        sql = "SELECT body FROM parked_runs" + (" WHERE " + " AND ".join(where) if where else "")
+        return [ParkedRun.model_validate_json(body) for (body,) in self._read(sql + " ORDER BY position", params)]
+
+    def _replace_parked(self, conn: sqlite3.Connection, parked: ParkedRun) -> None:
+        conn.execute(
+            "UPDATE parked_runs SET status = ?, body = ? WHERE id = ?",
+            (parked.status.value, parked.model_dump_json(), parked.id),
+        )
+
+    def _locked_parked(self, conn: sqlite3.Connection, parked_id: str) -> ParkedRun | None:
+        row = conn.execute("SELECT body FROM parked_runs WHERE id = ?", (parked_id,)).fetchone()
+        return ParkedRun.model_validate_json(row[0]) if row else None
+
+    def claim_parked_run(
+        self, parked_id: str, owner: str, now: datetime, lease_until: datetime, event: NewEvent
+    ) -> ParkedRun | None:
+        with self._write() as conn:
+            current = self._locked_parked(conn, parked_id)
+            if current is None or not claimable(current, now):
+                return None
+            claimed = claimed_copy(current, owner, now, lease_until)
+            self._replace_parked(conn, claimed)
+            self._append(conn, event)
+            return claimed
+
+    def finish_parked_run(
+        self, parked_id: str, owner: str, status: ParkedRunStatus, outcome: str | None, now: datetime, event: NewEvent
+    ) -> ParkedRun | None:
+        with self._write() as conn:
+            current = self._locked_parked(conn, parked_id)
+            if current is None or not holds_lease(current, owner):
+                return None
+            finished = finished_copy(current, status, outcome, now)
+            self._replace_parked(conn, finished)
+            self._append(conn, event)
+            return finished
+
+
+def _epoch(moment: datetime | None) -> float | None:
+    return None if moment is None else moment.timestamp()
+
+
+def _event_from_row(row: tuple[Any, ...]) -> Event:
+    seq, at, kind, request_id, run, actor, channel, payload, prev_hash, digest = row
+    return Event(
+        seq=seq,
+        at=datetime.fromisoformat(at),
+        kind=kind,
+        request_id=request_id,
+        run=run,
+        actor=actor,
+        channel=channel,
+        payload=json.loads(payload),
+        prev_hash=prev_hash,
+        hash=digest,
+    )
+
+
+def _statements(sql: str) -> list[str]:
+    """Split a migration into statements (the migrations contain no semicolons inside literals)."""
+    lines = [line for line in sql.splitlines() if not line.strip().startswith("--")]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
