@@ -91,7 +91,7 @@ def check_schema(schema: Mapping[str, Any] | None) -> None:
         return
     validator_class = jsonschema.validators.validator_for(schema)
     try:
-        validator_class.check_schema(schema)
+        validator_class.check_schema(dict(schema))
     except jsonschema.SchemaError as exc:
         raise ConfigurationError(f"args_schema is not a valid JSON Schema: {exc.message}") from exc
 

@@ -48,7 +48,7 @@ POLL_SECONDS = 0.01
 def migrations() -> list[tuple[int, str]]:
     """The numbered forward migrations, in order: ``(version, sql)``."""
     folder = resources.files("crossgate.stores") / "sql" / "sqlite"
-    found = sorted(p for p in folder.iterdir() if p.name.endswith(".sql"))
+    found = sorted((p for p in folder.iterdir() if p.name.endswith(".sql")), key=lambda p: p.name)
     return [(int(p.name.split("_", 1)[0]), p.read_text(encoding="utf-8")) for p in found]
 
 
