@@ -1,0 +1,54 @@
+"""Fixtures shared by the conformance suites: every store, each scenario on a fresh one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from crossgate import MemoryStore, Policy, ReviewQueue, Store
+from crossgate.stores.sqlite import SqliteStore
+
+StoreFactory = Callable[[], Store]
+
+
+def _memory(tmp_path: Path) -> StoreFactory:
+    return MemoryStore
+
+
+def _sqlite(tmp_path: Path) -> StoreFactory:
+    counter = iter(range(1_000_000))
+    return lambda: SqliteStore(tmp_path / f"store-{next(counter)}.db")
+
+
+def _postgres(tmp_path: Path) -> StoreFactory:
+    try:
+        from tests.support.postgres import postgres_store_factory
+    except ImportError:
+        pytest.skip("PostgreSQL store support is not in this checkout")
+    return postgres_store_factory()
+
+
+STORE_KINDS: dict[str, Callable[[Path], StoreFactory]] = {"memory": _memory, "sqlite": _sqlite, "postgres": _postgres}
+
+
+@pytest.fixture(params=[pytest.param(k, marks=[pytest.mark.postgres] if k == "postgres" else []) for k in STORE_KINDS])
+def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
+    """Makes fresh, set-up stores of one kind; the test may open several (e.g. to reopen after a crash)."""
+    make = STORE_KINDS[request.param](tmp_path)
+    return make
+
+
+@pytest.fixture
+def store(store_factory: StoreFactory) -> Iterator[Store]:
+    """A fresh store of each kind."""
+    made = store_factory()
+    made.setup()
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def queue(store: Store) -> ReviewQueue:
+    """A queue on a fresh store with the default policy (everything asks)."""
+    return ReviewQueue(store, Policy())

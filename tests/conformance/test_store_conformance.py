@@ -1,0 +1,266 @@
+"""Every store must pass these unchanged: the ``Store`` protocol as the queue relies on it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from crossgate import (
+    ApprovalRequest,
+    ConflictError,
+    ParkedRun,
+    ParkedRunStatus,
+    RequestQuery,
+    RequestStatus,
+    StandingRule,
+    Store,
+    ToolCall,
+    VerdictKind,
+)
+from crossgate.audit import GENESIS_HASH, verify_chain
+from crossgate.model import NewEvent
+
+T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+def make_request(
+    n: int,
+    *,
+    status: RequestStatus = RequestStatus.PENDING,
+    expires_at: datetime | None = None,
+    framework: str = "langgraph",
+    tool: str = "delete_ticket",
+    agent: str | None = "triage",
+    run: str | None = "run-1",
+) -> ApprovalRequest:
+    call = ToolCall(framework=framework, tool=tool, args={"id": f"t{n}"}, agent=agent, run=run, call_id=f"c{n}")
+    return ApprovalRequest(
+        id=f"req-{n}",
+        call=call,
+        fingerprint=call.fingerprint,
+        status=status,
+        created_at=T0 + timedelta(seconds=n),
+        expires_at=expires_at,
+    )
+
+
+def ev(kind: str, request_id: str | None = None, **payload: object) -> NewEvent:
+    return NewEvent(kind=kind, at=T0, request_id=request_id, payload=dict(payload))
+
+
+def make_parked(n: int = 1) -> ParkedRun:
+    return ParkedRun(
+        id=f"park-{n}",
+        framework="openai-agents",
+        run=f"run-{n}",
+        request_ids=(f"req-{n}",),
+        state='{"opaque": true}',
+        created_at=T0,
+        updated_at=T0,
+    )
+
+
+def test_insert_then_get_returns_the_same_request(store: Store) -> None:
+    request = make_request(1)
+    event = store.insert_request(request, ev("submitted", request.id))
+    assert store.get_request("req-1") == request
+    assert event.seq == 1
+    assert event.prev_hash == GENESIS_HASH
+
+
+def test_get_unknown_request_is_none(store: Store) -> None:
+    assert store.get_request("req-missing") is None
+
+
+def test_duplicate_request_id_is_a_conflict_and_keeps_the_first(store: Store) -> None:
+    first = make_request(1)
+    store.insert_request(first, ev("submitted", first.id))
+    clash = make_request(1, tool="other_tool")
+    with pytest.raises(ConflictError):
+        store.insert_request(clash, ev("submitted", clash.id))
+    assert store.get_request("req-1") == first
+    assert store.audit_head()[0] == 1
+
+
+def test_update_is_compare_and_set_on_status(store: Store) -> None:
+    request = make_request(1)
+    store.insert_request(request, ev("submitted", request.id))
+    decided = request.model_copy(update={"status": RequestStatus.DECIDED})
+    assert store.update_request(decided, (RequestStatus.PENDING,), ev("decided", request.id)) is not None
+    again = request.model_copy(update={"status": RequestStatus.CANCELLED})
+    assert store.update_request(again, (RequestStatus.PENDING,), ev("cancelled", request.id)) is None
+    assert store.get_request("req-1") == decided
+    assert [e.kind for e in store.list_events()] == ["submitted", "decided"]
+
+
+def test_update_of_unknown_request_changes_nothing(store: Store) -> None:
+    ghost = make_request(9, status=RequestStatus.DECIDED)
+    assert store.update_request(ghost, (RequestStatus.PENDING,), ev("decided", ghost.id)) is None
+    assert store.get_request(ghost.id) is None
+    assert store.audit_head() == (0, GENESIS_HASH)
+
+
+def test_only_one_of_many_racing_updates_wins(store: Store) -> None:
+    request = make_request(1)
+    store.insert_request(request, ev("submitted", request.id))
+    wins: list[int] = []
+    barrier = threading.Barrier(8)
+
+    def decide(i: int) -> None:
+        barrier.wait()
+        decided = request.model_copy(update={"status": RequestStatus.DECIDED, "closed_reason": f"thread {i}"})
+        if store.update_request(decided, (RequestStatus.PENDING,), ev("decided", request.id, thread=i)):
+            wins.append(i)
+
+    threads = [threading.Thread(target=decide, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(wins) == 1
+    stored = store.get_request("req-1")
+    assert stored is not None and stored.closed_reason == f"thread {wins[0]}"
+    assert [e.kind for e in store.list_events()].count("decided") == 1
+
+
+def test_list_pages_newest_first_with_cursor(store: Store) -> None:
+    for n in range(1, 8):
+        r = make_request(n)
+        store.insert_request(r, ev("submitted", r.id))
+    first = store.list_requests(RequestQuery(limit=3))
+    assert [r.id for r in first.items] == ["req-7", "req-6", "req-5"]
+    assert first.next_cursor is not None
+    second = store.list_requests(RequestQuery(limit=3, cursor=first.next_cursor))
+    assert [r.id for r in second.items] == ["req-4", "req-3", "req-2"]
+    third = store.list_requests(RequestQuery(limit=3, cursor=second.next_cursor))
+    assert [r.id for r in third.items] == ["req-1"]
+    assert third.next_cursor is None
+
+
+def test_list_oldest_first_and_exact_page_end(store: Store) -> None:
+    for n in range(1, 5):
+        r = make_request(n)
+        store.insert_request(r, ev("submitted", r.id))
+    page = store.list_requests(RequestQuery(limit=2, newest_first=False))
+    assert [r.id for r in page.items] == ["req-1", "req-2"]
+    last = store.list_requests(RequestQuery(limit=2, newest_first=False, cursor=page.next_cursor))
+    assert [r.id for r in last.items] == ["req-3", "req-4"]
+    assert last.next_cursor is None
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        (RequestQuery(statuses=(RequestStatus.DECIDED,)), ["req-2"]),
+        (RequestQuery(statuses=(RequestStatus.PENDING, RequestStatus.EXPIRED)), ["req-4", "req-3", "req-1"]),
+        (RequestQuery(framework="openai-agents"), ["req-3"]),
+        (RequestQuery(tool="write_file"), ["req-4"]),
+        (RequestQuery(agent="other"), ["req-2"]),
+        (RequestQuery(run="run-9"), ["req-1"]),
+        (RequestQuery(framework="langgraph", statuses=(RequestStatus.PENDING,)), ["req-4", "req-1"]),
+        (RequestQuery(framework="nobody"), []),
+    ],
+)
+def test_list_filters_are_exact_matches(store: Store, query: RequestQuery, expected: list[str]) -> None:
+    requests = [
+        make_request(1, run="run-9"),
+        make_request(2, status=RequestStatus.DECIDED, agent="other"),
+        make_request(3, status=RequestStatus.EXPIRED, framework="openai-agents"),
+        make_request(4, tool="write_file"),
+    ]
+    for r in requests:
+        store.insert_request(r, ev("submitted", r.id))
+    assert [r.id for r in store.list_requests(query).items] == expected
+
+
+def test_overdue_lists_only_pending_requests_past_expiry(store: Store) -> None:
+    due = make_request(1, expires_at=T0)
+    later = make_request(2, expires_at=T0 + timedelta(hours=1))
+    never = make_request(3)
+    closed = make_request(4, status=RequestStatus.DECIDED, expires_at=T0 - timedelta(hours=1))
+    for r in (due, later, never, closed):
+        store.insert_request(r, ev("submitted", r.id))
+    assert [r.id for r in store.overdue_requests(T0)] == ["req-1"]
+    assert [r.id for r in store.overdue_requests(T0 + timedelta(hours=2))] == ["req-1", "req-2"]
+
+
+def make_rule(n: int) -> StandingRule:
+    return StandingRule(id=f"rule-{n}", effect=VerdictKind.ALLOW, tool="read_*", created_at=T0)
+
+
+def test_rules_insert_list_and_revoke_once(store: Store) -> None:
+    store.insert_rule(make_rule(1), ev("rule_added"))
+    store.insert_rule(make_rule(2), ev("rule_added"))
+    revoked = make_rule(1).model_copy(update={"revoked_at": T0, "revoked_by": "ann"})
+    assert store.revoke_rule(revoked, ev("rule_revoked")) is not None
+    assert store.revoke_rule(revoked, ev("rule_revoked")) is None
+    assert [r.id for r in store.list_rules()] == ["rule-2"]
+    assert [r.id for r in store.list_rules(include_revoked=True)] == ["rule-1", "rule-2"]
+    assert store.get_rule("rule-1") == revoked
+    assert store.get_rule("rule-x") is None
+    assert [e.kind for e in store.list_events()] == ["rule_added", "rule_added", "rule_revoked"]
+
+
+def test_parked_run_is_claimed_once_until_its_lease_runs_out(store: Store) -> None:
+    store.insert_parked_run(make_parked(), ev("run_parked"))
+    lease_end = T0 + timedelta(minutes=5)
+    claimed = store.claim_parked_run("park-1", "w1", T0, lease_end, ev("run_claimed"))
+    assert claimed is not None and claimed.status is ParkedRunStatus.RESUMING and claimed.lease_owner == "w1"
+    assert store.claim_parked_run("park-1", "w2", T0 + timedelta(minutes=1), lease_end, ev("run_claimed")) is None
+    stolen = store.claim_parked_run("park-1", "w2", lease_end, lease_end + timedelta(minutes=5), ev("run_claimed"))
+    assert stolen is not None and stolen.lease_owner == "w2" and stolen.attempts == 2
+    assert store.finish_parked_run("park-1", "w1", ParkedRunStatus.RESUMED, "late", T0, ev("run_resumed")) is None
+    done = store.finish_parked_run("park-1", "w2", ParkedRunStatus.RESUMED, "ok", T0, ev("run_resumed"))
+    assert done is not None and done.status is ParkedRunStatus.RESUMED and done.outcome == "ok"
+    far_future = T0 + timedelta(days=1)
+    assert store.claim_parked_run("park-1", "w3", far_future, far_future, ev("run_claimed")) is None
+    assert store.get_parked_run("park-1") == done
+
+
+def test_unknown_parked_run_cannot_be_claimed(store: Store) -> None:
+    assert store.claim_parked_run("park-x", "w1", T0, T0, ev("run_claimed")) is None
+    assert store.get_parked_run("park-x") is None
+    assert store.audit_head()[0] == 0
+
+
+def test_parked_runs_filter_by_status_framework_and_run(store: Store) -> None:
+    store.insert_parked_run(make_parked(1), ev("run_parked"))
+    store.insert_parked_run(make_parked(2), ev("run_parked"))
+    store.claim_parked_run("park-2", "w", T0, T0 + timedelta(minutes=1), ev("run_claimed"))
+    assert [p.id for p in store.list_parked_runs(statuses=(ParkedRunStatus.PARKED,))] == ["park-1"]
+    assert [p.id for p in store.list_parked_runs(run="run-2")] == ["park-2"]
+    assert store.list_parked_runs(framework="langgraph") == []
+    assert store.get_parked_run("park-1") == make_parked(1)
+
+
+def test_events_form_a_verifiable_chain_and_filter_by_request(store: Store) -> None:
+    store.append_event(ev("a", "req-1", n=1))
+    store.append_event(ev("b", "req-2", text="héllo ✓", number=1.5))
+    store.append_event(ev("c", "req-1", nested={"z": [1, 2], "a": None}))
+    events = store.list_events()
+    assert [e.seq for e in events] == [1, 2, 3]
+    assert events[1].prev_hash == events[0].hash
+    assert events[1].payload == {"text": "héllo ✓", "number": 1.5}
+    assert verify_chain(events, head=store.audit_head()).ok
+    assert [e.kind for e in store.list_events(request_id="req-1")] == ["a", "c"]
+    assert [e.kind for e in store.list_events(after=1, limit=1)] == ["b"]
+    assert store.audit_head() == (3, events[-1].hash)
+
+
+def test_wait_for_change_returns_at_once_when_behind_and_times_out_when_current(store: Store) -> None:
+    store.append_event(ev("a"))
+    assert store.wait_for_change(0, timeout=5) == 1
+    started = time.monotonic()
+    assert store.wait_for_change(1, timeout=0.1) == 1
+    assert time.monotonic() - started >= 0.09
+
+
+def test_wait_for_change_wakes_on_another_threads_append(store: Store) -> None:
+    timer = threading.Timer(0.05, lambda: store.append_event(ev("late")))
+    timer.start()
+    started = time.monotonic()
+    assert store.wait_for_change(0, timeout=5) == 1
+    assert time.monotonic() - started < 2
+    timer.join()
