@@ -35,8 +35,7 @@ STORE_KINDS: dict[str, Callable[[Path], StoreFactory]] = {"memory": _memory, "sq
 @pytest.fixture(params=[pytest.param(k, marks=[pytest.mark.postgres] if k == "postgres" else []) for k in STORE_KINDS])
 def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
     """Makes fresh, set-up stores of one kind; the test may open several (e.g. to reopen after a crash)."""
-    make = STORE_KINDS[request.param](tmp_path)
-    return make
+    return STORE_KINDS[request.param](tmp_path)
 
 
 @pytest.fixture
