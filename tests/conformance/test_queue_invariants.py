@@ -1,0 +1,444 @@
+"""DESIGN.md invariants 1, 2, 3 and 7 at the queue, on every store."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from datetime import timedelta
+from typing import Any
+
+import pydantic
+import pytest
+from crossgate import (
+    AlreadyAppliedError,
+    AlreadyDecidedError,
+    ApprovalRequest,
+    Approve,
+    ConfigurationError,
+    DecisionKind,
+    DecisionNotAllowedError,
+    Edit,
+    FingerprintMismatchError,
+    InvalidArgumentsError,
+    InvalidDecisionError,
+    NotFoundError,
+    ParkedRunClaimedError,
+    Policy,
+    PolicyRule,
+    Reject,
+    Remember,
+    RememberMatch,
+    RememberScope,
+    RequestCancelledError,
+    RequestExpiredError,
+    RequestStatus,
+    Respond,
+    ReviewQueue,
+    SelfDecisionError,
+    Store,
+    ToolCall,
+    VerdictKind,
+    parse_decision,
+)
+from crossgate.model import EXPIRY_MESSAGE
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"id": {"type": "string", "pattern": "^t[0-9]+$"}},
+    "required": ["id"],
+    "additionalProperties": False,
+}
+
+
+def call(
+    ticket: str = "t3", *, tool: str = "delete_ticket", run: str | None = "run-1", agent: str = "triage"
+) -> ToolCall:
+    return ToolCall(framework="langgraph", tool=tool, args={"id": ticket}, run=run, agent=agent, call_id=f"c-{ticket}")
+
+
+def submit(queue: ReviewQueue, ticket: str = "t3", **kwargs: Any) -> ApprovalRequest:
+    kwargs.setdefault("args_schema", SCHEMA)
+    request = queue.submit(call(ticket, run=kwargs.pop("run", "run-1")), **kwargs).request
+    assert request is not None
+    return request
+
+
+def snapshot(queue: ReviewQueue, request_id: str) -> tuple[ApprovalRequest, int, int]:
+    return queue.get(request_id), queue.store.audit_head()[0], len(queue.rules(include_revoked=True))
+
+
+# invariant 1: fail closed -------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("decision", "error"),
+    [
+        (Edit(args={"id": 3}), InvalidArgumentsError),
+        (Edit(args={"id": "t1", "extra": True}), InvalidArgumentsError),
+        (Edit(args={}), InvalidArgumentsError),
+        (Approve(fingerprint="0" * 64), FingerprintMismatchError),
+        (Respond(content="x", remember=Remember()), InvalidDecisionError),
+        (Approve(remember=Remember(match=RememberMatch.PATTERN)), InvalidDecisionError),
+        (Approve(remember=Remember(arg_patterns={"id": "t*"})), InvalidDecisionError),
+    ],
+)
+def test_invalid_decisions_are_refused_and_change_nothing(queue: ReviewQueue, decision: Any, error: type) -> None:
+    request = submit(queue)
+    before = snapshot(queue, request.id)
+    with pytest.raises(error):
+        queue.decide(request.id, decision, reviewer="ann")
+    assert snapshot(queue, request.id) == before
+
+
+def test_a_decision_the_request_does_not_allow_is_refused(queue: ReviewQueue) -> None:
+    request = submit(queue, capabilities=(DecisionKind.APPROVE, DecisionKind.REJECT))
+    assert request.allowed_decisions == (DecisionKind.APPROVE, DecisionKind.REJECT)
+    before = snapshot(queue, request.id)
+    for decision in (Edit(args={"id": "t1"}), Respond(content="done")):
+        with pytest.raises(DecisionNotAllowedError, match="does not allow"):
+            queue.decide(request.id, decision, reviewer="ann")
+    assert snapshot(queue, request.id) == before
+
+
+def test_policy_rule_narrows_allowed_decisions_but_approve_and_reject_remain(store: Store) -> None:
+    rule = PolicyRule(
+        name="sql", verdict=VerdictKind.ASK, tool="delete_ticket", allowed_decisions=(DecisionKind.RESPOND,)
+    )
+    queue = ReviewQueue(store, Policy(rules=(rule,)))
+    request = submit(queue)
+    assert request.allowed_decisions == (DecisionKind.APPROVE, DecisionKind.REJECT, DecisionKind.RESPOND)
+    with pytest.raises(DecisionNotAllowedError):
+        queue.decide(request.id, Edit(args={"id": "t1"}), reviewer="ann")
+
+
+def test_unknown_request_is_not_found_everywhere(queue: ReviewQueue) -> None:
+    for action in (
+        lambda: queue.get("req-nope"),
+        lambda: queue.decide("req-nope", Approve(), reviewer="ann"),
+        lambda: queue.mark_applied("req-nope", args={}),
+        lambda: queue.cancel("req-nope"),
+        lambda: queue.revoke_rule("rule-nope"),
+        lambda: queue.claim_parked("park-nope", owner="w"),
+    ):
+        with pytest.raises(NotFoundError):
+            action()
+    assert queue.store.audit_head()[0] == 0
+
+
+def test_malformed_decision_data_never_becomes_a_decision() -> None:
+    for data in (
+        {"kind": "approve", "extra": 1},
+        {"kind": "reject"},
+        {"kind": "reject", "message": ""},
+        {"kind": "edit", "args": ["t1"]},
+        {"kind": "yes"},
+        "approve",
+        True,
+        None,
+    ):
+        with pytest.raises(pydantic.ValidationError):
+            parse_decision(data)
+
+
+def test_a_reviewer_cannot_decide_their_own_request(queue: ReviewQueue) -> None:
+    request = submit(queue, requested_by="bob")
+    before = snapshot(queue, request.id)
+    with pytest.raises(SelfDecisionError):
+        queue.decide(request.id, Approve(), reviewer="bob")
+    assert snapshot(queue, request.id) == before
+    assert queue.decide(request.id, Approve(), reviewer="ann").status is RequestStatus.DECIDED
+
+
+def test_a_bad_args_schema_is_a_configuration_error_and_creates_nothing(queue: ReviewQueue) -> None:
+    with pytest.raises(ConfigurationError):
+        queue.submit(call(), args_schema={"type": "no-such-type"})
+    assert queue.store.audit_head()[0] == 0
+
+
+# verdicts without a human --------------------------------------------------------------------------
+def test_allow_and_deny_verdicts_are_recorded_without_a_request(store: Store) -> None:
+    policy = Policy(
+        rules=(
+            PolicyRule(
+                name="no-t1",
+                verdict=VerdictKind.DENY,
+                tool="delete_ticket",
+                where=({"arg": "id", "kind": "equals", "value": "t1"},),
+                reason="t1 is a real ticket; keep it.",
+            ),
+            PolicyRule(name="reads", verdict=VerdictKind.ALLOW, tool="read_*"),
+        )
+    )
+    queue = ReviewQueue(store, policy)
+    denied = queue.submit(call("t1"))
+    allowed = queue.submit(call("t1", tool="read_ticket"))
+    assert denied.request is None
+    assert denied.verdict.kind is VerdictKind.DENY
+    assert denied.verdict.reason == "t1 is a real ticket; keep it."
+    assert allowed.request is None
+    assert allowed.verdict.kind is VerdictKind.ALLOW
+    events = queue.events()
+    assert [e.kind for e in events] == ["auto_denied", "auto_allowed"]
+    assert events[0].payload["tool"] == "delete_ticket"
+    assert queue.pending() == []
+
+
+def test_submit_with_the_same_request_id_is_idempotent_and_refuses_other_args(queue: ReviewQueue) -> None:
+    first = queue.submit(call("t3"), request_id="req-fixed").request
+    again = queue.submit(call("t3"), request_id="req-fixed").request
+    assert first == again
+    with pytest.raises(FingerprintMismatchError):
+        queue.submit(call("t1"), request_id="req-fixed")
+    assert [e.kind for e in queue.events()] == ["submitted"]
+
+
+# invariant 2: bound to arguments ------------------------------------------------------------------
+def test_apply_checks_the_arguments_about_to_run(queue: ReviewQueue) -> None:
+    request = submit(queue)
+    queue.decide(request.id, Approve(fingerprint=request.fingerprint), reviewer="ann")
+    before = snapshot(queue, request.id)
+    with pytest.raises(FingerprintMismatchError):
+        queue.mark_applied(request.id, args={"id": "t1"})
+    with pytest.raises(FingerprintMismatchError):
+        queue.mark_applied(request.id)
+    assert snapshot(queue, request.id) == before
+    assert queue.mark_applied(request.id, args={"id": "t3"}).status is RequestStatus.APPLIED
+
+
+def test_an_edit_binds_the_edited_arguments_not_the_proposed_ones(queue: ReviewQueue) -> None:
+    request = submit(queue)
+    decided = queue.decide(request.id, Edit(args={"id": "t2"}), reviewer="ann")
+    assert decided.approved_args() == {"id": "t2"}
+    with pytest.raises(FingerprintMismatchError):
+        queue.mark_applied(request.id, args={"id": "t3"})
+    assert queue.mark_applied(request.id, args={"id": "t2"}).status is RequestStatus.APPLIED
+    decided_event = next(e for e in queue.events() if e.kind == "decided")
+    assert decided_event.payload["diff"] == {"changed": {"id": ["t3", "t2"]}, "added": {}, "removed": {}}
+
+
+def test_nothing_runs_for_reject_respond_or_pending(queue: ReviewQueue) -> None:
+    pending = submit(queue, "t1")
+    with pytest.raises(Exception, match="still pending"):
+        queue.mark_applied(pending.id, args={"id": "t1"})
+    rejected = submit(queue, "t2")
+    decided = queue.decide(rejected.id, Reject(message="Keep t2. Do not retry."), reviewer="ann")
+    assert decided.approved_args() is None
+    responded = submit(queue, "t3")
+    assert queue.decide(responded.id, Respond(content="done by hand"), reviewer="ann").approved_args() is None
+
+
+# invariant 3: exactly once ------------------------------------------------------------------------
+def test_a_request_is_decided_once(queue: ReviewQueue) -> None:
+    request = submit(queue)
+    queue.decide(request.id, Approve(), reviewer="ann")
+    before = snapshot(queue, request.id)
+    with pytest.raises(AlreadyDecidedError):
+        queue.decide(request.id, Reject(message="no"), reviewer="bob")
+    with pytest.raises(AlreadyDecidedError):
+        queue.decide(request.id, Approve(), reviewer="ann")
+    assert snapshot(queue, request.id) == before
+    queue.mark_applied(request.id, args={"id": "t3"})
+    with pytest.raises(AlreadyAppliedError):
+        queue.decide(request.id, Approve(), reviewer="ann")
+    with pytest.raises(AlreadyAppliedError):
+        queue.mark_applied(request.id, args={"id": "t3"})
+
+
+def test_racing_reviewers_in_threads_exactly_one_wins(queue: ReviewQueue) -> None:
+    request = submit(queue)
+    barrier = threading.Barrier(8)
+    outcomes: list[str] = []
+
+    def decide(i: int) -> None:
+        barrier.wait()
+        try:
+            queue.decide(request.id, Reject(message=f"reviewer {i} says no"), reviewer=f"r{i}")
+            outcomes.append("won")
+        except AlreadyDecidedError:
+            outcomes.append("conflict")
+
+    threads = [threading.Thread(target=decide, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes) == ["conflict"] * 7 + ["won"]
+    assert [e.kind for e in queue.events()].count("decided") == 1
+
+
+def test_a_parked_run_is_resumed_once(queue: ReviewQueue) -> None:
+    request = submit(queue)
+    parked = queue.park(framework="langgraph", run="run-1", request_ids=[request.id], state="{}")
+    assert not queue.is_ready(parked)
+    queue.decide(request.id, Approve(), reviewer="ann")
+    assert [p.id for p in queue.ready_runs()] == [parked.id]
+    queue.claim_parked(parked.id, owner="w1")
+    with pytest.raises(ParkedRunClaimedError):
+        queue.claim_parked(parked.id, owner="w2")
+    queue.finish_parked(parked.id, owner="w1")
+    with pytest.raises(ParkedRunClaimedError, match="resumed"):
+        queue.claim_parked(parked.id, owner="w2")
+    assert queue.ready_runs() == []
+
+
+def test_park_refuses_unknown_requests(queue: ReviewQueue) -> None:
+    with pytest.raises(NotFoundError):
+        queue.park(framework="langgraph", run="r", request_ids=["req-ghost"], state="{}")
+    assert queue.parked_runs() == []
+
+
+# expiry and cancel --------------------------------------------------------------------------------
+def test_expired_requests_refuse_decisions_and_answer_as_rejections(store: Store) -> None:
+    rule = PolicyRule(name="quick", verdict=VerdictKind.ASK, tool="*", timeout_seconds=60)
+    clock = FakeClock()
+    queue = ReviewQueue(store, Policy(rules=(rule,)), clock=clock)
+    request = submit(queue)
+    assert request.expires_at == clock.moment + timedelta(seconds=60)
+    clock.advance(61)
+    before = snapshot(queue, request.id)
+    with pytest.raises(RequestExpiredError):
+        queue.decide(request.id, Approve(), reviewer="ann")
+    assert snapshot(queue, request.id) == before
+    [expired] = queue.expire_overdue()
+    assert expired.status is RequestStatus.EXPIRED
+    resolution = expired.resolution()
+    assert isinstance(resolution, Reject)
+    assert resolution.message == EXPIRY_MESSAGE
+    assert "Do not retry" in resolution.message
+    assert queue.expire_overdue() == []
+    with pytest.raises(RequestExpiredError):
+        queue.decide(request.id, Approve(), reviewer="ann")
+    with pytest.raises(RequestExpiredError):
+        queue.mark_applied(request.id, args={"id": "t3"})
+
+
+def test_cancelled_requests_refuse_decisions(queue: ReviewQueue) -> None:
+    request = submit(queue)
+    cancelled = queue.cancel(request.id, reason="The run was stopped.", actor="ops")
+    assert cancelled.status is RequestStatus.CANCELLED
+    assert isinstance(cancelled.resolution(), Reject)
+    with pytest.raises(RequestCancelledError):
+        queue.decide(request.id, Approve(), reviewer="ann")
+    with pytest.raises(RequestCancelledError):
+        queue.cancel(request.id)
+
+
+# waiting -----------------------------------------------------------------------------------------
+async def test_wait_wakes_when_another_thread_decides(queue: ReviewQueue) -> None:
+    request = submit(queue)
+    timer = threading.Timer(0.05, lambda: queue.decide(request.id, Approve(), reviewer="ann"))
+    timer.start()
+    decided = await queue.wait(request.id, timeout=10)
+    timer.join()
+    assert decided.status is RequestStatus.DECIDED
+    assert queue.waiting == 0
+
+
+async def test_wait_times_out_with_the_request_still_pending(queue: ReviewQueue) -> None:
+    request = submit(queue)
+    waited = await queue.wait(request.id, timeout=0.05)
+    assert waited.status is RequestStatus.PENDING
+    assert queue.waiting == 0
+
+
+async def test_many_waiters_on_one_request_all_wake(queue: ReviewQueue) -> None:
+    request = submit(queue)
+    waiters = [asyncio.create_task(queue.wait(request.id, timeout=10)) for _ in range(50)]
+    await asyncio.sleep(0.02)
+    queue.decide(request.id, Reject(message="no"), reviewer="ann")
+    results = await asyncio.gather(*waiters)
+    assert {r.status for r in results} == {RequestStatus.DECIDED}
+
+
+async def test_wait_expires_an_overdue_request(store: Store) -> None:
+    rule = PolicyRule(name="quick", verdict=VerdictKind.ASK, tool="*", timeout_seconds=0.05)
+    queue = ReviewQueue(store, Policy(rules=(rule,)))
+    request = submit(queue)
+    waited = await queue.wait(request.id, timeout=10)
+    assert waited.status is RequestStatus.EXPIRED
+    assert isinstance(waited.resolution(), Reject)
+
+
+def test_wait_blocking_wakes_on_decision(queue: ReviewQueue) -> None:
+    request = submit(queue)
+    timer = threading.Timer(0.05, lambda: queue.decide(request.id, Approve(), reviewer="ann"))
+    timer.start()
+    assert queue.wait_blocking(request.id, timeout=10).status is RequestStatus.DECIDED
+    timer.join()
+
+
+# remember -----------------------------------------------------------------------------------------
+def test_remembered_approval_for_the_run_allows_later_calls_in_that_run_only(queue: ReviewQueue) -> None:
+    request = submit(queue, "t3")
+    queue.decide(request.id, Approve(remember=Remember(scope=RememberScope.RUN)), reviewer="ann")
+    [rule] = queue.rules()
+    assert rule.source_request == request.id
+    assert queue.evaluate(call("t9")).kind is VerdictKind.ALLOW
+    assert queue.evaluate(call("t9", run="run-2")).kind is VerdictKind.ASK
+    queue.revoke_rule(rule.id, actor="ann")
+    assert queue.evaluate(call("t9")).kind is VerdictKind.ASK
+
+
+def test_remembered_exact_arguments_cover_only_those_arguments(queue: ReviewQueue) -> None:
+    request = submit(queue, "t3")
+    queue.decide(request.id, Approve(remember=Remember(match=RememberMatch.EXACT)), reviewer="ann")
+    assert queue.evaluate(call("t3", run="other")).kind is VerdictKind.ALLOW
+    assert queue.evaluate(call("t4", run="other")).kind is VerdictKind.ASK
+
+
+def test_remembered_rejection_denies_with_the_reviewers_message(queue: ReviewQueue) -> None:
+    request = submit(queue, "t1")
+    message = "Never delete tickets from this agent. Ask the user instead."
+    queue.decide(request.id, Reject(message=message, remember=Remember(this_agent_only=True)), reviewer="ann")
+    verdict = queue.evaluate(call("t7", run="other"))
+    assert verdict.kind is VerdictKind.DENY
+    assert verdict.reason == message
+    assert queue.evaluate(call("t7", agent="someone-else")).kind is VerdictKind.ASK
+
+
+def test_remember_once_creates_no_standing_rule(queue: ReviewQueue) -> None:
+    request = submit(queue)
+    queue.decide(request.id, Approve(remember=Remember(scope=RememberScope.ONCE)), reviewer="ann")
+    assert queue.rules() == []
+
+
+def test_a_standing_allow_never_lifts_a_policy_deny(store: Store) -> None:
+    deny = PolicyRule(
+        name="no-deletes-of-t1",
+        verdict=VerdictKind.DENY,
+        tool="delete_ticket",
+        where=({"arg": "id", "kind": "equals", "value": "t1"},),
+    )
+    queue = ReviewQueue(store, Policy(rules=(deny,)))
+    request = submit(queue, "t3")
+    queue.decide(request.id, Approve(remember=Remember()), reviewer="ann")
+    assert queue.evaluate(call("t3")).kind is VerdictKind.ALLOW
+    assert queue.evaluate(call("t1")).kind is VerdictKind.DENY
+
+
+# invariant 7: everything recorded -----------------------------------------------------------------
+def test_the_log_records_every_step_and_verifies(queue: ReviewQueue) -> None:
+    request = submit(queue, requested_by="agent-7")
+    queue.decide(request.id, Edit(args={"id": "t2"}, note="t3 is the wrong one"), reviewer="ann", channel="web")
+    queue.mark_applied(request.id, args={"id": "t2"}, actor="worker")
+    queue.record_outcome(request.id, ran=True, result="deleted ticket t2")
+    events = queue.events(request_id=request.id)
+    assert [e.kind for e in events] == ["submitted", "decided", "applied", "executed"]
+    assert events[0].actor == "agent-7"
+    assert (events[1].actor, events[1].channel) == ("ann", "web")
+    assert events[1].payload["note"] == "t3 is the wrong one"
+    assert events[3].payload == {"ran": True, "result": "deleted ticket t2", "error": None}
+    report = queue.verify_audit()
+    assert report.ok
+    assert report.checked == 4
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        from datetime import UTC, datetime
+
+        self.moment = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+    def __call__(self) -> Any:
+        return self.moment
+
+    def advance(self, seconds: float) -> None:
+        self.moment += timedelta(seconds=seconds)
