@@ -1,0 +1,70 @@
+"""The canonical form and fingerprint, as documented in crossgate.fingerprint."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from crossgate import InvalidArgumentsError, canonical_json, fingerprint, parse_args
+from hypothesis import given
+from hypothesis import strategies as st
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4),
+    max_leaves=20,
+)
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        ({"b": 1, "a": [1, 2]}, '{"a":[1,2],"b":1}'),
+        ({"é": "ü ✓"}, '{"é":"ü ✓"}'),
+        ({"x": 1.0}, '{"x":1}'),
+        ({"x": 0.1}, '{"x":0.1}'),
+        ({"x": 1e-7}, '{"x":1e-07}'),
+        ({"x": True, "y": None}, '{"x":true,"y":null}'),
+        ({"nested": {"z": 1, "a": {"d": 2, "c": 3}}}, '{"nested":{"a":{"c":3,"d":2},"z":1}}'),
+    ],
+)
+def test_canonical_form(value: object, text: str) -> None:
+    assert canonical_json(value) == text
+
+
+def test_key_order_and_integral_floats_do_not_change_the_fingerprint() -> None:
+    assert fingerprint("t", {"a": 1, "b": 2.0}) == fingerprint("t", {"b": 2, "a": 1})
+
+
+def test_tool_args_and_unicode_form_all_change_the_fingerprint() -> None:
+    base = fingerprint("delete_ticket", {"id": "t3"})
+    assert base != fingerprint("delete_ticket", {"id": "t1"})
+    assert base != fingerprint("close_ticket", {"id": "t3"})
+    assert fingerprint("t", {"name": "\u00e9"}) != fingerprint("t", {"name": "e\u0301"})
+    assert fingerprint("t", {"flag": True}) != fingerprint("t", {"flag": 1})
+
+
+@pytest.mark.parametrize("bad", [{"x": math.nan}, {"x": math.inf}, {"x": object()}, {1: "int key"}])
+def test_values_that_are_not_json_are_refused(bad: dict) -> None:  # type: ignore[type-arg]
+    with pytest.raises(InvalidArgumentsError):
+        canonical_json(bad)
+
+
+@pytest.mark.parametrize("raw", ['{"id": "t3"', '["t3"]', "", "   ", '"t3"', "null", '{"x": NaN}', '{"x": Infinity}'])
+def test_parse_args_refuses_what_is_not_a_json_object(raw: str) -> None:
+    with pytest.raises(InvalidArgumentsError):
+        parse_args(raw)
+
+
+def test_parse_args_accepts_objects_from_text_bytes_and_mappings() -> None:
+    assert parse_args('{"id": "t3"}') == {"id": "t3"}
+    assert parse_args(b'{"id": "t3"}') == {"id": "t3"}
+    assert parse_args({"id": "t3"}) == {"id": "t3"}
+
+
+@given(json_values)
+def test_canonical_json_round_trips_to_the_same_canonical_text(value: object) -> None:
+    import json
+
+    text = canonical_json(value)
+    assert canonical_json(json.loads(text)) == text
