@@ -1,0 +1,264 @@
+"""The shared adapter scenarios: the delete-ticket agent of seed 003, driven the same way on every SDK.
+
+Each adapter's tests provide a ``TicketAgentDriver`` (see harness.py); a driver whose SDK or adapter is
+not installed is skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from crossgate import (
+    Approve,
+    DecisionKind,
+    Edit,
+    FingerprintMismatchError,
+    ParkedRunClaimedError,
+    Policy,
+    PolicyRule,
+    Reject,
+    Remember,
+    RememberMatch,
+    RequestStatus,
+    Respond,
+    ReviewQueue,
+    VerdictKind,
+    fingerprint,
+    open_store,
+)
+from crossgate.model import EXPIRY_MESSAGE
+from crossgate.runs import Finished, Parked
+
+from tests.conformance.harness import TOOL, TicketAgentDriver
+from tests.conformance.tickets import TicketStore
+
+DRIVERS = {
+    "openai": ("tests.adapters.openai.driver", "OpenAITicketDriver"),
+    "claude": ("tests.adapters.claude.driver", "ClaudeTicketDriver"),
+    "langgraph": ("tests.adapters.langgraph.driver", "LangGraphTicketDriver"),
+    "langchain": ("tests.adapters.langgraph.driver", "LangChainTicketDriver"),
+}
+ASK_DELETES = PolicyRule(name="ask-deletes", verdict=VerdictKind.ASK, tool=TOOL, reason="Deleting cannot be undone.")
+REJECTION = "A person rejected this delete: t1 is a real customer ticket. Do not retry it."
+
+
+@pytest.fixture(params=sorted(DRIVERS))
+def driver_class(request: pytest.FixtureRequest) -> type[TicketAgentDriver]:
+    module_name, class_name = DRIVERS[request.param]
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        pytest.skip(f"{request.param} driver not available: {exc}")
+    driver = getattr(module, class_name, None)
+    if driver is None:
+        pytest.skip(f"{module_name} has no {class_name}")
+    return driver  # type: ignore[no-any-return]
+
+
+class World:
+    """One scenario's queue, tickets and driver, all on files under one temporary folder."""
+
+    def __init__(self, driver_class: type[TicketAgentDriver], workdir: Path, policy: Policy) -> None:
+        self.db_url = str(workdir / "crossgate.db")
+        self.queue = ReviewQueue(open_store(self.db_url), policy)
+        self.tickets = TicketStore(workdir / "tickets.db")
+        self.tickets.seed()
+        self.driver = driver_class(self.queue, self.tickets, workdir, self.db_url)
+
+    def only_request(self, outcome: Finished[object] | Parked) -> str:
+        assert isinstance(outcome, Parked), f"expected the run to park, got {outcome!r}"
+        assert len(outcome.request_ids) == 1
+        request = self.queue.get(outcome.request_ids[0])
+        assert request.call.tool == TOOL
+        assert request.status is RequestStatus.PENDING
+        return request.id
+
+
+@pytest.fixture
+def make_world(driver_class: type[TicketAgentDriver], tmp_path: Path) -> Iterator[object]:
+    worlds: list[World] = []
+
+    def make(policy: Policy = Policy(rules=(ASK_DELETES,))) -> World:
+        world = World(driver_class, tmp_path, policy)
+        worlds.append(world)
+        return world
+
+    yield make
+    for world in worlds:
+        world.queue.close()
+
+
+def require(world: World, kind: DecisionKind) -> None:
+    if kind not in world.driver.capabilities:
+        pytest.skip(f"{world.driver.framework} cannot express {kind.value}")
+
+
+async def test_approve_runs_the_tool_once_and_only_after_the_decision(make_world) -> None:  # type: ignore[no-untyped-def]
+    world = make_world()
+    outcome = await world.driver.start(["t3"], run="run-approve")
+    request_id = world.only_request(outcome)
+    assert world.tickets.ids() == ["t1", "t2", "t3"]
+    assert world.tickets.delete_runs() == 0
+    world.queue.decide(request_id, Approve(), reviewer="ann")
+    finished = await world.driver.resume(outcome.parked_run)  # type: ignore[union-attr]
+    assert isinstance(finished, Finished)
+    assert world.tickets.ids() == ["t1", "t2"]
+    assert world.tickets.delete_runs("t3") == 1
+    assert world.driver.tool_results("run-approve") == ["deleted ticket t3"]
+    assert world.queue.get(request_id).status is RequestStatus.APPLIED
+    executed = [e for e in world.queue.events(request_id=request_id) if e.kind == "executed"]
+    assert executed
+    assert executed[-1].payload["ran"] is True
+
+
+async def test_seed_scenario_approve_t3_reject_t1(make_world) -> None:  # type: ignore[no-untyped-def]
+    world = make_world()
+    first = await world.driver.start(["t3", "t1"], run="run-seed")
+    t3_request = world.only_request(first)
+    assert world.queue.get(t3_request).call.args == {"id": "t3"}
+    assert world.tickets.ids() == ["t1", "t2", "t3"]
+    world.queue.decide(t3_request, Approve(), reviewer="ann")
+    second = await world.driver.resume(first.parked_run)  # type: ignore[union-attr]
+    t1_request = world.only_request(second)
+    assert world.queue.get(t1_request).call.args == {"id": "t1"}
+    assert world.tickets.ids() == ["t1", "t2"]
+    world.queue.decide(t1_request, Reject(message=REJECTION), reviewer="ann")
+    done = await world.driver.resume(second.parked_run)  # type: ignore[union-attr]
+    assert isinstance(done, Finished)
+    assert world.tickets.ids() == ["t1", "t2"]
+    assert world.tickets.delete_runs("t1") == 0
+    results = world.driver.tool_results("run-seed")
+    assert results[0] == "deleted ticket t3"
+    assert REJECTION in results[1]
+
+
+async def test_reject_runs_nothing_and_the_model_reads_the_message(make_world) -> None:  # type: ignore[no-untyped-def]
+    world = make_world()
+    outcome = await world.driver.start(["t1"], run="run-reject")
+    world.queue.decide(world.only_request(outcome), Reject(message=REJECTION), reviewer="ann")
+    done = await world.driver.resume(outcome.parked_run)  # type: ignore[union-attr]
+    assert isinstance(done, Finished)
+    assert world.tickets.delete_runs() == 0
+    assert world.tickets.ids() == ["t1", "t2", "t3"]
+    [told] = world.driver.tool_results("run-reject")
+    assert REJECTION in told
+
+
+async def test_edit_runs_the_edited_arguments(make_world) -> None:  # type: ignore[no-untyped-def]
+    world = make_world()
+    require(world, DecisionKind.EDIT)
+    outcome = await world.driver.start(["t3"], run="run-edit")
+    request_id = world.only_request(outcome)
+    world.queue.decide(request_id, Edit(args={"id": "t2"}), reviewer="ann")
+    done = await world.driver.resume(outcome.parked_run)  # type: ignore[union-attr]
+    assert isinstance(done, Finished)
+    assert world.tickets.ids() == ["t1", "t3"]
+    assert world.tickets.delete_runs("t3") == 0
+    assert world.tickets.delete_runs("t2") == 1
+    assert "t2" in world.driver.tool_results("run-edit")[0]
+
+
+async def test_respond_returns_the_reviewers_content_without_running(make_world) -> None:  # type: ignore[no-untyped-def]
+    world = make_world()
+    require(world, DecisionKind.RESPOND)
+    outcome = await world.driver.start(["t3"], run="run-respond")
+    content = "Ticket t3 was archived by hand instead; nothing else to do."
+    world.queue.decide(world.only_request(outcome), Respond(content=content), reviewer="ann")
+    done = await world.driver.resume(outcome.parked_run)  # type: ignore[union-attr]
+    assert isinstance(done, Finished)
+    assert world.tickets.delete_runs() == 0
+    assert content in world.driver.tool_results("run-respond")[0]
+
+
+async def test_remember_allows_a_matching_call_in_a_new_run(make_world) -> None:  # type: ignore[no-untyped-def]
+    world = make_world()
+    outcome = await world.driver.start(["t3"], run="run-remember-1")
+    world.queue.decide(world.only_request(outcome), Approve(remember=Remember()), reviewer="ann")
+    await world.driver.resume(outcome.parked_run)  # type: ignore[union-attr]
+    again = await world.driver.start(["t2"], run="run-remember-2")
+    assert isinstance(again, Finished)
+    assert world.tickets.ids() == ["t1"]
+    allowed = [e for e in world.queue.events() if e.kind == "auto_allowed"]
+    assert [e.payload["args"] for e in allowed] == [{"id": "t2"}]
+
+
+async def test_remembered_exact_arguments_still_ask_for_others(make_world) -> None:  # type: ignore[no-untyped-def]
+    world = make_world()
+    outcome = await world.driver.start(["t3"], run="run-exact-1")
+    exact = Remember(match=RememberMatch.EXACT)
+    world.queue.decide(world.only_request(outcome), Approve(remember=exact), reviewer="ann")
+    await world.driver.resume(outcome.parked_run)  # type: ignore[union-attr]
+    other = await world.driver.start(["t1"], run="run-exact-2")
+    world.only_request(other)
+    assert world.tickets.ids() == ["t1", "t2"]
+
+
+async def test_expired_request_runs_nothing_and_says_so(make_world) -> None:  # type: ignore[no-untyped-def]
+    quick = ASK_DELETES.model_copy(update={"timeout_seconds": 0.2})
+    world = make_world(Policy(rules=(quick,)))
+    outcome = await world.driver.start(["t3"], run="run-expire")
+    request_id = world.only_request(outcome)
+    await asyncio.sleep(0.3)
+    assert [r.id for r in world.queue.expire_overdue()] == [request_id]
+    done = await world.driver.resume(outcome.parked_run)  # type: ignore[union-attr]
+    assert isinstance(done, Finished)
+    assert world.tickets.delete_runs() == 0
+    assert EXPIRY_MESSAGE in world.driver.tool_results("run-expire")[0]
+
+
+@pytest.mark.slow
+async def test_resume_in_another_process(make_world) -> None:  # type: ignore[no-untyped-def]
+    world = make_world()
+    outcome = await world.driver.start(["t3"], run="run-elsewhere")
+    world.queue.decide(world.only_request(outcome), Approve(), reviewer="ann")
+    command = world.driver.resume_command(outcome.parked_run)  # type: ignore[union-attr]
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=240, check=False)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert world.tickets.ids() == ["t1", "t2"]
+    assert world.tickets.delete_runs("t3") == 1
+    assert world.driver.tool_results("run-elsewhere") == ["deleted ticket t3"]
+
+
+async def test_a_second_resume_is_refused_and_nothing_runs_twice(make_world) -> None:  # type: ignore[no-untyped-def]
+    world = make_world()
+    outcome = await world.driver.start(["t3"], run="run-twice")
+    world.queue.decide(world.only_request(outcome), Approve(), reviewer="ann")
+    await world.driver.resume(outcome.parked_run)  # type: ignore[union-attr]
+    with pytest.raises(ParkedRunClaimedError):
+        await world.driver.resume(outcome.parked_run)  # type: ignore[union-attr]
+    assert world.tickets.delete_runs("t3") == 1
+
+
+async def test_a_decision_for_other_arguments_is_refused_and_nothing_runs(make_world) -> None:  # type: ignore[no-untyped-def]
+    world = make_world()
+    outcome = await world.driver.start(["t3"], run="run-mismatch")
+    request_id = world.only_request(outcome)
+    with pytest.raises(FingerprintMismatchError):
+        world.queue.decide(request_id, Approve(fingerprint=fingerprint(TOOL, {"id": "t1"})), reviewer="ann")
+    assert world.queue.get(request_id).status is RequestStatus.PENDING
+    still = await world.driver.resume(outcome.parked_run)  # type: ignore[union-attr]
+    assert isinstance(still, Parked)
+    assert world.tickets.delete_runs() == 0
+
+
+async def test_a_deny_verdict_never_runs_and_never_asks(make_world) -> None:  # type: ignore[no-untyped-def]
+    reason = "Policy: t1 is protected. Tell the user it cannot be deleted."
+    protect = PolicyRule(
+        name="protect-t1",
+        verdict=VerdictKind.DENY,
+        tool=TOOL,
+        where=({"arg": "id", "kind": "equals", "value": "t1"},),
+        reason=reason,
+    )
+    world = make_world(Policy(rules=(protect, ASK_DELETES)))
+    outcome = await world.driver.start(["t1"], run="run-deny")
+    assert isinstance(outcome, Finished)
+    assert world.queue.pending() == []
+    assert world.tickets.delete_runs() == 0
+    assert reason in world.driver.tool_results("run-deny")[0]
+    assert [e.kind for e in world.queue.events()].count("auto_denied") >= 1
