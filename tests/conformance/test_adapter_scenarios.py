@@ -44,6 +44,7 @@ DRIVERS = {
     "langchain": ("tests.adapters.langgraph.driver", "LangChainTicketDriver"),
 }
 ASK_DELETES = PolicyRule(name="ask-deletes", verdict=VerdictKind.ASK, tool=TOOL, reason="Deleting cannot be undone.")
+ASK_POLICY = Policy(rules=(ASK_DELETES,))
 REJECTION = "A person rejected this delete: t1 is a real customer ticket. Do not retry it."
 
 
@@ -83,7 +84,7 @@ class World:
 def make_world(driver_class: type[TicketAgentDriver], tmp_path: Path) -> Iterator[object]:
     worlds: list[World] = []
 
-    def make(policy: Policy = Policy(rules=(ASK_DELETES,))) -> World:
+    def make(policy: Policy = ASK_POLICY) -> World:
         world = World(driver_class, tmp_path, policy)
         worlds.append(world)
         return world
@@ -217,7 +218,9 @@ async def test_resume_in_another_process(make_world) -> None:  # type: ignore[no
     outcome = await world.driver.start(["t3"], run="run-elsewhere")
     world.queue.decide(world.only_request(outcome), Approve(), reviewer="ann")
     command = world.driver.resume_command(outcome.parked_run)  # type: ignore[union-attr]
-    completed = subprocess.run(command, capture_output=True, text=True, timeout=240, check=False)
+    completed = await asyncio.to_thread(
+        subprocess.run, command, capture_output=True, text=True, timeout=240, check=False
+    )
     assert completed.returncode == 0, completed.stderr[-2000:]
     assert world.tickets.ids() == ["t1", "t2"]
     assert world.tickets.delete_runs("t3") == 1
