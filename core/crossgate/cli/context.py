@@ -1,0 +1,71 @@
+"""What every command shares: the database and policy options, and the queue opened from them."""
+
+from __future__ import annotations
+
+import getpass
+from dataclasses import dataclass, field
+
+import typer
+
+from crossgate.errors import ConfigurationError
+from crossgate.policy import Policy
+from crossgate.queue import ReviewQueue
+from crossgate.stores import open_store, resolve_db
+
+CHANNEL = "cli"
+"""The channel every decision made here records."""
+
+
+@dataclass
+class CliContext:
+    """Options of the root command and the queue, opened on first use.
+
+    Pass one with a ready ``queue`` as ``obj`` to run commands against it (tests, embedding); a queue
+    given that way is left open.
+    """
+
+    db: str | None = None
+    policy: str | None = None
+    queue: ReviewQueue | None = None
+    _owned: bool = field(default=False, repr=False)
+
+    def open_queue(self) -> ReviewQueue:
+        """The review queue on ``--db`` under ``--policy``."""
+        if self.queue is None:
+            policy = load_policy(self.policy)
+            store = open_store(resolve_db(self.db))
+            self.queue = ReviewQueue(store, policy)
+            self._owned = True
+        return self.queue
+
+    def close(self) -> None:
+        """Close the queue if this context opened it."""
+        if self._owned and self.queue is not None:
+            self.queue.close()
+            self.queue = None
+            self._owned = False
+
+
+def load_policy(path: str | None) -> Policy:
+    """The policy from ``path`` (``--policy`` or ``$CROSSGATE_POLICY``), else the default policy."""
+    try:
+        from crossgate.policy import resolve_policy  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:  # the policy loader has not landed yet: only the default policy is available
+        if path:
+            raise ConfigurationError(f"cannot load {path}: this crossgate has no policy file loader") from None
+        return Policy()
+    policy: Policy = resolve_policy(path)
+    return policy
+
+
+def queue_of(ctx: typer.Context) -> ReviewQueue:
+    """The queue of the running command."""
+    return ctx.ensure_object(CliContext).open_queue()
+
+
+def os_user() -> str:
+    """The name of the operating-system user, the default reviewer."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # no login name and no passwd entry (some containers)
+        return "unknown"

@@ -1,0 +1,148 @@
+"""The decision commands: approve, edit, reject, respond. Each records the reviewer and channel ``cli``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from crossgate.cli.context import CHANNEL, os_user, queue_of
+from crossgate.cli.options import (
+    AgentOnly,
+    Fingerprint,
+    JsonFlag,
+    MatchOpt,
+    Note,
+    PatternOpt,
+    RememberOpt,
+    Reviewer,
+    json_args,
+    patterns,
+    validated,
+)
+from crossgate.cli.output import print_json, request_json, rule_json, say
+from crossgate.decisions import AnyDecision
+from crossgate.errors import InvalidDecisionError
+from crossgate.model import Approve, Edit, Reject, Remember, RememberMatch, RememberScope, Respond
+
+RequestId = Annotated[str, typer.Argument(metavar="ID", help="The request's id.")]
+PAST_TENSE = {"approve": "approved", "edit": "edited", "reject": "rejected", "respond": "responded to"}
+
+
+def _remember(
+    scope: RememberScope | None, match: RememberMatch | None, pattern: list[str] | None, agent_only: bool
+) -> Remember | None:
+    arg_patterns = patterns(pattern)
+    if scope is None:
+        if match is not None or arg_patterns or agent_only:
+            message = "--match, --pattern and --this-agent-only need --remember"
+            raise typer.BadParameter(message, param_hint="'--remember'")
+        return None
+    if match is None:
+        match = RememberMatch.PATTERN if arg_patterns else RememberMatch.TOOL
+    return Remember(scope=scope, match=match, arg_patterns=arg_patterns, this_agent_only=agent_only)
+
+
+def _decide(ctx: typer.Context, request_id: str, decision: AnyDecision, reviewer: str | None, as_json: bool) -> None:
+    queue = queue_of(ctx)
+    decided = queue.decide(request_id, decision, reviewer=reviewer or os_user(), channel=CHANNEL)
+    remembered = [r for r in queue.rules() if r.source_request == decided.id]
+    if as_json:
+        print_json({**request_json(decided), "standing_rule": rule_json(remembered[0]) if remembered else None})
+        return
+    stamped = decided.decision
+    assert stamped is not None
+    say(f"{PAST_TENSE[stamped.kind.value]} {decided.id} ({decided.call.tool}) as {stamped.reviewer}")
+    for rule in remembered:
+        say(f"remembered as standing rule {rule.id}: {rule.effect.value} {rule.tool} ({rule.scope.value})")
+
+
+def approve(
+    ctx: typer.Context,
+    request_id: RequestId,
+    remember: RememberOpt = None,
+    match: MatchOpt = None,
+    pattern: PatternOpt = None,
+    this_agent_only: AgentOnly = False,
+    note: Note = None,
+    fingerprint: Fingerprint = None,
+    reviewer: Reviewer = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Approve a request: the call runs as proposed."""
+    remembered = _remember(remember, match, pattern, this_agent_only)
+    decision = validated(
+        lambda: Approve(remember=remembered, note=note, fingerprint=fingerprint), "decision", decision=True
+    )
+    _decide(ctx, request_id, decision, reviewer, as_json)
+
+
+def edit(
+    ctx: typer.Context,
+    request_id: RequestId,
+    args: Annotated[str, typer.Option("--args", metavar="JSON", help="The arguments to run instead, a JSON object.")],
+    remember: RememberOpt = None,
+    match: MatchOpt = None,
+    pattern: PatternOpt = None,
+    this_agent_only: AgentOnly = False,
+    note: Note = None,
+    fingerprint: Fingerprint = None,
+    reviewer: Reviewer = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Edit a request: the same tool runs with these arguments instead."""
+    parsed = json_args(args)
+    remembered = _remember(remember, match, pattern, this_agent_only)
+    decision = validated(
+        lambda: Edit(args=parsed, remember=remembered, note=note, fingerprint=fingerprint), "decision", decision=True
+    )
+    _decide(ctx, request_id, decision, reviewer, as_json)
+
+
+def reject(
+    ctx: typer.Context,
+    request_id: RequestId,
+    message: Annotated[str, typer.Option("--message", help="What the model reads; write it as an instruction.")],
+    remember: RememberOpt = None,
+    match: MatchOpt = None,
+    pattern: PatternOpt = None,
+    this_agent_only: AgentOnly = False,
+    note: Note = None,
+    fingerprint: Fingerprint = None,
+    reviewer: Reviewer = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Reject a request: the call does not run, and the model reads the message."""
+    if not message.strip():
+        raise InvalidDecisionError("a rejection needs a message: it is what the model reads")
+    remembered = _remember(remember, match, pattern, this_agent_only)
+    decision = validated(
+        lambda: Reject(message=message, remember=remembered, note=note, fingerprint=fingerprint),
+        "decision",
+        decision=True,
+    )
+    _decide(ctx, request_id, decision, reviewer, as_json)
+
+
+def respond(
+    ctx: typer.Context,
+    request_id: RequestId,
+    content: Annotated[str, typer.Option("--content", help="The tool's result, as the model will read it.")],
+    note: Note = None,
+    fingerprint: Fingerprint = None,
+    reviewer: Reviewer = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Respond to a request as the tool: the content is its result and the tool does not run."""
+    decision = validated(
+        lambda: Respond(content=content, note=note, fingerprint=fingerprint), "decision", decision=True
+    )
+    _decide(ctx, request_id, decision, reviewer, as_json)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the decision commands to ``app``."""
+    app.command("approve")(approve)
+    app.command("edit")(edit)
+    app.command("reject")(reject)
+    app.command("respond")(respond)

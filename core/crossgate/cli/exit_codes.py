@@ -1,0 +1,43 @@
+"""Exit codes of the ``crossgate`` command, mapped from the error tree in this one place.
+
+==== ==========================================================================
+code meaning
+==== ==========================================================================
+0    ok
+1    any other crossgate error (configuration, store), or a tampered audit log
+2    usage: an unknown option, a missing or malformed value (click's own)
+3    not found: no request or standing rule has this id
+4    conflict: already decided or applied, expired, cancelled, already revoked
+5    invalid decision or arguments: not allowed, bad JSON, schema failure, wrong fingerprint
+==== ==========================================================================
+"""
+
+from __future__ import annotations
+
+from crossgate.errors import ConflictError, CrossgateError, InvalidDecisionError, NotFoundError
+
+OK = 0
+FAILURE = 1
+USAGE = 2
+NOT_FOUND = 3
+CONFLICT = 4
+INVALID = 5
+
+_BY_ERROR: tuple[tuple[type[CrossgateError], int], ...] = (
+    (NotFoundError, NOT_FOUND),
+    (ConflictError, CONFLICT),
+    (InvalidDecisionError, INVALID),
+)
+
+
+def exit_code_for(error: CrossgateError) -> int:
+    """The exit code for a crossgate error: its branch of the tree, else 1."""
+    for error_type, code in _BY_ERROR:
+        if isinstance(error, error_type):
+            return code
+    return FAILURE
+
+
+def one_line(message: str) -> str:
+    """``message`` folded onto one line, for stderr."""
+    return " ".join(message.split())

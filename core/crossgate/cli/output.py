@@ -1,0 +1,226 @@
+"""Rendering: JSON for scripts, a compact rich table or a key/value block for people."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from crossgate.model import ApprovalRequest, Edit, Event, Reject, Respond, StandingRule, Verdict
+from crossgate.queue import Submission
+
+ARGS_PREVIEW = 60
+
+
+ARGS_MIN = 12
+"""On a narrow terminal the arguments column shrinks to this before the table gets wider than the screen."""
+
+
+def console(width: int | None = None) -> Console:
+    """A console on stdout, at least ``width`` columns wide (rows are cut, never wrapped)."""
+    terminal = Console()
+    if not terminal.is_terminal:
+        return Console(highlight=False, width=width or terminal.width)
+    return Console(highlight=False, width=max(terminal.width, width or 0))
+
+
+def print_json(data: Any) -> None:
+    """Write ``data`` as indented JSON on stdout."""
+    typer.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+def _time(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment is not None else None
+
+
+def request_json(request: ApprovalRequest) -> dict[str, Any]:
+    """The JSON form of a request: the call flattened, the decision and who made it."""
+    call = request.call
+    decision = request.decision
+    resolution = request.resolution()
+    return {
+        "id": request.id,
+        "status": request.status.value,
+        "framework": call.framework,
+        "tool": call.tool,
+        "args": call.args,
+        "fingerprint": request.fingerprint,
+        "decision": decision.model_dump(mode="json", exclude_none=True) if decision else None,
+        "reviewer": decision.reviewer if decision else None,
+        "resolution": resolution.model_dump(mode="json", exclude_none=True) if resolution else None,
+        "agent": call.agent,
+        "run": call.run,
+        "session": call.session,
+        "call_id": call.call_id,
+        "reason": request.reason,
+        "rule": request.rule,
+        "description": request.description,
+        "allowed_decisions": [k.value for k in request.allowed_decisions],
+        "args_schema": request.args_schema,
+        "requested_by": request.requested_by,
+        "created_at": _time(request.created_at),
+        "expires_at": _time(request.expires_at),
+        "decided_at": _time(request.decided_at),
+        "applied_at": _time(request.applied_at),
+        "closed_reason": request.closed_reason,
+    }
+
+
+def submission_json(submission: Submission, call_fields: dict[str, Any]) -> dict[str, Any]:
+    """The JSON form of a submission: the verdict, and the request fields (null without a request)."""
+    verdict = _verdict_json(submission.verdict)
+    if submission.request is not None:
+        return {**verdict, **request_json(submission.request)}
+    empty = {"id": None, "status": None, "decision": None, "reviewer": None}
+    return {**verdict, **empty, **call_fields}
+
+
+def _verdict_json(verdict: Verdict) -> dict[str, Any]:
+    return {"verdict": verdict.kind.value, "verdict_reason": verdict.reason, "verdict_rule": verdict.rule}
+
+
+def rule_json(rule: StandingRule) -> dict[str, Any]:
+    """The JSON form of a standing rule."""
+    return rule.model_dump(mode="json")
+
+
+def event_json(event: Event) -> dict[str, Any]:
+    """The JSON form of an audit event."""
+    return event.model_dump(mode="json")
+
+
+def compact_args(args: dict[str, Any], width: int = ARGS_PREVIEW) -> str:
+    """Arguments on one line, cut to ``width`` characters."""
+    text = json.dumps(args, ensure_ascii=False, separators=(", ", ": "))
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _print_table(headers: Sequence[str], rows: Sequence[Sequence[str | None]], flexible: str | None = None) -> None:
+    """A borderless table; every column but ``flexible`` is as wide as its widest cell.
+
+    On a terminal too narrow for it, ``flexible`` shrinks (down to ``ARGS_MIN``); nothing else is cut.
+    """
+    cells = [[value if value is not None else "-" for value in row] for row in rows]
+    widths = [max(len(header), *(len(row[i]) for row in cells)) for i, header in enumerate(headers)]
+    gaps = 2 * (len(headers) - 1)
+    terminal = Console()
+    if terminal.is_terminal and flexible is not None:
+        spare = terminal.width - gaps - sum(w for h, w in zip(headers, widths, strict=True) if h != flexible)
+        widths = [max(ARGS_MIN, min(w, spare)) if h == flexible else w for h, w in zip(headers, widths, strict=True)]
+    out = console(sum(widths) + gaps)
+    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
+    for header, width in zip(headers, widths, strict=True):
+        table.add_column(header, no_wrap=True, overflow="ellipsis", width=width)
+    for row in cells:
+        # Text cells, so brackets in arguments are never read as rich markup.
+        table.add_row(*(Text(value) for value in row))
+    out.print(table)
+
+
+def _short_time(moment: datetime | None) -> str | None:
+    return moment.strftime("%Y-%m-%d %H:%M:%S") if moment is not None else None
+
+
+def print_requests(requests: Sequence[ApprovalRequest], next_cursor: str | None) -> None:
+    """A compact table of requests, and the cursor of the next page."""
+    if not requests:
+        say("no requests")
+    else:
+        rows = [
+            (r.id, r.status.value, r.call.tool, compact_args(r.call.args), r.call.framework, _short_time(r.created_at))
+            for r in requests
+        ]
+        _print_table(("ID", "STATUS", "TOOL", "ARGS", "FRAMEWORK", "CREATED"), rows, flexible="ARGS")
+    if next_cursor is not None:
+        say(f"more: --cursor {next_cursor}")
+
+
+def print_request(request: ApprovalRequest) -> None:
+    """A short key/value block for one request."""
+    call = request.call
+    rows: list[tuple[str, str | None]] = [
+        ("id", request.id),
+        ("status", request.status.value),
+        ("tool", call.tool),
+        ("args", json.dumps(call.args, ensure_ascii=False)),
+        ("framework", call.framework),
+        ("agent", call.agent),
+        ("run", call.run),
+        ("session", call.session),
+        ("fingerprint", request.fingerprint),
+        ("reason", request.reason or None),
+        ("description", request.description),
+        ("allowed", ", ".join(k.value for k in request.allowed_decisions)),
+        ("created", _short_time(request.created_at)),
+        ("expires", _short_time(request.expires_at)),
+    ]
+    decision = request.decision
+    if decision is not None:
+        rows += [("decision", _decision_text(decision)), ("reviewer", decision.reviewer), ("note", decision.note)]
+        rows += [("decided", _short_time(request.decided_at)), ("applied", _short_time(request.applied_at))]
+    if request.closed_reason is not None:
+        rows.append(("closed", request.closed_reason))
+    _print_block(rows)
+
+
+def _decision_text(decision: Any) -> str:
+    text: str = decision.kind.value
+    if isinstance(decision, Edit):
+        text += " " + json.dumps(decision.args, ensure_ascii=False)
+    elif isinstance(decision, Reject):
+        text += ": " + decision.message
+    elif isinstance(decision, Respond):
+        text += ": " + decision.content
+    if decision.remember is not None:
+        text += f" (remember {decision.remember.scope.value}, match {decision.remember.match.value})"
+    return text
+
+
+def _print_block(rows: Sequence[tuple[str, str | None]]) -> None:
+    shown = [(key, value) for key, value in rows if value is not None]
+    width = max(len(key) for key, _ in shown)
+    for key, value in shown:
+        typer.echo(f"{key.ljust(width)}  {value}")
+
+
+def print_verdict(verdict: Verdict) -> None:
+    """The policy's allow or deny, answered without a human."""
+    word = {"allow": "allowed", "deny": "denied"}.get(verdict.kind.value, verdict.kind.value)
+    rule = f" (rule {verdict.rule})" if verdict.rule else ""
+    console().print(Text(f"{word} by policy{rule}: {verdict.reason}"))
+
+
+def print_rules(rules: Sequence[StandingRule]) -> None:
+    """A compact table of standing rules."""
+    if not rules:
+        say("no standing rules")
+        return
+    rows = []
+    for rule in rules:
+        match = rule.match.value
+        if rule.arg_patterns:
+            match += " " + " ".join(f"{k}={v}" for k, v in rule.arg_patterns.items())
+        scope = rule.scope.value + (f" {rule.run or rule.session}" if rule.run or rule.session else "")
+        state = "revoked" if rule.revoked_at is not None else "active"
+        rows.append((rule.id, rule.effect.value, rule.tool, match, scope, rule.created_by, state))
+    _print_table(("ID", "EFFECT", "TOOL", "MATCH", "SCOPE", "BY", "STATE"), rows, flexible="MATCH")
+
+
+def print_events(events: Sequence[Event]) -> None:
+    """A compact table of audit events."""
+    if not events:
+        say("no events")
+        return
+    rows = [(str(e.seq), _short_time(e.at), e.kind, e.request_id, e.actor, e.channel) for e in events]
+    _print_table(("SEQ", "AT", "KIND", "REQUEST", "ACTOR", "CHANNEL"), rows)
+
+
+def say(message: str) -> None:
+    """One plain line on stdout."""
+    typer.echo(message)

@@ -1,0 +1,129 @@
+"""Commands on requests: submit, list, show, cancel, expire."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from crossgate.cli.context import os_user, queue_of
+from crossgate.cli.options import JsonFlag, Reviewer, StatusFilter, check_cursor, json_args, validated
+from crossgate.cli.output import (
+    print_json,
+    print_request,
+    print_requests,
+    print_verdict,
+    request_json,
+    say,
+    submission_json,
+)
+from crossgate.model import CANCEL_MESSAGE, RequestStatus, ToolCall
+from crossgate.stores import MAX_PAGE_SIZE, RequestQuery
+
+RequestId = Annotated[str, typer.Argument(metavar="ID", help="The request's id.")]
+
+
+def submit(
+    ctx: typer.Context,
+    framework: Annotated[str, typer.Option("--framework", help="The SDK proposing the call.")],
+    tool: Annotated[str, typer.Option("--tool", help="The tool's name.")],
+    args: Annotated[str, typer.Option("--args", metavar="JSON", help="The arguments, a JSON object.")] = "{}",
+    agent: Annotated[str | None, typer.Option("--agent", help="The agent proposing the call.")] = None,
+    run: Annotated[str | None, typer.Option("--run", help="The SDK-side run handle.")] = None,
+    session: Annotated[str | None, typer.Option("--session", help="The conversation the run belongs to.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Submit a tool call: print the new pending request, or the policy's allow or deny."""
+    parsed = json_args(args)
+    call = validated(
+        lambda: ToolCall(framework=framework, tool=tool, args=parsed, agent=agent, run=run, session=session),
+        "tool call",
+    )
+    submission = queue_of(ctx).submit(call)
+    if as_json:
+        fields = {"framework": call.framework, "tool": call.tool, "args": call.args, "fingerprint": call.fingerprint}
+        print_json(submission_json(submission, fields))
+    elif submission.request is not None:
+        print_request(submission.request)
+    else:
+        print_verdict(submission.verdict)
+
+
+def list_requests(
+    ctx: typer.Context,
+    status: Annotated[StatusFilter, typer.Option("--status", help="Which requests to show.")] = StatusFilter.PENDING,
+    framework: Annotated[str | None, typer.Option("--framework", help="Only this framework.")] = None,
+    tool: Annotated[str | None, typer.Option("--tool", help="Only this tool.")] = None,
+    agent: Annotated[str | None, typer.Option("--agent", help="Only this agent.")] = None,
+    run: Annotated[str | None, typer.Option("--run", help="Only this run.")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=MAX_PAGE_SIZE, help="Page size.")] = 50,
+    cursor: Annotated[
+        str | None, typer.Option("--cursor", callback=check_cursor, help="Where the previous page ended.")
+    ] = None,
+    oldest_first: Annotated[bool, typer.Option("--oldest-first", help="Oldest first (default: newest).")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """List requests, newest first, one page at a time."""
+    statuses = () if status is StatusFilter.ALL else (RequestStatus(status.value),)
+    query = RequestQuery(
+        statuses=statuses,
+        framework=framework,
+        tool=tool,
+        agent=agent,
+        run=run,
+        newest_first=not oldest_first,
+        limit=limit,
+        cursor=cursor,
+    )
+    page = queue_of(ctx).list_requests(query)
+    if as_json:
+        print_json({"items": [request_json(r) for r in page.items], "next_cursor": page.next_cursor})
+    else:
+        print_requests(page.items, page.next_cursor)
+
+
+def show(ctx: typer.Context, request_id: RequestId, as_json: JsonFlag = False) -> None:
+    """Show one request: the call, its fingerprint, and what was decided."""
+    request = queue_of(ctx).get(request_id)
+    if as_json:
+        print_json(request_json(request))
+    else:
+        print_request(request)
+
+
+def cancel(
+    ctx: typer.Context,
+    request_id: RequestId,
+    reason: Annotated[str, typer.Option("--reason", help="What the model reads.")] = CANCEL_MESSAGE,
+    reviewer: Reviewer = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Close a pending request without a decision; the SDK gets a rejection."""
+    closed = queue_of(ctx).cancel(request_id, reason=reason, actor=reviewer or os_user())
+    if as_json:
+        print_json(request_json(closed))
+    else:
+        say(f"cancelled {closed.id}")
+
+
+def expire(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+    """Close every pending request past its expiry."""
+    queue = queue_of(ctx)
+    expired = []
+    while batch := queue.expire_overdue():  # the store hands out overdue requests in batches
+        expired.extend(batch)
+    if as_json:
+        print_json([request_json(r) for r in expired])
+        return
+    for request in expired:
+        say(f"expired {request.id} ({request.call.tool})")
+    say(f"{len(expired)} request{'s' if len(expired) != 1 else ''} expired")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the request commands to ``app``."""
+    app.command("submit")(submit)
+    app.command("list")(list_requests)
+    app.command("show")(show)
+    app.command("cancel")(cancel)
+    app.command("expire")(expire)

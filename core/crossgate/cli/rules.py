@@ -1,0 +1,119 @@
+"""``crossgate rules``: list, add and revoke standing rules."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from crossgate.cli.context import CHANNEL, os_user, queue_of
+from crossgate.cli.options import Effect, JsonFlag, MatchOpt, PatternOpt, Reviewer, json_args, patterns, validated
+from crossgate.cli.output import print_json, print_rules, rule_json, say
+from crossgate.fingerprint import fingerprint
+from crossgate.model import RememberMatch, RememberScope, StandingRule, VerdictKind
+
+rules_app = typer.Typer(name="rules", help="Standing rules: remembered decisions every adapter consults.")
+
+
+@rules_app.command("list")
+def list_rules(
+    ctx: typer.Context,
+    include_revoked: Annotated[bool, typer.Option("--all", help="Include revoked rules.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """List standing rules, oldest first."""
+    rules = queue_of(ctx).rules(include_revoked=include_revoked)
+    if as_json:
+        print_json([rule_json(r) for r in rules])
+    else:
+        print_rules(rules)
+
+
+@rules_app.command("add")
+def add_rule(
+    ctx: typer.Context,
+    tool: Annotated[str, typer.Option("--tool", metavar="GLOB", help="Tool name or glob (read_*).")],
+    effect: Annotated[Effect, typer.Option("--effect", help="Allow or deny matching calls.")],
+    match: MatchOpt = None,
+    pattern: PatternOpt = None,
+    args: Annotated[
+        str | None, typer.Option("--args", metavar="JSON", help="The exact arguments, for --match exact.")
+    ] = None,
+    agent: Annotated[str | None, typer.Option("--agent", help="Only calls from this agent.")] = None,
+    framework: Annotated[str | None, typer.Option("--framework", help="Only calls from this framework.")] = None,
+    scope: Annotated[RememberScope, typer.Option("--scope", help="How long the rule stands.")] = RememberScope.FOREVER,
+    run: Annotated[str | None, typer.Option("--run", help="The run, for --scope run.")] = None,
+    session: Annotated[str | None, typer.Option("--session", help="The session, for --scope session.")] = None,
+    message: Annotated[str | None, typer.Option("--message", help="For deny: what the model reads.")] = None,
+    reviewer: Reviewer = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Add a standing rule by hand."""
+    arg_patterns = patterns(pattern)
+    match = match or (RememberMatch.PATTERN if arg_patterns else RememberMatch.TOOL)
+    _check_shape(match, arg_patterns, args, scope, run, session)
+    exact = fingerprint(tool, json_args(args)) if match is RememberMatch.EXACT and args is not None else None
+    queue = queue_of(ctx)
+    author = reviewer or os_user()
+    rule: StandingRule = validated(
+        lambda: queue.new_rule(
+            effect=VerdictKind(effect.value),
+            tool=tool,
+            match=match,
+            arg_patterns=arg_patterns,
+            args_fingerprint=exact,
+            agent=agent,
+            framework=framework,
+            scope=scope,
+            run=run if scope is RememberScope.RUN else None,
+            session=session if scope is RememberScope.SESSION else None,
+            message=message,
+            created_by=author,
+        ),
+        "standing rule",
+    )
+    queue.add_rule(rule, actor=author, channel=CHANNEL)
+    if as_json:
+        print_json(rule_json(rule))
+    else:
+        say(f"added standing rule {rule.id}: {rule.effect.value} {rule.tool} ({rule.scope.value})")
+
+
+def _check_shape(
+    match: RememberMatch,
+    arg_patterns: dict[str, str],
+    args: str | None,
+    scope: RememberScope,
+    run: str | None,
+    session: str | None,
+) -> None:
+    if match is RememberMatch.PATTERN and not arg_patterns:
+        raise typer.BadParameter("--match pattern needs at least one --pattern ARG=GLOB", param_hint="'--match'")
+    if match is not RememberMatch.PATTERN and arg_patterns:
+        raise typer.BadParameter("--pattern only applies to --match pattern", param_hint="'--pattern'")
+    if (match is RememberMatch.EXACT) != (args is not None):
+        raise typer.BadParameter("--match exact and --args go together", param_hint="'--args'")
+    if scope is RememberScope.RUN and not run:
+        raise typer.BadParameter("--scope run needs --run", param_hint="'--run'")
+    if scope is RememberScope.SESSION and not session:
+        raise typer.BadParameter("--scope session needs --session", param_hint="'--session'")
+
+
+@rules_app.command("revoke")
+def revoke_rule(
+    ctx: typer.Context,
+    rule_id: Annotated[str, typer.Argument(metavar="ID", help="The standing rule's id.")],
+    reviewer: Reviewer = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Revoke a standing rule; it stops applying at once."""
+    revoked = queue_of(ctx).revoke_rule(rule_id, actor=reviewer or os_user(), channel=CHANNEL)
+    if as_json:
+        print_json(rule_json(revoked))
+    else:
+        say(f"revoked standing rule {revoked.id}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``rules`` to ``app``."""
+    app.add_typer(rules_app)
