@@ -1,0 +1,295 @@
+"""``Gate``: run an OpenAI Agents SDK agent behind crossgate, park it on interruptions, resume it anywhere."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agents import Agent, FunctionTool, RunConfig, Runner, RunState, ToolApprovalItem
+from agents.result import RunResultBase
+from crossgate import (
+    ApprovalRequest,
+    Approve,
+    ConfigurationError,
+    Edit,
+    FingerprintMismatchError,
+    InvalidArgumentsError,
+    ParkedRun,
+    ParkedRunStatus,
+    Reject,
+    RequestStatus,
+    Respond,
+    ReviewQueue,
+    VerdictKind,
+)
+from crossgate.clock import new_id
+from crossgate.runs import Finished, Parked
+
+from crossgate_openai._capabilities import CAPABILITIES, FRAMEWORK
+from crossgate_openai._scope import RunScope, request_id_for, run_scope
+from crossgate_openai._tools import (
+    GateBinding,
+    GatedInvoker,
+    deny_message,
+    inspect_args,
+    install,
+    malformed_message,
+    tool_call,
+)
+
+Outcome = Finished[RunResultBase] | Parked
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    """An interruption crossgate answers without a reviewer: approve, or reject with ``message``."""
+
+    approve: bool
+    message: str | None = None
+
+
+class Gate:
+    """Run agents behind a crossgate ``ReviewQueue``: finish, or park until reviewers decide, then resume.
+
+    ``run`` gates the agent graph (see :meth:`install`), runs it, and returns ``Finished`` or ``Parked``.
+    The SDK's ``RunState`` of a parked run is kept in the queue's store, never handed to clients.
+    ``resume`` takes a parked run forward once its requests are decided, in any process:
+
+        gate = Gate(open_queue(), agent=build_agent())   # the same agent names and tools as the run's
+        outcome = await gate.resume(parked_run_id)
+
+    A gate bound to an agent with ``agent=`` is a ``crossgate.runs.Resumer`` that ``crossgate worker`` can
+    drive; an unbound gate takes ``agent=`` on each ``resume`` call.
+    """
+
+    framework = FRAMEWORK
+
+    def __init__(
+        self,
+        queue: ReviewQueue,
+        *,
+        agent: Agent[Any] | None = None,
+        run_config: RunConfig | None = None,
+        max_turns: int | None = None,
+        owner: str | None = None,
+        lease_seconds: float = 300.0,
+    ) -> None:
+        self.queue = queue
+        self.agent = agent
+        self.run_config = run_config
+        self.max_turns = max_turns
+        self.owner = owner or f"{FRAMEWORK}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.lease_seconds = lease_seconds
+        self._binding = GateBinding(queue)
+        if agent is not None:
+            self.install(agent)
+
+    def install(self, agent: Agent[Any]) -> Agent[Any]:
+        """Gate every function tool reachable from ``agent`` (tools, ``as_tool`` agents, handoffs); idempotent.
+
+        The agents' ``tools`` lists are replaced by gated copies; the tool objects passed in stay as they were.
+        """
+        install(agent, self._binding)
+        return agent
+
+    # running ------------------------------------------------------------------------------------
+    async def run(
+        self,
+        agent: Agent[Any],
+        input: str | list[Any],
+        *,
+        run: str | None = None,
+        wait: float = 0.0,
+        context: Any = None,
+        stream: bool = False,
+        session: str | None = None,
+    ) -> Outcome:
+        """Run ``agent`` on ``input``; wait up to ``wait`` seconds for reviewers, then park if still pending.
+
+        ``run`` names the crossgate run (a fresh id when None); ``session`` groups runs for standing rules
+        of scope session. ``stream=True`` runs through ``Runner.run_streamed`` and drains its events.
+        """
+        self.install(agent)
+        scope = RunScope(run or new_id("run"), session)
+        return await self._drive(agent, input, scope, wait=wait, context=context, stream=stream)
+
+    async def resume(
+        self,
+        parked_run: str,
+        *,
+        agent: Agent[Any] | None = None,
+        wait: float = 0.0,
+        stream: bool = False,
+        context: Any = None,
+    ) -> Outcome:
+        """Take a parked run forward once every request of it is decided (or expired); resume it once.
+
+        A run with a request still pending (after waiting up to ``wait`` seconds) stays parked and is
+        returned as ``Parked`` unchanged. Unknown ids raise NotFoundError; a run resumed before raises
+        ParkedRunClaimedError, and nothing runs twice.
+        """
+        agent = agent or self.agent
+        if agent is None:
+            raise ConfigurationError("resume needs the agent graph: Gate(queue, agent=...) or resume(..., agent=...)")
+        parked = self.queue.get_parked(parked_run)
+        if parked.framework != FRAMEWORK:
+            raise ConfigurationError(f"parked run {parked.id} belongs to {parked.framework}, not {FRAMEWORK}")
+        if parked.metadata.get("agent") != agent.name:
+            raise ConfigurationError(
+                f"parked run {parked.id} started at agent {parked.metadata.get('agent')!r}, not {agent.name!r}"
+            )
+        self.install(agent)
+        self.queue.expire_overdue()
+        await self._wait_for(parked.request_ids, wait)
+        if not self.queue.is_ready(parked):
+            return Parked(parked.run, parked.id, parked.request_ids)
+        # Load before claiming: a state this agent graph cannot restore must not use up the parked run.
+        state = await RunState.from_string(agent, parked.state)
+        self.queue.claim_parked(parked.id, owner=self.owner, lease_seconds=self.lease_seconds)
+        scope = RunScope(parked.run, _text(parked.metadata.get("session")))
+        try:
+            self._apply_decisions(state, scope, parked.request_ids)
+            outcome = await self._drive(agent, state, scope, wait=wait, context=context, stream=stream)
+        except BaseException as exc:
+            self.queue.finish_parked(
+                parked.id, owner=self.owner, status=ParkedRunStatus.FAILED, outcome=f"{type(exc).__name__}: {exc}"
+            )
+            raise
+        summary = "finished" if isinstance(outcome, Finished) else f"parked again as {outcome.parked_run}"
+        self.queue.finish_parked(parked.id, owner=self.owner, outcome=summary)
+        return outcome
+
+    # the loop -----------------------------------------------------------------------------------
+    async def _drive(
+        self, agent: Agent[Any], start: Any, scope: RunScope, *, wait: float, context: Any, stream: bool
+    ) -> Outcome:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        while True:
+            result = await self._run_sdk(agent, start, scope, context=context, stream=stream)
+            if not result.interruptions:
+                return Finished(scope.run, result)
+            state = result.to_state()
+            request_ids: list[str] = []
+            for item in state.get_interruptions():
+                answer = self._translate(item, scope)
+                if isinstance(answer, str):
+                    request_ids.append(answer)
+                elif answer.approve:
+                    state.approve(item)
+                else:
+                    state.reject(item, rejection_message=answer.message)
+            await self._wait_for(request_ids, deadline - loop.time())
+            if any(self.queue.get(r).is_open for r in request_ids):
+                return self._park(agent, state, scope, request_ids, stream=stream)
+            self._apply_decisions(state, scope, request_ids)
+            start = state
+
+    async def _run_sdk(
+        self, agent: Agent[Any], start: Any, scope: RunScope, *, context: Any, stream: bool
+    ) -> RunResultBase:
+        options: dict[str, Any] = {"run_config": self.run_config}
+        if context is not None:
+            options["context"] = context
+        if self.max_turns is not None:
+            options["max_turns"] = self.max_turns
+        with run_scope(scope):
+            if not stream:
+                return await Runner.run(agent, start, **options)
+            streamed = Runner.run_streamed(agent, start, **options)
+            async for _event in streamed.stream_events():
+                pass
+            return streamed
+
+    def _translate(self, item: ToolApprovalItem, scope: RunScope) -> str | _Answer:
+        """The request id of an interruption a reviewer must decide, or crossgate's own answer to it."""
+        agent_name = item.agent.name
+        call_id = str(item.call_id)
+        tool = _gated_tool(item)
+        if tool is None:
+            return _Answer(False, f"crossgate did not run {item.name}: it is not a function tool crossgate gates.")
+        try:
+            args = inspect_args(item.arguments, tool.params_json_schema)
+        except InvalidArgumentsError as exc:
+            message = malformed_message(tool.name, exc)
+            self.queue.record_outcome(
+                None, ran=False, error=message, call=tool_call(tool.name, agent_name, {}, call_id, scope)
+            )
+            return _Answer(False, message)
+        call = tool_call(tool.name, agent_name, args, call_id, scope)
+        try:
+            submission = self.queue.submit(
+                call,
+                args_schema=tool.params_json_schema,
+                description=tool.description or None,
+                capabilities=CAPABILITIES,
+                request_id=request_id_for(scope.run, agent_name, call_id),
+            )
+        except FingerprintMismatchError as exc:
+            return _Answer(False, f"crossgate did not run {tool.name}: {exc}")
+        if submission.request is not None:
+            return submission.request.id
+        if submission.verdict.kind is VerdictKind.ALLOW:
+            return _Answer(True)
+        return _Answer(False, deny_message(tool.name, submission.verdict))
+
+    def _apply_decisions(self, state: RunState[Any, Any], scope: RunScope, request_ids: Sequence[str]) -> None:
+        """Hand each decided request of ``request_ids`` to the SDK's state (approve, or reject with its text)."""
+        wanted = set(request_ids)
+        for item in state.get_interruptions():
+            request_id = request_id_for(scope.run, item.agent.name, str(item.call_id))
+            if request_id in wanted:
+                self._apply(state, item, self.queue.get(request_id))
+
+    def _apply(self, state: RunState[Any, Any], item: ToolApprovalItem, request: ApprovalRequest) -> None:
+        resolution = request.resolution()
+        if isinstance(resolution, (Approve, Edit, Respond)):
+            # Edit and respond are approved at the SDK level; the gated tool substitutes args or content.
+            state.approve(item)
+            return
+        if not isinstance(resolution, Reject):
+            return
+        state.reject(item, rejection_message=resolution.message)
+        if request.status is RequestStatus.DECIDED:
+            self.queue.mark_applied(request.id, actor=FRAMEWORK)
+            self.queue.record_outcome(request.id, ran=False, result=resolution.message)
+
+    def _park(
+        self, agent: Agent[Any], state: RunState[Any, Any], scope: RunScope, request_ids: list[str], *, stream: bool
+    ) -> Parked:
+        metadata: dict[str, Any] = {"agent": agent.name, "stream": stream, "session": scope.session}
+        parked: ParkedRun = self.queue.park(
+            framework=FRAMEWORK, run=scope.run, request_ids=request_ids, state=state.to_string(), metadata=metadata
+        )
+        return Parked(scope.run, parked.id, parked.request_ids)
+
+    async def _wait_for(self, request_ids: Sequence[str], budget: float) -> None:
+        if budget <= 0:
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + budget
+        for request_id in request_ids:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return
+            await self.queue.wait(request_id, remaining)
+
+
+def _gated_tool(item: ToolApprovalItem) -> FunctionTool | None:
+    for tool in item.agent.tools:
+        if (
+            isinstance(tool, FunctionTool)
+            and tool.name == item.tool_name
+            and isinstance(tool.on_invoke_tool, GatedInvoker)
+        ):
+            return tool
+    return None
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None

@@ -1,0 +1,41 @@
+"""The crossgate run a tool call belongs to, carried through the SDK's tasks by a context variable."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class RunScope:
+    """Set by ``Gate.run`` and ``Gate.resume`` around the SDK run; nested ``as_tool`` runs inherit it."""
+
+    run: str
+    session: str | None = None
+
+
+_SCOPE: ContextVar[RunScope | None] = ContextVar("crossgate_openai_run", default=None)
+
+
+def current_scope() -> RunScope | None:
+    """The scope of the crossgate run in progress, or None outside ``Gate.run``/``Gate.resume``."""
+    return _SCOPE.get()
+
+
+@contextmanager
+def run_scope(scope: RunScope) -> Iterator[None]:
+    """Bind ``scope`` for the SDK calls made inside the block (and the tasks they start)."""
+    token = _SCOPE.set(scope)
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
+
+
+def request_id_for(run: str, agent: str, call_id: str) -> str:
+    """The deterministic request id of one tool call, so a re-submitted call finds its request."""
+    digest = hashlib.sha256(f"{run}\x1f{agent}\x1f{call_id}".encode()).hexdigest()
+    return f"req_oa_{digest[:32]}"

@@ -1,0 +1,275 @@
+"""Gate the function tools of an agent graph: ``needs_approval`` from the policy, and a binding wrapper.
+
+Every ``FunctionTool`` reachable from the starting agent (its tools, the agents behind its ``as_tool``
+tools, its handoff targets, recursively) is replaced in its agent's ``tools`` list by a copy whose
+
+- ``needs_approval`` asks the queue's policy (a pure function of tool, arguments and agent): ask pauses
+  the run, allow and deny do not;
+- ``on_invoke_tool`` is a :class:`GatedInvoker`, the only place the tool body is called. It runs a call
+  only if the policy allows it, or if crossgate holds an approve or edit decision for that call id whose
+  fingerprint matches the arguments about to run; it marks the request applied before running, so
+  nothing runs twice, and records the outcome. A deny answers with the policy's reason; respond answers
+  with the reviewer's content; neither runs the tool.
+
+The user's own ``FunctionTool`` objects are left untouched.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agents import (
+    Agent,
+    CodeInterpreterTool,
+    FileSearchTool,
+    FunctionTool,
+    Handoff,
+    ImageGenerationTool,
+    RunContextWrapper,
+    ToolSearchTool,
+    WebSearchTool,
+)
+from agents.tool_context import ToolContext
+from crossgate import (
+    ApprovalRequest,
+    Approve,
+    ConfigurationError,
+    CrossgateError,
+    Edit,
+    InvalidArgumentsError,
+    NotFoundError,
+    Reject,
+    Respond,
+    ReviewQueue,
+    ToolCall,
+    Verdict,
+    VerdictKind,
+    parse_args,
+)
+from crossgate.decisions import validate_args
+
+from crossgate_openai._capabilities import FRAMEWORK
+from crossgate_openai._scope import RunScope, current_scope, request_id_for
+
+ToolInvoker = Callable[[ToolContext[Any], str], Awaitable[Any]]
+
+HOSTED_TOOLS = (WebSearchTool, FileSearchTool, CodeInterpreterTool, ImageGenerationTool, ToolSearchTool)
+"""Tools that run on OpenAI's side without local effects; left as they are."""
+
+NOT_THROUGH_GATE = (
+    "crossgate did not run {tool}: it needs a reviewer's decision, and this run was not started through "
+    "crossgate's Gate, so no decision exists for it. Do not retry it; tell the user it needs approval."
+)
+
+
+@dataclass(slots=True)
+class GateBinding:
+    """The queue the gated tools of one ``Gate`` consult; shared by every tool that gate installed."""
+
+    queue: ReviewQueue
+
+
+def malformed_message(tool: str, error: InvalidArgumentsError) -> str:
+    """What the model reads when its arguments cannot be inspected: nothing ran, and how to fix it."""
+    return (
+        f"crossgate did not run {tool}: {error}. Nothing was executed. "
+        f"Call {tool} again with a JSON object that matches its parameters."
+    )
+
+
+def deny_message(tool: str, verdict: Verdict) -> str:
+    """What the model reads for a policy deny: the rule's reason, as an instruction."""
+    reason = verdict.reason or "the policy does not allow this call"
+    return f"crossgate did not run {tool}: {reason}"
+
+
+def tool_call(tool: str, agent: str, args: dict[str, Any], call_id: str, scope: RunScope | None) -> ToolCall:
+    """The neutral call for one SDK function call."""
+    return ToolCall(
+        framework=FRAMEWORK,
+        tool=tool,
+        args=args,
+        call_id=call_id,
+        run=scope.run if scope else None,
+        session=scope.session if scope else None,
+        agent=agent,
+    )
+
+
+def inspect_args(raw: str | None, schema: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Parse the model's raw arguments and check them against the tool's schema; InvalidArgumentsError if not."""
+    args = parse_args(raw if raw is not None else "")
+    validate_args(args, schema)
+    return args
+
+
+class ApprovalPolicy:
+    """The ``needs_approval`` callable of a gated tool: True exactly when the policy's verdict is ask."""
+
+    def __init__(self, binding: GateBinding, agent: str, tool: FunctionTool) -> None:
+        self.binding = binding
+        self.agent = agent
+        self.tool = tool.name
+        self.schema = tool.params_json_schema
+
+    def __call__(self, run_context: RunContextWrapper[Any], params: dict[str, Any], call_id: str) -> bool:
+        try:
+            validate_args(params, self.schema)
+            call = tool_call(self.tool, self.agent, params, call_id, current_scope())
+        except (InvalidArgumentsError, ValueError):
+            # Fail closed: the run pauses and Gate answers the model with what is wrong.
+            return True
+        return self.binding.queue.evaluate(call).kind is VerdictKind.ASK
+
+
+class GatedInvoker:
+    """The ``on_invoke_tool`` of a gated tool; the only caller of the original tool body."""
+
+    def __init__(self, binding: GateBinding, agent: str, tool: FunctionTool, original: ToolInvoker) -> None:
+        self.binding = binding
+        self.agent = agent
+        self.tool = tool.name
+        self.schema = tool.params_json_schema
+        self.original = original
+
+    async def __call__(self, ctx: ToolContext[Any], raw: str) -> Any:
+        queue = self.binding.queue
+        scope = current_scope()
+        call_id = ctx.tool_call_id
+        try:
+            call = tool_call(self.tool, self.agent, inspect_args(raw, self.schema), call_id, scope)
+        except InvalidArgumentsError as exc:
+            message = malformed_message(self.tool, exc)
+            queue.record_outcome(
+                None, ran=False, error=message, call=tool_call(self.tool, self.agent, {}, call_id, scope)
+            )
+            return message
+        request = self._request(scope, call_id)
+        if request is None:
+            return await self._by_policy(ctx, raw, call)
+        return await self._by_decision(ctx, raw, call, request)
+
+    def _request(self, scope: RunScope | None, call_id: str) -> ApprovalRequest | None:
+        if scope is None:
+            return None
+        try:
+            return self.binding.queue.get(request_id_for(scope.run, self.agent, call_id))
+        except NotFoundError:
+            return None
+
+    async def _by_policy(self, ctx: ToolContext[Any], raw: str, call: ToolCall) -> Any:
+        queue = self.binding.queue
+        submission = queue.submit(call)
+        if submission.request is not None:
+            # An ask with no crossgate decision: approved natively, or the policy changed mid-run.
+            message = NOT_THROUGH_GATE.format(tool=self.tool)
+            queue.cancel(submission.request.id, reason=message, actor=FRAMEWORK)
+            queue.record_outcome(submission.request.id, ran=False, error=message)
+            return message
+        if submission.verdict.kind is VerdictKind.DENY:
+            message = deny_message(self.tool, submission.verdict)
+            queue.record_outcome(None, ran=False, result=message, call=call)
+            return message
+        return await self._execute(ctx, raw, None, call)
+
+    async def _by_decision(self, ctx: ToolContext[Any], raw: str, call: ToolCall, request: ApprovalRequest) -> Any:
+        queue = self.binding.queue
+        resolution = request.resolution()
+        if request.fingerprint != call.fingerprint:
+            message = (
+                f"crossgate did not run {self.tool}: request {request.id} was reviewed for other arguments "
+                "than the ones about to run."
+            )
+            queue.record_outcome(request.id, ran=False, error=message)
+            return message
+        if not isinstance(resolution, (Approve, Edit, Respond)):
+            message = resolution.message if isinstance(resolution, Reject) else "no decision yet"
+            queue.record_outcome(request.id, ran=False, result=message)
+            return message
+        run_args = request.approved_args()
+        try:
+            queue.mark_applied(request.id, args=run_args, actor=FRAMEWORK)
+        except CrossgateError as exc:
+            message = f"crossgate did not run {self.tool}: {exc}"
+            queue.record_outcome(request.id, ran=False, error=message)
+            return message
+        if isinstance(resolution, Respond):
+            queue.record_outcome(request.id, ran=False, result=resolution.content)
+            return resolution.content
+        if isinstance(resolution, Edit):
+            raw = json.dumps(resolution.args, ensure_ascii=False)
+        return await self._execute(ctx, raw, request.id, call)
+
+    async def _execute(self, ctx: ToolContext[Any], raw: str, request_id: str | None, call: ToolCall) -> Any:
+        queue = self.binding.queue
+        try:
+            output = await self.original(ctx, raw)
+        except Exception as exc:
+            queue.record_outcome(request_id, ran=True, error=f"{type(exc).__name__}: {exc}", call=call)
+            raise
+        queue.record_outcome(request_id, ran=True, result=str(output), call=call)
+        return output
+
+
+def install(agent: Agent[Any], binding: GateBinding) -> list[Agent[Any]]:
+    """Gate every function tool reachable from ``agent``; return the agents visited (starting agent first).
+
+    Idempotent: tools gated before are re-bound to ``binding``. Raises ConfigurationError for tools crossgate
+    cannot gate (local shell, computer, apply-patch, custom and MCP tools), so nothing runs ungated.
+    """
+    visited: list[Agent[Any]] = []
+    seen: set[int] = set()
+    pending: list[Agent[Any]] = [agent]
+    while pending:
+        current = pending.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        visited.append(current)
+        if current.mcp_servers:
+            raise ConfigurationError(
+                f"agent {current.name!r} has MCP servers; their tools are listed at run time and crossgate "
+                "cannot gate them yet"
+            )
+        current.tools = [_gate_tool(tool, current, binding) for tool in current.tools]
+        pending.extend(inner for tool in current.tools if (inner := getattr(tool, "_agent_instance", None)) is not None)
+        pending.extend(_handoff_target(h, current) for h in current.handoffs)
+    return visited
+
+
+def _gate_tool(tool: Any, agent: Agent[Any], binding: GateBinding) -> Any:
+    if isinstance(tool, HOSTED_TOOLS):
+        return tool
+    if not isinstance(tool, FunctionTool):
+        raise ConfigurationError(
+            f"tool {getattr(tool, 'name', tool)!r} of agent {agent.name!r} is a {type(tool).__name__}; "
+            "crossgate gates function tools only"
+        )
+    invoker = tool.on_invoke_tool
+    if isinstance(invoker, GatedInvoker):
+        invoker.binding = binding
+        if isinstance(tool.needs_approval, ApprovalPolicy):
+            tool.needs_approval.binding = binding
+        return tool
+    gated = copy.copy(tool)
+    gated.on_invoke_tool = GatedInvoker(binding, agent.name, gated, gated.on_invoke_tool)
+    gated.needs_approval = ApprovalPolicy(binding, agent.name, gated)
+    return gated
+
+
+def _handoff_target(handoff: Any, agent: Agent[Any]) -> Agent[Any]:
+    if isinstance(handoff, Agent):
+        return handoff
+    if isinstance(handoff, Handoff):
+        ref = getattr(handoff, "_agent_ref", None)
+        target = ref() if ref is not None else None
+        if isinstance(target, Agent):
+            return target
+    raise ConfigurationError(
+        f"crossgate cannot reach the agent behind handoff {getattr(handoff, 'tool_name', handoff)!r} of "
+        f"agent {agent.name!r}; build handoffs with handoff(agent) so the target's tools can be gated"
+    )
