@@ -66,7 +66,12 @@ class WaitRegistry:
         with self._lock:
             self._waiters.setdefault(request_id, set()).add(waiter)
             if self._watcher is None and not self._closed:
-                self._watcher = threading.Thread(target=self._watch, name="crossgate-watcher", daemon=True)
+                # Read the head before the caller looks at its request, not in the new thread: a decision
+                # committed between that look and the thread's first read would otherwise never wake it.
+                head = self._store.audit_head()[0]
+                self._watcher = threading.Thread(
+                    target=self._watch, args=(head,), name="crossgate-watcher", daemon=True
+                )
                 self._watcher.start()
         return waiter
 
@@ -100,8 +105,7 @@ class WaitRegistry:
         if watcher is not None:
             watcher.join(timeout=self._watch_timeout * 4)
 
-    def _watch(self) -> None:
-        last = self._store.audit_head()[0]
+    def _watch(self, last: int) -> None:
         idle_rounds = 0
         while True:
             with self._lock:

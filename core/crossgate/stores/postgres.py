@@ -1,0 +1,498 @@
+"""``PostgresStore``: the store for several servers and workers sharing one PostgreSQL database.
+
+Needs the extra ``crossgate[postgres]`` (psycopg 3 and psycopg-pool). Every write is one transaction
+that changes a row and appends its event; the chain head is one row locked ``FOR UPDATE``, so the hash
+chain stays a chain under any number of writers. Decide and apply are compare-and-set updates
+(``WHERE status = ANY(...)``), parked runs are claimed with ``FOR UPDATE SKIP LOCKED`` and a lease, and
+each event commits with a ``NOTIFY`` that wakes waiters in every other process.
+
+All tables live in one schema (``crossgate`` unless ``schema=`` says otherwise, as a constructor
+argument or a ``?schema=`` URL parameter), so tests and tenants can use fresh ones. SQL text lives in
+``sql/postgres/``: ``schema.sql`` for a fresh schema, ``migrations/NNN_*.sql`` for older ones,
+``queries.sql`` for the named queries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cache
+from importlib import resources
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from pydantic import BaseModel
+
+from crossgate.audit import seal
+from crossgate.errors import ConfigurationError, ConflictError, StoreError
+from crossgate.model import (
+    ApprovalRequest,
+    Event,
+    NewEvent,
+    ParkedRun,
+    ParkedRunStatus,
+    RequestStatus,
+    StandingRule,
+)
+from crossgate.stores.base import Page, RequestQuery, claimed_copy, decode_cursor, encode_cursor, finished_copy
+
+try:
+    import psycopg
+    from psycopg import sql
+    from psycopg_pool import ConnectionPool
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise ConfigurationError(
+        "PostgresStore needs psycopg 3 and psycopg-pool: pip install 'crossgate[postgres]'"
+    ) from exc
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SCHEMA = "crossgate"
+_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,47}$")
+_SQL_DIR = resources.files("crossgate.stores").joinpath("sql", "postgres")
+M = TypeVar("M", bound=BaseModel)
+
+
+@cache
+def queries() -> dict[str, str]:
+    """The named blocks of ``queries.sql``."""
+    text = _SQL_DIR.joinpath("queries.sql").read_text(encoding="utf-8")
+    blocks: dict[str, str] = {}
+    for chunk in re.split(r"^-- name: ", text, flags=re.MULTILINE)[1:]:
+        name, _, body = chunk.partition("\n")
+        lines = [line for line in body.splitlines() if not line.startswith("--")]
+        blocks[name.strip()] = "\n".join(lines).strip()
+    return blocks
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One numbered forward migration."""
+
+    version: int
+    name: str
+    text: str
+
+
+@cache
+def migrations() -> tuple[Migration, ...]:
+    """Every migration in ``sql/postgres/migrations``, in version order."""
+    found: list[Migration] = []
+    for entry in _SQL_DIR.joinpath("migrations").iterdir():
+        match = re.fullmatch(r"(\d{3})_(\w+)\.sql", entry.name)
+        if match:
+            found.append(Migration(int(match[1]), match[2], entry.read_text(encoding="utf-8")))
+    found.sort(key=lambda m: m.version)
+    if [m.version for m in found] != list(range(1, len(found) + 1)):
+        raise ConfigurationError(f"PostgreSQL migrations are not numbered 1..n: {[m.version for m in found]}")
+    return tuple(found)
+
+
+def fresh_schema_sql() -> str:
+    """The full current schema, as ``schema.sql`` holds it."""
+    return _SQL_DIR.joinpath("schema.sql").read_text(encoding="utf-8")
+
+
+def _q(name: str) -> sql.SQL:
+    return sql.SQL(queries()[name])
+
+
+def split_url(url: str, schema: str | None = None) -> tuple[str, str]:
+    """The libpq URL without crossgate's own ``schema`` parameter, and the schema to use."""
+    parts = urlsplit(url)
+    params = parse_qsl(parts.query, keep_blank_values=True)
+    from_url = [value for key, value in params if key == "schema"]
+    rest = [(key, value) for key, value in params if key != "schema"]
+    chosen = schema or (from_url[-1] if from_url else DEFAULT_SCHEMA)
+    if not _SCHEMA_NAME.fullmatch(chosen):
+        raise ConfigurationError(
+            f"schema name {chosen!r}: use lowercase letters, digits and underscores, at most 48 characters"
+        )
+    return urlunsplit(parts._replace(query=urlencode(rest))), chosen
+
+
+@contextlib.contextmanager
+def _wrapped(action: str) -> Iterator[None]:
+    try:
+        yield
+    except psycopg.Error as exc:
+        raise StoreError(f"PostgreSQL could not {action}: {exc}".strip()) from exc
+
+
+class PostgresStore:
+    """Requests, standing rules, parked runs and the event log in one PostgreSQL schema."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        schema: str | None = None,
+        min_size: int = 1,
+        max_size: int = 10,
+        timeout: float = 10.0,
+        connect_timeout: int = 5,
+    ) -> None:
+        self._conninfo, self.schema = split_url(url, schema)
+        self.url = url if schema is None else _with_schema(url, self.schema)
+        """The URL that opens this store again (in another process, say), schema included."""
+        self._channel = f"crossgate_{self.schema}"
+        options = f"-c search_path={self.schema} -c TimeZone=UTC"
+        self._connect_kwargs: dict[str, Any] = {"options": options, "connect_timeout": connect_timeout}
+        self._pool = ConnectionPool(
+            self._conninfo,
+            min_size=min_size,
+            max_size=max_size,
+            timeout=timeout,
+            kwargs={"autocommit": True, **self._connect_kwargs},
+            open=False,
+            name=f"crossgate-{self.schema}",
+        )
+        self._open_lock = threading.Lock()
+        self._opened = False
+        self._listener = _Listener(self._connect, self._channel)
+
+    # connections ---------------------------------------------------------------------------------
+    def _connect(self) -> psycopg.Connection[Any]:
+        return psycopg.connect(self._conninfo, autocommit=True, **self._connect_kwargs)
+
+    @contextlib.contextmanager
+    def _conn(self, action: str) -> Iterator[psycopg.Connection[Any]]:
+        with _wrapped(action):
+            if not self._opened:
+                with self._open_lock:
+                    if not self._opened:
+                        self._pool.open()
+                        self._opened = True
+            with self._pool.connection() as conn:
+                yield conn
+
+    def setup(self) -> None:
+        """Create the schema, or migrate it forward; safe to call from several processes at once."""
+        with _wrapped("set up the schema"), self._connect() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"crossgate:{self.schema}",))
+            conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema)))
+            conn.execute(_q("create_version_table"))
+            applied = {row[0] for row in conn.execute(_q("applied_versions"))}
+            known = migrations()
+            newest = known[-1].version
+            if applied and max(applied) > newest:
+                raise ConfigurationError(
+                    f"schema {self.schema} is at version {max(applied)}, newer than this crossgate knows ({newest})"
+                )
+            pending = known if not applied else [m for m in known if m.version not in applied]
+            if not applied:
+                conn.execute(fresh_schema_sql())
+            for migration in pending:
+                if applied:
+                    conn.execute(migration.text)
+                conn.execute(_q("record_version"), {"version": migration.version, "name": migration.name})
+
+    def close(self) -> None:
+        """Stop the listener and close the pool."""
+        self._listener.close()
+        with self._open_lock:
+            if self._opened:
+                self._pool.close()
+                self._opened = False
+
+    # writing -------------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _write(self, action: str) -> Iterator[psycopg.Cursor[Any]]:
+        with self._conn(action) as conn, conn.transaction(), conn.cursor() as cur:
+            yield cur
+
+    def _append(self, cur: psycopg.Cursor[Any], new: NewEvent, head: tuple[int, str] | None = None) -> Event:
+        seq, prev = head or _one(cur.execute(_q("lock_head")))
+        event = seal(new, seq=seq + 1, prev_hash=prev)
+        cur.execute(
+            _q("append_event"),
+            {
+                "seq": event.seq,
+                "hash": event.hash,
+                "at": event.at,
+                "kind": event.kind,
+                "request_id": event.request_id,
+                "data": event.model_dump_json(),
+                "channel": self._channel,
+            },
+        )
+        return event
+
+    def _insert(self, query: str, row: dict[str, Any], new: NewEvent, what: str) -> Event:
+        try:
+            with self._write(f"store {what}") as cur:
+                head = _one(cur.execute(_q("lock_head")))
+                cur.execute(_q(query), {**row, "position": head[0] + 1})
+                event = self._append(cur, new, head)
+        except StoreError as exc:
+            if isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
+                raise ConflictError(f"{what} already exists") from exc.__cause__
+            raise
+        self._listener.observe(event.seq)
+        return event
+
+    def _change(self, query: str, row: dict[str, Any], new: NewEvent, action: str) -> Event | None:
+        with self._write(action) as cur:
+            if cur.execute(_q(query), row).fetchone() is None:
+                return None
+            event = self._append(cur, new)
+        self._listener.observe(event.seq)
+        return event
+
+    # requests ------------------------------------------------------------------------------------
+    def insert_request(self, request: ApprovalRequest, event: NewEvent) -> Event:
+        return self._insert("insert_request", _request_row(request), event, f"request {request.id}")
+
+    def get_request(self, request_id: str) -> ApprovalRequest | None:
+        return self._get("get_request", request_id, ApprovalRequest)
+
+    def list_requests(self, query: RequestQuery) -> Page[ApprovalRequest]:
+        filters: list[sql.Composable] = []
+        params: dict[str, Any] = {"limit": query.limit + 1}
+        if query.statuses:
+            filters.append(sql.SQL("status = ANY(%(statuses)s)"))
+            params["statuses"] = [s.value for s in query.statuses]
+        for column in ("framework", "tool", "agent", "run"):
+            value = getattr(query, column)
+            if value is not None:
+                filters.append(sql.SQL("{} = %({})s").format(sql.Identifier(column), sql.SQL(column)))
+                params[column] = value
+        if query.cursor is not None:
+            filters.append(sql.SQL("position < %(after)s" if query.newest_first else "position > %(after)s"))
+            params["after"] = decode_cursor(query.cursor)
+        where = sql.SQL("WHERE ") + sql.SQL(" AND ").join(filters) if filters else sql.SQL("")
+        statement = _q("list_requests").format(where=where, direction=sql.SQL("DESC" if query.newest_first else "ASC"))
+        with self._conn("list requests") as conn:
+            rows = conn.execute(statement, params).fetchall()
+        items = [ApprovalRequest.model_validate_json(data) for _, data in rows[: query.limit]]
+        more = len(rows) > query.limit
+        return Page(items, encode_cursor(rows[query.limit - 1][0]) if more else None)
+
+    def update_request(
+        self, request: ApprovalRequest, expected: Sequence[RequestStatus], event: NewEvent
+    ) -> Event | None:
+        row = {**_request_row(request), "expected": [s.value for s in expected]}
+        return self._change("update_request", row, event, f"update request {request.id}")
+
+    def overdue_requests(self, now: datetime, limit: int = 100) -> list[ApprovalRequest]:
+        with self._conn("list overdue requests") as conn:
+            rows = conn.execute(_q("overdue_requests"), {"now": now, "limit": limit}).fetchall()
+        return [ApprovalRequest.model_validate_json(data) for (data,) in rows]
+
+    # standing rules ------------------------------------------------------------------------------
+    def insert_rule(self, rule: StandingRule, event: NewEvent) -> Event:
+        row = {"id": rule.id, "revoked_at": rule.revoked_at, "data": rule.model_dump_json()}
+        return self._insert("insert_rule", row, event, f"rule {rule.id}")
+
+    def get_rule(self, rule_id: str) -> StandingRule | None:
+        return self._get("get_rule", rule_id, StandingRule)
+
+    def list_rules(self, *, include_revoked: bool = False) -> list[StandingRule]:
+        with self._conn("list standing rules") as conn:
+            rows = conn.execute(_q("list_rules"), {"include_revoked": include_revoked}).fetchall()
+        return [StandingRule.model_validate_json(data) for (data,) in rows]
+
+    def revoke_rule(self, rule: StandingRule, event: NewEvent) -> Event | None:
+        row = {"id": rule.id, "revoked_at": rule.revoked_at, "data": rule.model_dump_json()}
+        return self._change("revoke_rule", row, event, f"revoke rule {rule.id}")
+
+    # parked runs ---------------------------------------------------------------------------------
+    def insert_parked_run(self, parked: ParkedRun, event: NewEvent) -> Event:
+        return self._insert("insert_parked_run", _parked_row(parked), event, f"parked run {parked.id}")
+
+    def get_parked_run(self, parked_id: str) -> ParkedRun | None:
+        return self._get("get_parked_run", parked_id, ParkedRun)
+
+    def list_parked_runs(
+        self, *, statuses: Sequence[ParkedRunStatus] = (), framework: str | None = None, run: str | None = None
+    ) -> list[ParkedRun]:
+        filters: list[sql.Composable] = []
+        params: dict[str, Any] = {"statuses": [s.value for s in statuses], "framework": framework, "run": run}
+        if statuses:
+            filters.append(sql.SQL("status = ANY(%(statuses)s)"))
+        if framework is not None:
+            filters.append(sql.SQL("framework = %(framework)s"))
+        if run is not None:
+            filters.append(sql.SQL("run = %(run)s"))
+        where = sql.SQL("WHERE ") + sql.SQL(" AND ").join(filters) if filters else sql.SQL("")
+        with self._conn("list parked runs") as conn:
+            rows = conn.execute(_q("list_parked_runs").format(where=where), params).fetchall()
+        return [ParkedRun.model_validate_json(data) for (data,) in rows]
+
+    def claim_parked_run(
+        self, parked_id: str, owner: str, now: datetime, lease_until: datetime, event: NewEvent
+    ) -> ParkedRun | None:
+        with self._write(f"claim parked run {parked_id}") as cur:
+            row = cur.execute(_q("lock_claimable_parked_run"), {"id": parked_id, "now": now}).fetchone()
+            if row is None:
+                return None
+            claimed = claimed_copy(ParkedRun.model_validate_json(row[0]), owner, now, lease_until)
+            cur.execute(_q("update_parked_run"), _parked_row(claimed))
+            sealed = self._append(cur, event)
+        self._listener.observe(sealed.seq)
+        return claimed
+
+    def finish_parked_run(
+        self, parked_id: str, owner: str, status: ParkedRunStatus, outcome: str | None, now: datetime, event: NewEvent
+    ) -> ParkedRun | None:
+        with self._write(f"finish parked run {parked_id}") as cur:
+            row = cur.execute(_q("lock_leased_parked_run"), {"id": parked_id, "owner": owner}).fetchone()
+            if row is None:
+                return None
+            finished = finished_copy(ParkedRun.model_validate_json(row[0]), status, outcome, now)
+            cur.execute(_q("update_parked_run"), _parked_row(finished))
+            sealed = self._append(cur, event)
+        self._listener.observe(sealed.seq)
+        return finished
+
+    # events --------------------------------------------------------------------------------------
+    def append_event(self, event: NewEvent) -> Event:
+        with self._write(f"append a {event.kind} event") as cur:
+            sealed = self._append(cur, event)
+        self._listener.observe(sealed.seq)
+        return sealed
+
+    def list_events(self, *, after: int = 0, limit: int | None = None, request_id: str | None = None) -> list[Event]:
+        params = {"after": after, "limit": limit, "request_id": request_id}
+        query = "list_events" if request_id is None else "list_request_events"
+        with self._conn("list events") as conn:
+            rows = conn.execute(_q(query), params).fetchall()
+        return [Event.model_validate_json(data) for (data,) in rows]
+
+    def audit_head(self) -> tuple[int, str]:
+        with self._conn("read the audit head") as conn:
+            seq, digest = _one(conn.execute(_q("read_head")))
+        return int(seq), str(digest)
+
+    def wait_for_change(self, after: int, timeout: float) -> int:
+        latest = self._listener.wait(after, timeout)
+        if latest is not None:
+            return latest
+        # The listener cannot reach the server: poll the head, so waiters still wake if writes resume.
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                latest = self.audit_head()[0]
+            except StoreError:
+                latest = after
+            if latest > after or time.monotonic() >= deadline:
+                return latest
+            time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+
+    def _get(self, query: str, key: str, model: type[M]) -> M | None:
+        with self._conn(f"read {key}") as conn:
+            row = conn.execute(_q(query), {"id": key}).fetchone()
+        return None if row is None else model.model_validate_json(row[0])
+
+
+class _Listener:
+    """One ``LISTEN`` connection per store, started by the first wait, that tracks the newest event seq."""
+
+    def __init__(self, connect: Any, channel: str) -> None:
+        self._connect = connect
+        self._channel = channel
+        self._changed = threading.Condition()
+        self._latest = 0
+        self._healthy = False
+        self._tried = False
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    def observe(self, seq: int) -> None:
+        """Record that events up to ``seq`` exist (from a notification, or a write of this process)."""
+        with self._changed:
+            if seq > self._latest:
+                self._latest = seq
+                self._changed.notify_all()
+
+    def wait(self, after: int, timeout: float) -> int | None:
+        """The newest seq once it passes ``after`` or ``timeout`` runs out; None while LISTEN is down."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            if self._thread is None and not self._closed:
+                self._thread = threading.Thread(target=self._run, name=f"{self._channel}-listen", daemon=True)
+                self._thread.start()
+            self._changed.wait_for(lambda: self._tried or self._closed, timeout)
+            if not self._healthy:
+                return None
+            self._changed.wait_for(
+                lambda: self._latest > after or self._closed or not self._healthy, max(0.0, deadline - time.monotonic())
+            )
+            return self._latest if self._healthy else None
+
+    def close(self) -> None:
+        with self._changed:
+            self._closed = True
+            thread = self._thread
+            self._changed.notify_all()
+        if thread is not None:
+            thread.join(timeout=2.0)
+
+    def _run(self) -> None:
+        backoff = 0.1
+        while not self._closed:
+            try:
+                with self._connect() as conn:
+                    conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
+                    seq = _one(conn.execute(_q("read_head")))[0]
+                    with self._changed:
+                        self._healthy = self._tried = True
+                    self.observe(int(seq))
+                    backoff = 0.1
+                    while not self._closed:
+                        for note in conn.notifies(timeout=0.25):
+                            self.observe(int(note.payload))
+            except (psycopg.Error, ValueError):
+                log.warning("crossgate: LISTEN on %s failed; retrying", self._channel, exc_info=True)
+            with self._changed:
+                self._healthy = False
+                self._tried = True
+                self._changed.notify_all()
+            if not self._closed:
+                time.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+
+
+def _one(cursor: psycopg.Cursor[Any]) -> tuple[Any, ...]:
+    row = cursor.fetchone()
+    if row is None:
+        raise StoreError("PostgreSQL returned no row where one was expected; was setup() run?")
+    return tuple(row)
+
+
+def _with_schema(url: str, schema: str) -> str:
+    parts = urlsplit(url)
+    params = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "schema"]
+    return urlunsplit(parts._replace(query=urlencode([*params, ("schema", schema)])))
+
+
+def _request_row(request: ApprovalRequest) -> dict[str, Any]:
+    call = request.call
+    return {
+        "id": request.id,
+        "status": request.status.value,
+        "framework": call.framework,
+        "tool": call.tool,
+        "agent": call.agent,
+        "run": call.run,
+        "expires_at": request.expires_at,
+        "data": request.model_dump_json(),
+    }
+
+
+def _parked_row(parked: ParkedRun) -> dict[str, Any]:
+    return {
+        "id": parked.id,
+        "framework": parked.framework,
+        "run": parked.run,
+        "status": parked.status.value,
+        "lease_owner": parked.lease_owner,
+        "lease_until": parked.lease_until,
+        "data": parked.model_dump_json(),
+    }

@@ -1,0 +1,56 @@
+-- 001: requests, standing rules, parked runs and the hash-chained event log.
+-- Every model is kept whole as JSON text in ``data`` (text, not jsonb: jsonb rewrites numbers such as
+-- 1e20 and -0.0, which would change fingerprints and audit hashes); the other columns are copies the
+-- queries filter and order on. ``position`` is the seq of the row's first event, so it grows in commit order.
+
+CREATE TABLE requests (
+    id text PRIMARY KEY,
+    position bigint NOT NULL UNIQUE,
+    status text NOT NULL,
+    framework text NOT NULL,
+    tool text NOT NULL,
+    agent text,
+    run text,
+    expires_at timestamptz,
+    data text NOT NULL
+);
+CREATE INDEX requests_status_position ON requests (status, position);
+CREATE INDEX requests_run_position ON requests (run, position);
+CREATE INDEX requests_overdue ON requests (expires_at) WHERE status = 'pending' AND expires_at IS NOT NULL;
+
+CREATE TABLE standing_rules (
+    id text PRIMARY KEY,
+    position bigint NOT NULL UNIQUE,
+    revoked_at timestamptz,
+    data text NOT NULL
+);
+
+CREATE TABLE parked_runs (
+    id text PRIMARY KEY,
+    position bigint NOT NULL UNIQUE,
+    framework text NOT NULL,
+    run text NOT NULL,
+    status text NOT NULL,
+    lease_owner text,
+    lease_until timestamptz,
+    data text NOT NULL
+);
+CREATE INDEX parked_runs_status_position ON parked_runs (status, position);
+
+CREATE TABLE events (
+    seq bigint PRIMARY KEY,
+    at timestamptz NOT NULL,
+    kind text NOT NULL,
+    request_id text,
+    data text NOT NULL
+);
+CREATE INDEX events_request_seq ON events (request_id, seq) WHERE request_id IS NOT NULL;
+
+-- The chain head, kept apart from the events so that deleting the last event is detectable. Every
+-- write locks this one row, which serialises the chain.
+CREATE TABLE audit_head (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    seq bigint NOT NULL,
+    hash text NOT NULL
+);
+INSERT INTO audit_head (singleton, seq, hash) VALUES (true, 0, repeat('0', 64));

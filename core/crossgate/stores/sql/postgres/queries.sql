@@ -1,0 +1,101 @@
+-- Named queries of PostgresStore. Each block starts with "-- name: <name>" and runs with psycopg's
+-- %(param)s placeholders inside the store's schema (the connection's search_path). Blocks with
+-- {placeholders} are completed with psycopg.sql composition, never with string formatting of values.
+
+-- name: create_version_table
+CREATE TABLE IF NOT EXISTS schema_version (
+    version integer PRIMARY KEY,
+    name text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- name: applied_versions
+SELECT version FROM schema_version ORDER BY version;
+
+-- name: record_version
+INSERT INTO schema_version (version, name) VALUES (%(version)s, %(name)s);
+
+-- name: lock_head
+-- Every write takes this lock; inserts take it first, updates after their compare-and-set.
+SELECT seq, hash FROM audit_head FOR UPDATE;
+
+-- name: read_head
+SELECT seq, hash FROM audit_head;
+
+-- name: append_event
+-- One event, the new chain head and the wake-up, in the caller's transaction (NOTIFY is sent at commit).
+WITH head AS (
+    UPDATE audit_head SET seq = %(seq)s, hash = %(hash)s RETURNING seq
+), event AS (
+    INSERT INTO events (seq, at, kind, request_id, data)
+    VALUES (%(seq)s, %(at)s, %(kind)s, %(request_id)s, %(data)s)
+    RETURNING seq
+)
+SELECT pg_notify(%(channel)s, event.seq::text) FROM event, head;
+
+-- name: insert_request
+INSERT INTO requests (id, position, status, framework, tool, agent, run, expires_at, data)
+VALUES (%(id)s, %(position)s, %(status)s, %(framework)s, %(tool)s, %(agent)s, %(run)s, %(expires_at)s, %(data)s);
+
+-- name: get_request
+SELECT data FROM requests WHERE id = %(id)s;
+
+-- name: update_request
+-- Compare-and-set: only a request whose status is still one of the expected ones changes.
+UPDATE requests SET status = %(status)s, expires_at = %(expires_at)s, data = %(data)s
+WHERE id = %(id)s AND status = ANY(%(expected)s)
+RETURNING position;
+
+-- name: list_requests
+SELECT position, data FROM requests {where} ORDER BY position {direction} LIMIT %(limit)s;
+
+-- name: overdue_requests
+SELECT data FROM requests
+WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= %(now)s
+ORDER BY position LIMIT %(limit)s;
+
+-- name: insert_rule
+INSERT INTO standing_rules (id, position, revoked_at, data) VALUES (%(id)s, %(position)s, %(revoked_at)s, %(data)s);
+
+-- name: get_rule
+SELECT data FROM standing_rules WHERE id = %(id)s;
+
+-- name: list_rules
+SELECT data FROM standing_rules WHERE %(include_revoked)s OR revoked_at IS NULL ORDER BY position;
+
+-- name: revoke_rule
+UPDATE standing_rules SET revoked_at = %(revoked_at)s, data = %(data)s
+WHERE id = %(id)s AND revoked_at IS NULL
+RETURNING position;
+
+-- name: insert_parked_run
+INSERT INTO parked_runs (id, position, framework, run, status, lease_owner, lease_until, data)
+VALUES (%(id)s, %(position)s, %(framework)s, %(run)s, %(status)s, %(lease_owner)s, %(lease_until)s, %(data)s);
+
+-- name: get_parked_run
+SELECT data FROM parked_runs WHERE id = %(id)s;
+
+-- name: list_parked_runs
+SELECT data FROM parked_runs {where} ORDER BY position;
+
+-- name: lock_claimable_parked_run
+-- A run another resumer is claiming right now is skipped, not waited for: that claim wins.
+SELECT data FROM parked_runs
+WHERE id = %(id)s
+  AND (status = 'parked' OR (status = 'resuming' AND lease_until IS NOT NULL AND lease_until <= %(now)s))
+FOR UPDATE SKIP LOCKED;
+
+-- name: lock_leased_parked_run
+SELECT data FROM parked_runs
+WHERE id = %(id)s AND status = 'resuming' AND lease_owner = %(owner)s
+FOR UPDATE;
+
+-- name: update_parked_run
+UPDATE parked_runs SET status = %(status)s, lease_owner = %(lease_owner)s, lease_until = %(lease_until)s, data = %(data)s
+WHERE id = %(id)s;
+
+-- name: list_events
+SELECT data FROM events WHERE seq > %(after)s ORDER BY seq LIMIT %(limit)s;
+
+-- name: list_request_events
+SELECT data FROM events WHERE request_id = %(request_id)s AND seq > %(after)s ORDER BY seq LIMIT %(limit)s;

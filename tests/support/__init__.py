@@ -1,0 +1,1 @@
+"""Helpers shared by test packages: store factories for backends that need a server."""
