@@ -1,5 +1,21 @@
-"""The neutral policy: ordered rules, their evaluation, and imports of SDK-native rule formats."""
+"""The neutral policy: ordered rules, their evaluation, policy files, and imports of SDK-native rule formats."""
 
+from crossgate.policy.claude import import_claude_settings, parse_claude_rule
+from crossgate.policy.langchain import import_interrupt_on
+from crossgate.policy.loading import POLICY_ENV, load_policy, policy_from_dict, resolve_policy
 from crossgate.policy.rules import ArgCondition, MatchKind, Policy, PolicyRule, standing_rule_matches
 
-__all__ = ["ArgCondition", "MatchKind", "Policy", "PolicyRule", "standing_rule_matches"]
+__all__ = [
+    "POLICY_ENV",
+    "ArgCondition",
+    "MatchKind",
+    "Policy",
+    "PolicyRule",
+    "import_claude_settings",
+    "import_interrupt_on",
+    "load_policy",
+    "parse_claude_rule",
+    "policy_from_dict",
+    "resolve_policy",
+    "standing_rule_matches",
+]

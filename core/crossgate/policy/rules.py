@@ -10,11 +10,14 @@ Order of evaluation, the same in every adapter:
 5. a matching standing allow rule allows;
 6. otherwise the policy's default (``ask`` unless configured otherwise).
 
+Where several standing rules match, the oldest one (then the smallest id) is named in the verdict.
+
 Deny beats ask beats allow, and nothing a reviewer remembers can lift a policy deny.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
@@ -47,7 +50,10 @@ class MatchKind(StrEnum):
     GLOB = "glob"
     """``*`` matches any text (slashes too), ``?`` one character: for commands and names."""
     PATH = "path"
-    """gitignore-style: ``*`` stays within one path segment, ``**`` crosses segments."""
+    """gitignore-style: ``*`` stays within one path segment, ``**`` crosses segments.
+
+    The argument is normalised first (``.``, ``..`` and repeated ``/`` resolved, so ``src/../.env`` is ``.env``),
+    and so is a leading ``./`` in the pattern."""
     REGEX = "regex"
     """Python regular expression, searched anywhere in the text unless anchored."""
     EQUALS = "equals"
@@ -71,6 +77,8 @@ class ArgCondition(BaseModel):
     def _check(self) -> ArgCondition:
         if self.kind in (MatchKind.GLOB, MatchKind.PATH, MatchKind.REGEX) and self.pattern is None:
             raise ValueError(f"a {self.kind.value} condition on {self.arg!r} needs a pattern")
+        if self.kind is MatchKind.ONE_OF and not self.values:
+            raise ValueError(f"a one_of condition on {self.arg!r} needs at least one value")
         if self.kind is MatchKind.REGEX and self.pattern is not None:
             try:
                 re.compile(self.pattern)
@@ -120,14 +128,26 @@ def match_text(kind: MatchKind, pattern: str, text: str) -> bool:
     if kind is MatchKind.GLOB:
         return fnmatchcase(text, pattern)
     if kind is MatchKind.PATH:
-        return _path_regex(pattern).fullmatch(text) is not None
+        return _path_regex(pattern).fullmatch(normalize_path(text)) is not None
     if kind is MatchKind.REGEX:
         return re.search(pattern, text) is not None
     raise ConfigurationError(f"{kind.value} is not a text match")
 
 
+def normalize_path(text: str) -> str:
+    """``text`` with ``.``, ``..`` and repeated slashes resolved, so no spelling of a path slips past a pattern."""
+    if not text:
+        return text
+    normal = posixpath.normpath(text)
+    if normal.startswith("//"):  # POSIX keeps a leading "//"; for matching it is the root like "/"
+        normal = "/" + normal.lstrip("/")
+    return "" if normal == "." else normal
+
+
 @lru_cache(maxsize=1024)
 def _path_regex(pattern: str) -> re.Pattern[str]:
+    while pattern.startswith("./"):
+        pattern = pattern[2:]
     out: list[str] = []
     i = 0
     while i < len(pattern):
@@ -237,7 +257,10 @@ class Policy(BaseModel):
         """
         at = now or datetime.now(UTC)
         matched = [r for r in self.rules if r.matches(call)]
-        standing = [s for s in standing_rules if standing_rule_matches(s, call, at)]
+        # Oldest first, so the verdict does not depend on the order a store happens to list standing rules in.
+        standing = sorted(
+            (s for s in standing_rules if standing_rule_matches(s, call, at)), key=lambda s: (s.created_at, s.id)
+        )
         if (deny := _first(matched, VerdictKind.DENY)) is not None:
             return _from_rule(deny)
         if (standing_deny := _first_standing(standing, VerdictKind.DENY)) is not None:
