@@ -1,0 +1,235 @@
+"""The JSON API under ``/api``: requests, decisions, signed links, standing rules, events, audit, health."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Body, Depends, Query, Request, Security
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from crossgate.decisions import check_open
+from crossgate.errors import NotFoundError
+from crossgate.model import ApprovalRequest, DecisionKind, Event, RequestStatus, StandingRule
+from crossgate.server.access import Caller, decide_blocked, require_scope
+from crossgate.server.errors import ForbiddenError
+from crossgate.server.schemas import (
+    AuditOut,
+    DecisionIn,
+    ErrorOut,
+    HealthOut,
+    LinksOut,
+    RequestOut,
+    RequestPage,
+    RuleIn,
+    RulesOut,
+    WhoAmI,
+    to_decision,
+)
+from crossgate.server.state import ServerState, server_state
+from crossgate.stores.base import MAX_PAGE_SIZE, RequestQuery
+
+bearer = HTTPBearer(auto_error=False, description="A reviewer's token.")
+
+
+def current_caller(
+    request: Request, _credentials: Annotated[HTTPAuthorizationCredentials | None, Security(bearer)] = None
+) -> Caller:
+    """The authenticated reviewer (401 without a valid token)."""
+    return server_state(request).auth.caller(request)
+
+
+CallerDep = Annotated[Caller, Depends(current_caller)]
+StateDep = Annotated[ServerState, Depends(server_state)]
+
+_ERRORS: dict[int | str, dict[str, object]] = {
+    code: {"model": ErrorOut, "description": text}
+    for code, text in (
+        (401, "No reviewer token, or an unknown one."),
+        (403, "Outside the reviewer's scope, or the reviewer submitted the request."),
+        (404, "No such request or rule."),
+        (409, "The request was already decided, applied, expired or cancelled."),
+        (422, "An invalid decision, arguments or query."),
+    )
+}
+
+router = APIRouter(prefix="/api", responses={401: _ERRORS[401], 422: _ERRORS[422]})
+
+
+def request_view(request: ApprovalRequest, caller: Caller) -> RequestOut:
+    """The request with what ``caller`` may do with it."""
+    blocked = decide_blocked(caller.reviewer, request) if request.is_open else f"request is {request.status.value}"
+    return RequestOut.model_validate({**request.model_dump(), "can_decide": blocked is None, "decide_blocked": blocked})
+
+
+@router.get("/health", response_model=HealthOut, tags=["server"], responses={401: {}, 422: {}})
+def health(state: StateDep) -> HealthOut:
+    """Liveness, the event log's head and how many requests wait."""
+    queue = state.queue
+    return HealthOut(
+        store=type(queue.store).__name__,
+        head=queue.store.audit_head()[0],
+        pending=len(queue.pending()),
+        notifications=state.notifier.stats() if state.notifier else {},
+    )
+
+
+@router.get("/me", response_model=WhoAmI, tags=["server"])
+def whoami(caller: CallerDep) -> WhoAmI:
+    """The calling reviewer, their scope and the channel their decisions are recorded under."""
+    return WhoAmI(name=caller.reviewer.name, scope=caller.reviewer.scope_text(), channel=caller.channel)
+
+
+@router.get("/requests", response_model=RequestPage, tags=["requests"])
+def list_requests(
+    state: StateDep,
+    caller: CallerDep,
+    status: Annotated[list[RequestStatus] | None, Query()] = None,
+    framework: str | None = None,
+    tool: str | None = None,
+    agent: str | None = None,
+    run: str | None = None,
+    order: Literal["newest", "oldest"] = "newest",
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = 50,
+    cursor: str | None = None,
+) -> RequestPage:
+    """Requests, newest first by default, filtered by status, framework, tool, agent and run; paged by cursor."""
+    query = RequestQuery(
+        statuses=tuple(status or ()),
+        framework=framework,
+        tool=tool,
+        agent=agent,
+        run=run,
+        newest_first=order == "newest",
+        limit=limit,
+        cursor=cursor,
+    )
+    page = state.queue.list_requests(query)
+    return RequestPage(items=[request_view(r, caller) for r in page.items], next_cursor=page.next_cursor)
+
+
+@router.get("/requests/{request_id}", response_model=RequestOut, tags=["requests"], responses={404: _ERRORS[404]})
+def get_request(request_id: str, state: StateDep, caller: CallerDep) -> RequestOut:
+    """One request."""
+    return request_view(state.queue.get(request_id), caller)
+
+
+@router.post(
+    "/requests/{request_id}/decision",
+    response_model=RequestOut,
+    tags=["requests"],
+    responses={code: _ERRORS[code] for code in (403, 404, 409)},
+)
+def decide(request_id: str, body: Annotated[DecisionIn, Body()], state: StateDep, caller: CallerDep) -> RequestOut:
+    """Decide a pending request exactly once: approve, edit, reject or respond, optionally remembered."""
+    queue = state.queue
+    request = queue.get(request_id)
+    require_scope(caller.reviewer, request)
+    decision = to_decision(body)
+    if decision.remember is not None and not caller.reviewer.unrestricted:
+        _check_remember_scope(caller, request, decision.remember.this_agent_only)
+    decided = queue.decide(request_id, decision, reviewer=caller.reviewer.name, channel=caller.channel)
+    return request_view(decided, caller)
+
+
+def _check_remember_scope(caller: Caller, request: ApprovalRequest, this_agent_only: bool) -> None:
+    call = request.call
+    probe = StandingRule(
+        id="probe",
+        effect="allow",
+        tool=call.tool,
+        agent=call.agent if this_agent_only else None,
+        created_at=datetime.now(UTC),
+    )
+    if not caller.reviewer.may_manage_rule(probe):
+        raise ForbiddenError(
+            f"remembering would create a standing rule beyond {caller.reviewer.name}'s scope "
+            f"({caller.reviewer.scope_text()}); decide without remember"
+        )
+
+
+@router.post(
+    "/requests/{request_id}/links",
+    response_model=LinksOut,
+    tags=["requests"],
+    responses={code: _ERRORS[code] for code in (403, 404, 409)},
+)
+def make_links(
+    request_id: str,
+    request: Request,
+    state: StateDep,
+    caller: CallerDep,
+    expires_in: Annotated[int, Query(ge=60, le=7 * 24 * 3600)] = 3600,
+) -> LinksOut:
+    """Signed approve and reject links for this request, issued to the caller (for e-mail or chat)."""
+    target = state.queue.get(request_id)
+    require_scope(caller.reviewer, target)
+    check_open(target, state.queue.now())
+    expires = datetime.now(UTC) + timedelta(seconds=expires_in)
+    base = str(request.base_url).rstrip("/")
+    urls = state.sign_links(target, caller.reviewer.name, expires, base)
+    return LinksOut(
+        approve=urls.get(DecisionKind.APPROVE),
+        reject=urls.get(DecisionKind.REJECT),
+        expires_at=expires.replace(microsecond=0),
+    )
+
+
+@router.get("/requests/{request_id}/events", response_model=list[Event], tags=["audit"], responses={404: _ERRORS[404]})
+def request_events(request_id: str, state: StateDep, caller: CallerDep) -> list[Event]:
+    """The audit trail of one request: submitted, decided (with an edit's diff), applied, executed."""
+    state.queue.get(request_id)
+    return state.queue.events(request_id=request_id)
+
+
+@router.get("/rules", response_model=RulesOut, tags=["rules"])
+def list_rules(state: StateDep, caller: CallerDep, include_revoked: bool = False) -> RulesOut:
+    """Standing rules, oldest first."""
+    return RulesOut(items=state.queue.rules(include_revoked=include_revoked))
+
+
+@router.post("/rules", response_model=StandingRule, status_code=201, tags=["rules"], responses={403: _ERRORS[403]})
+def add_rule(body: RuleIn, state: StateDep, caller: CallerDep) -> StandingRule:
+    """Add a standing rule; the policy consults it in every adapter from now on."""
+    rule = state.queue.new_rule(**body.rule_fields(), created_by=caller.reviewer.name)
+    if not caller.reviewer.may_manage_rule(rule):
+        raise ForbiddenError(
+            f"this rule reaches beyond {caller.reviewer.name}'s scope ({caller.reviewer.scope_text()}); "
+            "name a concrete tool, framework and agent within it"
+        )
+    return state.queue.add_rule(rule, actor=caller.reviewer.name, channel=caller.channel)
+
+
+@router.delete(
+    "/rules/{rule_id}",
+    response_model=StandingRule,
+    tags=["rules"],
+    responses={code: _ERRORS[code] for code in (403, 404, 409)},
+)
+def revoke_rule(rule_id: str, state: StateDep, caller: CallerDep) -> StandingRule:
+    """Revoke a standing rule; it stops applying at once."""
+    rule = state.queue.store.get_rule(rule_id)
+    if rule is None:
+        raise NotFoundError(f"no standing rule with id {rule_id!r}")
+    if not caller.reviewer.may_manage_rule(rule):
+        raise ForbiddenError(f"standing rule {rule_id} reaches beyond {caller.reviewer.name}'s scope")
+    return state.queue.revoke_rule(rule_id, actor=caller.reviewer.name, channel=caller.channel)
+
+
+@router.get("/events", response_model=list[Event], tags=["audit"])
+def list_events(
+    state: StateDep,
+    caller: CallerDep,
+    after: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+    request_id: str | None = None,
+) -> list[Event]:
+    """The append-only event log from ``after`` on."""
+    return state.queue.events(after=after, limit=limit, request_id=request_id)
+
+
+@router.get("/audit/verify", response_model=AuditOut, tags=["audit"])
+def verify_audit(state: StateDep, caller: CallerDep) -> AuditOut:
+    """Check the hash chain of the whole event log."""
+    report = state.queue.verify_audit()
+    return AuditOut(ok=report.ok, checked=report.checked, problem=report.problem, bad_seq=report.bad_seq)

@@ -1,0 +1,105 @@
+"""``create_app``: the review server as one FastAPI application around one ``ReviewQueue``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import httpx
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from pydantic import ValidationError
+
+from crossgate.errors import CrossgateError
+from crossgate.queue import ReviewQueue
+from crossgate.server import api, linkpages, pages, stream
+from crossgate.server.access import Authenticator
+from crossgate.server.errors import error_body
+from crossgate.server.feed import ChangeFeed
+from crossgate.server.links import LinkSigner
+from crossgate.server.settings import ServerSettings
+from crossgate.server.state import ServerState
+from crossgate.server.webhooks import Notifier
+
+log = logging.getLogger(__name__)
+STATIC = Path(__file__).parent / "static"
+
+
+def _version() -> str:
+    try:
+        return version("crossgate")
+    except PackageNotFoundError:
+        return "0"
+
+
+def create_app(
+    queue: ReviewQueue,
+    settings: ServerSettings | None = None,
+    *,
+    webhook_transport: httpx.AsyncBaseTransport | None = None,
+) -> FastAPI:
+    """The review server for ``queue``: JSON API under ``/api``, the reviewer page at ``/``, signed links.
+
+    The app does not own the queue: closing it is the caller's job.
+    """
+    settings = settings or ServerSettings()
+    state = ServerState(
+        queue=queue,
+        settings=settings,
+        auth=Authenticator(settings),
+        signer=LinkSigner(settings.secret),
+        feed=ChangeFeed(queue, sweep_seconds=settings.sweep_seconds),
+    )
+    state.notifier = Notifier(state, transport=webhook_transport)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        await state.feed.start()
+        assert state.notifier is not None
+        await state.notifier.start()
+        try:
+            yield
+        finally:
+            await state.notifier.stop()
+            await state.feed.stop()
+
+    app = FastAPI(
+        title=f"{settings.title} review server",
+        version=_version(),
+        description="One review queue for AI agent tool approvals: list, decide, remember, audit.",
+        lifespan=lifespan,
+    )
+    app.state.crossgate = state
+    app.add_exception_handler(CrossgateError, _error_response)
+    app.add_exception_handler(ValidationError, _error_response)
+    app.add_exception_handler(RequestValidationError, _validation_response)
+    app.include_router(api.router)
+    app.include_router(stream.router)
+    app.include_router(linkpages.router)
+    app.include_router(pages.router)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app
+
+
+async def _error_response(request: Request, exc: Exception) -> Response:
+    body = error_body(exc)
+    status = int(str(body["status"]))
+    if status == 500:
+        log.error("crossgate server error on %s %s", request.method, request.url.path, exc_info=exc)
+    if pages.wants_html(request):
+        return pages.error_page(request, status, str(body["message"]))
+    headers = {"www-authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+async def _validation_response(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
+    where = ".".join(str(p) for p in first.get("loc", ())) or "(request)"
+    body = {"error": "invalid_request", "message": f"{where}: {first.get('msg')}", "status": 422}
+    return JSONResponse(body, status_code=422)

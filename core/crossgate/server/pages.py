@@ -1,0 +1,149 @@
+"""The reviewer web page: server-rendered HTML; ``static/app.js`` adds live updates and the decision forms."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs
+
+import anyio
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from crossgate.model import RequestStatus
+from crossgate.server import views
+from crossgate.server.access import COOKIE, Caller, decide_blocked
+from crossgate.server.state import ServerState, server_state
+from crossgate.stores.base import RequestQuery
+
+router = APIRouter(include_in_schema=False)
+HISTORY_ROWS = 100
+CLOSED = (RequestStatus.DECIDED, RequestStatus.APPLIED, RequestStatus.EXPIRED, RequestStatus.CANCELLED)
+
+
+def wants_html(request: Request) -> bool:
+    """True for the page's own routes (errors there render as HTML)."""
+    path = request.url.path
+    return not path.startswith(("/api/", "/static/")) and path != "/api"
+
+
+def error_page(request: Request, status: int, message: str) -> Response:
+    """An error on a page: sign in again for 401, else a calm message with the status code."""
+    if status == 401 and request.method == "GET" and not request.url.path.startswith("/links/"):
+        return RedirectResponse("/login", status_code=303)
+    title = {401: "Sign in needed", 403: "Not allowed", 404: "Not found", 409: "Already settled", 410: "Link expired"}
+    body = views.message_page(title.get(status, "Something went wrong"), message, status_class=f"status-{status}")
+    return _html(request, title.get(status, "Error"), body, page="error", reviewer=None, status=status)
+
+
+def _html(
+    request: Request, title: str, body: str, *, page: str, reviewer: str | None, status: int = 200
+) -> HTMLResponse:
+    app_title = server_state(request).settings.title
+    return HTMLResponse(
+        views.layout(title, body, page=page, reviewer=reviewer, app_title=app_title), status_code=status
+    )
+
+
+def _caller(request: Request) -> Caller:
+    return server_state(request).auth.caller(request)
+
+
+async def _run(func, *args):  # type: ignore[no-untyped-def]
+    return await anyio.to_thread.run_sync(func, *args)
+
+
+@router.get("/", response_class=HTMLResponse)
+async def pending_page(request: Request) -> Response:
+    caller = _caller(request)
+    requests = await _run(server_state(request).queue.pending)
+    return _html(request, "Pending", views.pending_page(requests), page="pending", reviewer=caller.reviewer.name)
+
+
+@router.get("/partials/pending", response_class=HTMLResponse)
+async def pending_fragment(request: Request) -> Response:
+    _caller(request)
+    requests = await _run(server_state(request).queue.pending)
+    return HTMLResponse(views.pending_list(requests))
+
+
+@router.get("/requests/{request_id}", response_class=HTMLResponse)
+async def request_page(request_id: str, request: Request) -> Response:
+    caller = _caller(request)
+    queue = server_state(request).queue
+    found = await _run(queue.get, request_id)
+    events = await anyio.to_thread.run_sync(lambda: queue.events(request_id=request_id))
+    blocked = decide_blocked(caller.reviewer, found)
+    body = views.request_page(found, events, blocked=blocked)
+    return _html(request, found.call.tool, body, page="request", reviewer=caller.reviewer.name)
+
+
+def _history_rows(state: ServerState) -> tuple[list[tuple[object, list[object]]], bool, str]:
+    queue = state.queue
+    page = queue.list_requests(RequestQuery(statuses=CLOSED, limit=HISTORY_ROWS))
+    rows = [(r, queue.events(request_id=r.id)) for r in page.items]
+    report = queue.verify_audit()
+    text = (
+        f"Audit chain intact: {report.checked} events verified."
+        if report.ok
+        else f"Audit chain broken: {report.problem}."
+    )
+    return rows, report.ok, text  # type: ignore[return-value]
+
+
+@router.get("/history", response_class=HTMLResponse)
+async def history_page(request: Request) -> Response:
+    caller = _caller(request)
+    rows, ok, text = await _run(_history_rows, server_state(request))
+    return _html(request, "History", views.history_page(rows, ok, text), page="history", reviewer=caller.reviewer.name)  # type: ignore[arg-type]
+
+
+@router.get("/rules", response_class=HTMLResponse)
+async def rules_page(request: Request) -> Response:
+    caller = _caller(request)
+    rules = await anyio.to_thread.run_sync(lambda: server_state(request).queue.rules(include_revoked=True))
+    return _html(request, "Standing rules", views.rules_page(rules), page="rules", reviewer=caller.reviewer.name)
+
+
+def _signed_in(token: str) -> Response:
+    response = RedirectResponse("/", status_code=303)
+    response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/", max_age=12 * 3600)
+    return response
+
+
+@router.get("/login", response_class=HTMLResponse)
+async def login_form(request: Request, token: str | None = None) -> Response:
+    """The sign-in form; ``?token=`` signs in at once (the address ``crossgate serve`` prints)."""
+    if token is not None:
+        if server_state(request).auth.reviewer_for(token) is None:
+            return _html(
+                request,
+                "Sign in",
+                views.login_page("That token belongs to no reviewer."),
+                page="login",
+                reviewer=None,
+                status=401,
+            )
+        return _signed_in(token)
+    return _html(request, "Sign in", views.login_page(), page="login", reviewer=None)
+
+
+@router.post("/login", response_class=HTMLResponse)
+async def login(request: Request) -> Response:
+    form = parse_qs((await request.body()).decode("utf-8", "replace"))
+    token = (form.get("token") or [""])[0].strip()
+    if not token or server_state(request).auth.reviewer_for(token) is None:
+        return _html(
+            request,
+            "Sign in",
+            views.login_page("That token belongs to no reviewer."),
+            page="login",
+            reviewer=None,
+            status=401,
+        )
+    return _signed_in(token)
+
+
+@router.post("/logout")
+async def logout() -> Response:
+    response = RedirectResponse("/login", status_code=303)
+    response.delete_cookie(COOKIE, path="/")
+    return response

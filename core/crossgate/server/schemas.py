@@ -1,0 +1,169 @@
+"""Bodies the HTTP API accepts and returns (they make up the OpenAPI document)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from crossgate.errors import ConfigurationError
+from crossgate.fingerprint import fingerprint
+from crossgate.model import (
+    ApprovalRequest,
+    Approve,
+    DecisionKind,
+    Edit,
+    JsonObject,
+    Reject,
+    Remember,
+    RememberMatch,
+    RememberScope,
+    Respond,
+    StandingRule,
+    VerdictKind,
+)
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _DecisionIn(_In):
+    remember: Remember | None = None
+    note: str | None = Field(default=None, max_length=2000)
+    fingerprint: str | None = Field(default=None, description="The fingerprint the reviewer saw; checked.")
+
+
+class ApproveIn(_DecisionIn):
+    """Run the call as proposed."""
+
+    kind: Literal["approve"]
+
+
+class EditIn(_DecisionIn):
+    """Run the same tool with these arguments (validated against the request's args_schema)."""
+
+    kind: Literal["edit"]
+    args: JsonObject
+
+
+class RejectIn(_DecisionIn):
+    """Do not run the call; the message is what the model reads."""
+
+    kind: Literal["reject"]
+    message: str = Field(min_length=1, max_length=4000)
+
+
+class RespondIn(_DecisionIn):
+    """Return ``content`` as the tool's result without running the tool."""
+
+    kind: Literal["respond"]
+    content: str = Field(max_length=20000)
+
+
+DecisionIn = Annotated[ApproveIn | EditIn | RejectIn | RespondIn, Field(discriminator="kind")]
+
+
+def to_decision(body: ApproveIn | EditIn | RejectIn | RespondIn) -> Approve | Edit | Reject | Respond:
+    """The core decision for an API body."""
+    common = {"remember": body.remember, "note": body.note, "fingerprint": body.fingerprint}
+    if isinstance(body, ApproveIn):
+        return Approve(**common)
+    if isinstance(body, EditIn):
+        return Edit(args=body.args, **common)
+    if isinstance(body, RejectIn):
+        return Reject(message=body.message, **common)
+    return Respond(content=body.content, **common)
+
+
+class RequestOut(ApprovalRequest):
+    """A request as the API shows it, with what the calling reviewer may do with it."""
+
+    can_decide: bool = Field(default=False, description="True if the caller may decide it now.")
+    decide_blocked: str | None = Field(default=None, description="Why the caller may not decide it, if not.")
+
+
+class RequestPage(BaseModel):
+    """One page of requests; pass ``next_cursor`` as ``cursor`` for the next."""
+
+    items: list[RequestOut]
+    next_cursor: str | None = None
+
+
+class RuleIn(_In):
+    """A standing rule to add by hand (``remember`` on a decision adds one too)."""
+
+    effect: Literal[VerdictKind.ALLOW, VerdictKind.DENY]
+    tool: str = Field(min_length=1, max_length=200)
+    match: RememberMatch = RememberMatch.TOOL
+    arg_patterns: dict[str, str] = Field(default_factory=dict)
+    args: JsonObject | None = Field(default=None, description="For match=exact: the arguments the call must have.")
+    agent: str | None = None
+    framework: str | None = None
+    scope: RememberScope = RememberScope.FOREVER
+    run: str | None = None
+    session: str | None = None
+    message: str | None = Field(default=None, max_length=4000)
+    expires_at: datetime | None = None
+
+    def rule_fields(self) -> dict[str, object]:
+        """Keyword arguments for ``ReviewQueue.new_rule``; ConfigurationError when the fields contradict."""
+        if (self.match is RememberMatch.EXACT) != (self.args is not None):
+            raise ConfigurationError("args belong with match=exact, and match=exact needs args")
+        if (self.match is RememberMatch.PATTERN) != bool(self.arg_patterns):
+            raise ConfigurationError("arg_patterns belong with match=pattern, and match=pattern needs them")
+        if (self.scope is RememberScope.RUN) != (self.run is not None):
+            raise ConfigurationError("run belongs with scope=run, and scope=run needs a run")
+        if (self.scope is RememberScope.SESSION) != (self.session is not None):
+            raise ConfigurationError("session belongs with scope=session, and scope=session needs a session")
+        if self.scope is RememberScope.ONCE:
+            raise ConfigurationError("a standing rule cannot have scope=once; once is a plain decision")
+        fields = self.model_dump(exclude={"args"})
+        if self.args is not None:
+            fields["args_fingerprint"] = fingerprint(self.tool, self.args)
+        return fields
+
+
+class RulesOut(BaseModel):
+    items: list[StandingRule]
+
+
+class LinksOut(BaseModel):
+    """Signed decision links for one request, issued to the calling reviewer."""
+
+    approve: str | None = None
+    reject: str | None = None
+    expires_at: datetime
+
+
+class HealthOut(BaseModel):
+    status: Literal["ok"] = "ok"
+    store: str
+    head: int
+    pending: int
+    notifications: dict[str, int]
+
+
+class AuditOut(BaseModel):
+    ok: bool
+    checked: int
+    problem: str | None = None
+    bad_seq: int | None = None
+
+
+class ErrorOut(BaseModel):
+    """Every error response: a snake_case code, a sentence, and the status."""
+
+    error: str
+    message: str
+    status: int
+
+
+class WhoAmI(BaseModel):
+    name: str
+    scope: str
+    channel: str
+
+
+DECISION_KINDS = tuple(k.value for k in DecisionKind)

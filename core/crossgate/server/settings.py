@@ -1,0 +1,269 @@
+"""Server settings: reviewers with their tokens and scopes, webhooks, and the link-signing secret.
+
+Reviewers come from a TOML or YAML file (``--tokens``) or from ``$CROSSGATE_TOKENS``::
+
+    # reviewers.toml
+    secret_env = "CROSSGATE_SECRET"          # optional: where the link-signing secret lives
+
+    [[reviewers]]
+    name = "alice"
+    token_env = "ALICE_TOKEN"                # or: token = "..."
+    frameworks = ["openai-agents", "langgraph"]
+    tools = ["delete_*"]
+
+    [[webhooks]]
+    url = "http://127.0.0.1:9000/hooks/crossgate"
+    format = "slack"                         # or "json"
+    events = ["submitted", "decided"]
+
+``$CROSSGATE_TOKENS`` holds ``name:token`` pairs separated by commas; those reviewers have full scope.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from crossgate.errors import ConfigurationError
+from crossgate.model import ApprovalRequest, StandingRule
+
+TOKENS_ENV = "CROSSGATE_TOKENS"
+SECRET_ENV = "CROSSGATE_SECRET"
+NOTIFIED_EVENTS = ("submitted", "decided")
+_GLOB_CHARS = frozenset("*?[")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reviewer:
+    """A person (or a bot) who may decide requests; empty scope tuples mean no restriction.
+
+    Scope entries are globs: ``tools=("delete_*",)`` lets the reviewer decide every delete tool.
+    """
+
+    name: str
+    token_sha256: str
+    frameworks: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()
+    agents: tuple[str, ...] = ()
+
+    @property
+    def unrestricted(self) -> bool:
+        """True when the reviewer may decide everything."""
+        return not (self.frameworks or self.tools or self.agents)
+
+    def may_decide(self, request: ApprovalRequest) -> bool:
+        """True if ``request`` lies within this reviewer's scope."""
+        call = request.call
+        return (
+            _within(self.frameworks, call.framework)
+            and _within(self.tools, call.tool)
+            and _within(self.agents, call.agent)
+        )
+
+    def scope_text(self) -> str:
+        """The scope in words, for error messages."""
+        if self.unrestricted:
+            return "everything"
+        parts = [
+            f"{label} {', '.join(values)}"
+            for label, values in (("frameworks", self.frameworks), ("tools", self.tools), ("agents", self.agents))
+            if values
+        ]
+        return "; ".join(parts)
+
+    def may_manage_rule(self, rule: StandingRule) -> bool:
+        """True if the standing rule covers only calls this reviewer may decide.
+
+        A restricted reviewer must name a concrete (glob-free) value for every dimension they are
+        restricted in, so a rule can never reach beyond their scope.
+        """
+        return (
+            _concrete_within(self.frameworks, rule.framework)
+            and _concrete_within(self.tools, rule.tool)
+            and _concrete_within(self.agents, rule.agent)
+        )
+
+
+def _within(scope: tuple[str, ...], value: str | None) -> bool:
+    if not scope:
+        return True
+    return value is not None and any(fnmatchcase(value, pattern) for pattern in scope)
+
+
+def _concrete_within(scope: tuple[str, ...], value: str | None) -> bool:
+    if not scope:
+        return True
+    return value is not None and not (_GLOB_CHARS & set(value)) and _within(scope, value)
+
+
+def hash_token(token: str) -> str:
+    """The sha256 hex digest under which a token is kept (tokens themselves are never stored)."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def reviewer(
+    name: str, token: str, *, frameworks: Sequence[str] = (), tools: Sequence[str] = (), agents: Sequence[str] = ()
+) -> Reviewer:
+    """Build a reviewer from a plain token."""
+    if not name.strip():
+        raise ConfigurationError("a reviewer needs a name")
+    if len(token) < 8:
+        raise ConfigurationError(f"the token of reviewer {name!r} is too short (8 characters at least)")
+    return Reviewer(
+        name=name,
+        token_sha256=hash_token(token),
+        frameworks=tuple(frameworks),
+        tools=tuple(tools),
+        agents=tuple(agents),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WebhookTarget:
+    """Where notifications go, in which body format, for which event kinds."""
+
+    url: str
+    format: Literal["json", "slack"] = "json"
+    events: tuple[str, ...] = NOTIFIED_EVENTS
+    secret: str | None = None
+    """When set, JSON deliveries carry ``X-Crossgate-Signature: sha256=<HMAC of the body>``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerSettings:
+    """Everything ``create_app`` needs besides the queue."""
+
+    reviewers: tuple[Reviewer, ...] = ()
+    secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
+    """Key for signed decision links; a random one per process unless configured."""
+    base_url: str = "http://127.0.0.1:8700"
+    """How links in notifications reach this server."""
+    webhooks: tuple[WebhookTarget, ...] = ()
+    link_reviewer: str | None = None
+    """Reviewer on whose behalf notification links are signed; None puts no decision links in notifications."""
+    link_ttl_seconds: float = 3600.0
+    webhook_attempts: int = 5
+    webhook_backoff_seconds: float = 0.5
+    webhook_timeout_seconds: float = 5.0
+    sweep_seconds: float = 1.0
+    """How often the server expires overdue requests and looks for other processes' changes."""
+    stream_ping_seconds: float = 15.0
+    title: str = "crossgate"
+
+    def __post_init__(self) -> None:
+        names = [r.name for r in self.reviewers]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ConfigurationError(f"reviewer names must be unique; repeated: {', '.join(duplicates)}")
+        if len({r.token_sha256 for r in self.reviewers}) != len(self.reviewers):
+            raise ConfigurationError("two reviewers share a token; give each reviewer their own")
+        if self.link_reviewer is not None and self.link_reviewer not in names:
+            raise ConfigurationError(f"link_reviewer {self.link_reviewer!r} is not a configured reviewer")
+        if len(self.secret) < 16:
+            raise ConfigurationError("the link-signing secret needs 16 bytes at least")
+
+    def find_reviewer(self, name: str) -> Reviewer | None:
+        """The reviewer with this name, if configured."""
+        return next((r for r in self.reviewers if r.name == name), None)
+
+
+def load_config(path: Path, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Read a reviewers/webhooks file (TOML or YAML) into keyword arguments for :class:`ServerSettings`."""
+    env = os.environ if env is None else env
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
+    except (OSError, tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        raise ConfigurationError(f"cannot read {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigurationError(f"{path} must hold a mapping with 'reviewers' (and optionally 'webhooks')")
+    unknown = set(data) - {"reviewers", "webhooks", "secret_env", "base_url", "link_reviewer"}
+    if unknown:
+        raise ConfigurationError(f"{path}: unknown keys {', '.join(sorted(unknown))}")
+    kwargs: dict[str, Any] = {
+        "reviewers": tuple(_reviewer_entry(entry, env, path) for entry in data.get("reviewers") or ()),
+        "webhooks": tuple(_webhook_entry(entry, path) for entry in data.get("webhooks") or ()),
+    }
+    if "base_url" in data:
+        kwargs["base_url"] = str(data["base_url"])
+    if "link_reviewer" in data:
+        kwargs["link_reviewer"] = str(data["link_reviewer"])
+    secret_env = data.get("secret_env")
+    if secret_env:
+        secret = env.get(str(secret_env))
+        if not secret:
+            raise ConfigurationError(f"{path}: secret_env names ${secret_env}, which is not set")
+        kwargs["secret"] = secret.encode("utf-8")
+    return kwargs
+
+
+def reviewers_from_env(env: Mapping[str, str] | None = None) -> tuple[Reviewer, ...]:
+    """Reviewers from ``$CROSSGATE_TOKENS`` (``name:token,name:token``), each with full scope."""
+    env = os.environ if env is None else env
+    raw = env.get(TOKENS_ENV, "").strip()
+    found: list[Reviewer] = []
+    for pair in filter(None, (p.strip() for p in raw.split(","))):
+        name, sep, token = pair.partition(":")
+        if not sep:
+            raise ConfigurationError(f"${TOKENS_ENV} entries look like name:token; got {name!r}")
+        found.append(reviewer(name.strip(), token.strip()))
+    return tuple(found)
+
+
+def secret_from_env(env: Mapping[str, str] | None = None) -> bytes | None:
+    """The link-signing secret from ``$CROSSGATE_SECRET``, if set."""
+    env = os.environ if env is None else env
+    value = env.get(SECRET_ENV)
+    return value.encode("utf-8") if value else None
+
+
+def _reviewer_entry(entry: Any, env: Mapping[str, str], path: Path) -> Reviewer:
+    if not isinstance(entry, dict) or "name" not in entry:
+        raise ConfigurationError(f"{path}: each reviewer needs a name")
+    name = str(entry["name"])
+    unknown = set(entry) - {"name", "token", "token_env", "frameworks", "tools", "agents"}
+    if unknown:
+        raise ConfigurationError(f"{path}: reviewer {name!r} has unknown keys {', '.join(sorted(unknown))}")
+    token = entry.get("token")
+    if token is None and "token_env" in entry:
+        token = env.get(str(entry["token_env"]))
+        if not token:
+            raise ConfigurationError(f"{path}: reviewer {name!r} reads ${entry['token_env']}, which is not set")
+    if not token:
+        raise ConfigurationError(f"{path}: reviewer {name!r} needs token or token_env")
+    return reviewer(
+        name,
+        str(token),
+        frameworks=_strings(entry.get("frameworks"), name, path),
+        tools=_strings(entry.get("tools"), name, path),
+        agents=_strings(entry.get("agents"), name, path),
+    )
+
+
+def _webhook_entry(entry: Any, path: Path) -> WebhookTarget:
+    if not isinstance(entry, dict) or not entry.get("url"):
+        raise ConfigurationError(f"{path}: each webhook needs a url")
+    fmt = entry.get("format", "json")
+    if fmt not in ("json", "slack"):
+        raise ConfigurationError(f"{path}: webhook format must be json or slack, got {fmt!r}")
+    events = tuple(str(e) for e in entry.get("events", NOTIFIED_EVENTS))
+    return WebhookTarget(url=str(entry["url"]), format=fmt, events=events, secret=entry.get("secret"))
+
+
+def _strings(value: Any, name: str, path: Path) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigurationError(f"{path}: scopes of reviewer {name!r} must be lists of strings")
+    return tuple(value)

@@ -1,0 +1,72 @@
+"""``GET /api/stream``: server-sent events, one per entry of the event log, so nobody needs to poll.
+
+Each SSE message has the event's ``seq`` as its id, so a client that reconnects with
+``Last-Event-ID`` (browsers do this by themselves) misses nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+import anyio
+from fastapi import APIRouter, Header, Query, Request
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from crossgate.model import Event
+from crossgate.server.api import CallerDep, StateDep
+from crossgate.server.state import ServerState
+
+router = APIRouter(prefix="/api", tags=["stream"])
+BATCH = 200
+
+
+def event_summary(event: Event) -> dict[str, object]:
+    """What the stream sends for one event: enough to decide whether to refetch, never tool results."""
+    payload = event.payload
+    return {
+        "seq": event.seq,
+        "kind": event.kind,
+        "at": event.at.isoformat(),
+        "request_id": event.request_id,
+        "run": event.run,
+        "actor": event.actor,
+        "channel": event.channel,
+        "framework": payload.get("framework"),
+        "tool": payload.get("tool"),
+        "decision": payload.get("kind") if event.kind == "decided" else None,
+    }
+
+
+async def _events(state: ServerState, request: Request, after: int) -> AsyncIterator[ServerSentEvent]:
+    last = after
+    ping = state.settings.stream_ping_seconds
+    while not await request.is_disconnected():
+        events = await anyio.to_thread.run_sync(lambda: state.queue.events(after=last, limit=BATCH))
+        for event in events:
+            yield ServerSentEvent(data=json.dumps(event_summary(event)), id=str(event.seq))
+            last = event.seq
+        if len(events) < BATCH:
+            await state.feed.wait_beyond(last, timeout=ping)
+
+
+@router.get(
+    "/stream",
+    response_class=EventSourceResponse,
+    responses={200: {"content": {"text/event-stream": {}}, "description": "One SSE message per logged event."}},
+)
+async def stream(
+    request: Request,
+    state: StateDep,
+    caller: CallerDep,
+    after: Annotated[int | None, Query(ge=0, description="Start after this seq; default: the current head.")] = None,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> EventSourceResponse:
+    """Live queue changes as server-sent events; ``data`` is a JSON summary of one logged event."""
+    start = after
+    if start is None and last_event_id and last_event_id.isdigit():
+        start = int(last_event_id)
+    if start is None:
+        start = (await anyio.to_thread.run_sync(state.queue.store.audit_head))[0]
+    return EventSourceResponse(_events(state, request, start), ping=int(state.settings.stream_ping_seconds))

@@ -1,0 +1,321 @@
+"""HTML for the reviewer page, rendered on the server: plain functions returning escaped strings."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from html import escape
+from typing import Any
+
+from crossgate.model import ApprovalRequest, DecisionKind, Event, RememberScope, StandingRule
+
+FRAMEWORK_LABELS = {
+    "openai-agents": "OpenAI Agents",
+    "claude-agent-sdk": "Claude Agent SDK",
+    "langgraph": "LangGraph",
+    "langchain": "LangChain",
+}
+
+
+def e(value: object) -> str:
+    """Escape any value for HTML text or attributes."""
+    return escape("" if value is None else str(value), quote=True)
+
+
+def layout(title: str, body: str, *, page: str, reviewer: str | None, app_title: str = "crossgate") -> str:
+    """The page frame: header with navigation, the body, the script."""
+    nav = "".join(
+        f'<a href="{href}" class="{"active" if key == page else ""}">{label}</a>'
+        for key, href, label in (
+            ("pending", "/", "Pending"),
+            ("history", "/history", "History"),
+            ("rules", "/rules", "Standing rules"),
+        )
+    )
+    who = (
+        f'<span class="who">{e(reviewer)}</span><form method="post" action="/logout"><button class="link">Sign out</button></form>'
+        if reviewer
+        else ""
+    )
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{e(title)} · {e(app_title)}</title><link rel="stylesheet" href="/static/style.css"></head>
+<body data-page="{e(page)}"><header class="top"><a class="brand" href="/">{e(app_title)}</a>
+<nav>{nav if reviewer else ""}</nav><div class="session">{who}</div></header>
+<main>{body}</main><script src="/static/app.js" defer></script></body></html>"""
+
+
+def framework_badge(framework: str) -> str:
+    label = FRAMEWORK_LABELS.get(framework, framework)
+    return f'<span class="fw fw-{e(framework)}">{e(label)}</span>'
+
+
+def status_pill(status: str) -> str:
+    return f'<span class="pill pill-{e(status)}">{e(status)}</span>'
+
+
+def when(moment: datetime | None) -> str:
+    if moment is None:
+        return "—"
+    iso = moment.astimezone(UTC).isoformat(timespec="seconds")
+    return f'<time datetime="{e(iso)}">{e(moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))}</time>'
+
+
+def compact_args(args: dict[str, Any], limit: int = 90) -> str:
+    text = json.dumps(args, ensure_ascii=False, separators=(", ", ": "))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def pending_list(requests: Sequence[ApprovalRequest]) -> str:
+    """The live list of pending requests (also served alone as a fragment for live updates)."""
+    if not requests:
+        return '<div id="pending" data-count="0"><p class="empty">Nothing waits for a decision. New requests appear here by themselves.</p></div>'
+    rows = "".join(
+        f"""<a class="req" href="/requests/{e(r.id)}" data-id="{e(r.id)}" data-framework="{e(r.call.framework)}">
+<div class="req-head">{framework_badge(r.call.framework)}<span class="tool">{e(r.call.tool)}</span>
+<span class="age">{when(r.created_at)}</span></div>
+<code class="args">{e(compact_args(r.call.args))}</code>
+<div class="req-foot"><span>{e(r.call.agent or "no agent")}</span><span>run {e(r.call.run or "—")}</span>
+<span class="reason">{e(r.reason)}</span></div></a>"""
+        for r in requests
+    )
+    return f'<div id="pending" data-count="{len(requests)}">{rows}</div>'
+
+
+def pending_page(requests: Sequence[ApprovalRequest]) -> str:
+    return f"""<section class="intro"><h1>Pending requests <span class="count">{len(requests)}</span></h1>
+<p class="muted">Tool calls from every agent SDK that the policy sent to a person. The list updates live.</p></section>
+{pending_list(requests)}"""
+
+
+def _meta(request: ApprovalRequest) -> str:
+    call = request.call
+    items = [
+        ("Framework", framework_badge(call.framework)),
+        ("Agent", e(call.agent or "—")),
+        ("Run", f"<code>{e(call.run or '—')}</code>"),
+        ("Session", f"<code>{e(call.session or '—')}</code>"),
+        ("Tool call id", f"<code>{e(call.call_id or '—')}</code>"),
+        ("Requested by", e(request.requested_by or "—")),
+        ("Created", when(request.created_at)),
+        ("Expires", when(request.expires_at) if request.expires_at else "never"),
+        ("Fingerprint", f'<code title="{e(request.fingerprint)}">{e(request.fingerprint[:16])}…</code>'),
+    ]
+    if call.context:
+        items.append(("Context", f"<code>{e(compact_args(call.context, 200))}</code>"))
+    return "".join(f"<dt>{label}</dt><dd>{value}</dd>" for label, value in items)
+
+
+def request_page(request: ApprovalRequest, events: Sequence[Event], *, blocked: str | None) -> str:
+    """One request: what was proposed, why it needs a person, the allowed decisions, its history."""
+    call = request.call
+    description = f'<p class="description">{e(request.description)}</p>' if request.description else ""
+    pretty = json.dumps(call.args, indent=2, ensure_ascii=False)
+    data = {
+        "id": request.id,
+        "fingerprint": request.fingerprint,
+        "args": call.args,
+        "schema": request.args_schema,
+        "allowed": [k.value for k in request.allowed_decisions],
+    }
+    data_json = json.dumps(data).replace("</", "<\\/")
+    return f"""<p class="back"><a href="/">← Pending</a></p>
+<section class="card head" id="request" data-id="{e(request.id)}" data-status="{e(request.status.value)}">
+<div class="title-row"><h1><span class="tool">{e(call.tool)}</span></h1>{status_pill(request.status.value)}</div>
+<dl class="meta">{_meta(request)}</dl></section>
+<section class="card"><h2>Why a person must decide</h2><p class="reason">{e(request.reason)}</p>{description}</section>
+<section class="card"><h2>Arguments</h2><pre class="json" id="args-json">{e(pretty)}</pre></section>
+{decision_panel(request, blocked)}
+<section class="card"><h2>History</h2>{timeline(events)}</section>
+<script id="request-data" type="application/json">{data_json}</script>"""
+
+
+def decision_panel(request: ApprovalRequest, blocked: str | None) -> str:
+    """The allowed decisions, or what was decided, or why this reviewer may not decide."""
+    if not request.is_open:
+        return f'<section class="card"><h2>Outcome</h2>{outcome(request)}</section>'
+    if blocked is not None:
+        return f'<section class="card"><h2>Decide</h2><p class="notice">{e(blocked)}</p></section>'
+    allowed = request.allowed_decisions
+    tabs = "".join(f'<button type="button" class="tab" data-kind="{k.value}">{_LABELS[k]}</button>' for k in allowed)
+    panes = "".join(_PANES[k] for k in allowed)
+    remember = _remember_fieldset(request)
+    return f"""<section class="card decide" id="decide"><h2>Decide</h2>
+<div class="tabs" role="tablist">{tabs}</div>
+<form id="decision-form" novalidate>{panes}
+<div class="common">{remember}
+<label class="note">Note for the audit log <span class="muted">(optional)</span><input name="note" maxlength="2000"></label></div>
+<p class="error" id="decision-error" role="alert" hidden></p>
+<button type="submit" class="primary" id="decision-submit">Approve</button></form></section>"""
+
+
+_LABELS = {
+    DecisionKind.APPROVE: "Approve",
+    DecisionKind.EDIT: "Edit arguments",
+    DecisionKind.REJECT: "Reject",
+    DecisionKind.RESPOND: "Respond as the tool",
+}
+
+_PANES = {
+    DecisionKind.APPROVE: '<div class="pane" data-kind="approve"><p class="muted">Run the call exactly as shown above.</p></div>',
+    DecisionKind.EDIT: '<div class="pane" data-kind="edit" hidden><p class="muted">The same tool runs with these arguments instead.</p><div id="edit-fields"></div></div>',
+    DecisionKind.REJECT: '<div class="pane" data-kind="reject" hidden><label>Message to the agent <span class="muted">(required; the model reads it, so write it as an instruction)</span><textarea name="message" rows="3" maxlength="4000"></textarea></label></div>',
+    DecisionKind.RESPOND: '<div class="pane" data-kind="respond" hidden><label>Tool result to return <span class="muted">(the tool does not run)</span><textarea name="content" rows="4" maxlength="20000"></textarea></label></div>',
+}
+
+
+def _remember_fieldset(request: ApprovalRequest) -> str:
+    call = request.call
+    scopes = [(RememberScope.ONCE, "Just this once")]
+    if call.run:
+        scopes.append((RememberScope.RUN, "For the rest of this run"))
+    if call.session_key:
+        scopes.append((RememberScope.SESSION, "For this session"))
+    scopes.append((RememberScope.FOREVER, "From now on"))
+    options = "".join(f'<option value="{s.value}">{label}</option>' for s, label in scopes)
+    agent = (
+        f'<label class="inline"><input type="checkbox" name="this_agent_only"> only for agent {e(call.agent)}</label>'
+        if call.agent
+        else ""
+    )
+    return f"""<fieldset class="remember" id="remember"><legend>Remember</legend>
+<label>Scope <select name="scope">{options}</select></label>
+<label>Covers <select name="match"><option value="tool">every call of {e(call.tool)}</option>
+<option value="exact">only these exact arguments</option></select></label>{agent}</fieldset>"""
+
+
+def outcome(request: ApprovalRequest) -> str:
+    decision = request.decision
+    if decision is None:
+        return f"<p>{status_pill(request.status.value)} {e(request.closed_reason or '')}</p>"
+    details = ""
+    if decision.kind is DecisionKind.REJECT:
+        details = f"<blockquote>{e(getattr(decision, 'message', ''))}</blockquote>"
+    elif decision.kind is DecisionKind.EDIT:
+        details = (
+            f'<pre class="json">{e(json.dumps(getattr(decision, "args", {}), indent=2, ensure_ascii=False))}</pre>'
+        )
+    elif decision.kind is DecisionKind.RESPOND:
+        details = f"<blockquote>{e(getattr(decision, 'content', ''))}</blockquote>"
+    return (
+        f'<p class="decided"><strong class="kind-{e(decision.kind.value)}">{e(decision.kind.value)}</strong> by '
+        f"{e(decision.reviewer)} via {e(decision.channel)}, {when(decision.decided_at)}</p>{details}"
+    )
+
+
+def diff_html(diff: Any) -> str:
+    """An edit's diff (from the decided event) as a small table."""
+    if not isinstance(diff, dict):
+        return ""
+    rows: list[str] = []
+    for key, (old, new) in (diff.get("changed") or {}).items():
+        rows.append(
+            f'<tr><td>{e(key)}</td><td class="old">{e(json.dumps(old))}</td><td class="new">{e(json.dumps(new))}</td></tr>'
+        )
+    for key, new in (diff.get("added") or {}).items():
+        rows.append(f'<tr><td>{e(key)}</td><td class="old">—</td><td class="new">{e(json.dumps(new))}</td></tr>')
+    for key, old in (diff.get("removed") or {}).items():
+        rows.append(f'<tr><td>{e(key)}</td><td class="old">{e(json.dumps(old))}</td><td class="new">—</td></tr>')
+    return (
+        f'<table class="diff"><tr><th>argument</th><th>proposed</th><th>edited</th></tr>{"".join(rows)}</table>'
+        if rows
+        else ""
+    )
+
+
+def event_detail(event: Event) -> str:
+    payload = event.payload
+    if event.kind == "decided":
+        parts = [f'<strong class="kind-{e(payload.get("kind"))}">{e(payload.get("kind"))}</strong>']
+        if payload.get("message"):
+            parts.append(f"“{e(payload['message'])}”")
+        if payload.get("content"):
+            parts.append(f"responded “{e(payload['content'])}”")
+        if payload.get("remember"):
+            remember = payload["remember"]
+            scope = remember.get("scope") if isinstance(remember, dict) else remember
+            parts.append(f'<span class="muted">remembered ({e(scope)})</span>')
+        return " ".join(parts) + diff_html(payload.get("diff"))
+    if event.kind == "executed":
+        ran = "the tool ran" if payload.get("ran") else "the tool did not run"
+        extra = payload.get("error") or payload.get("result")
+        return f'<span class="ran-{str(bool(payload.get("ran"))).lower()}">{ran}</span>' + (
+            f' <span class="muted">{e(extra)}</span>' if extra else ""
+        )
+    if event.kind in ("expired", "cancelled"):
+        return e(payload.get("reason"))
+    if event.kind == "submitted":
+        return f'<span class="muted">{e(payload.get("reason"))}</span>'
+    return ""
+
+
+def timeline(events: Iterable[Event]) -> str:
+    rows = "".join(
+        f'<li class="ev ev-{e(ev.kind)}"><span class="ev-kind">{e(ev.kind)}</span>'
+        f'<span class="ev-who">{e(ev.actor or "")}{" via " + e(ev.channel) if ev.channel else ""}</span>'
+        f'<span class="ev-at">{when(ev.at)}</span><div class="ev-detail">{event_detail(ev)}</div></li>'
+        for ev in events
+    )
+    return f'<ol class="timeline">{rows}</ol>' if rows else '<p class="muted">No events yet.</p>'
+
+
+def history_page(rows: Sequence[tuple[ApprovalRequest, Sequence[Event]]], audit_ok: bool, audit_text: str) -> str:
+    """Closed requests with who decided what, through which channel, the edit's diff, and whether it ran."""
+    body = []
+    for request, events in rows:
+        decided = next((ev for ev in events if ev.kind == "decided"), None)
+        executed = [ev for ev in events if ev.kind == "executed"]
+        if executed:
+            ran = "yes" if executed[-1].payload.get("ran") else "no"
+        else:
+            ran = "not yet"
+        who = f"{e(decided.actor)} via {e(decided.channel)}" if decided else e(request.status.value)
+        detail = event_detail(decided) if decided else e(request.closed_reason or "")
+        body.append(
+            f'<tr data-id="{e(request.id)}"><td>{when(request.decided_at or request.created_at)}</td>'
+            f"<td>{framework_badge(request.call.framework)}</td>"
+            f'<td><a href="/requests/{e(request.id)}">{e(request.call.tool)}</a><br><code class="args">{e(compact_args(request.call.args, 60))}</code></td>'
+            f"<td>{e(request.call.agent or '—')}</td><td>{detail}</td><td>{who}</td>"
+            f'<td class="ran ran-{ran.replace(" ", "-")}">{ran}</td></tr>'
+        )
+    table = (
+        '<table class="history"><thead><tr><th>When</th><th>Framework</th><th>Call</th><th>Agent</th>'
+        f"<th>Decision</th><th>Who</th><th>Ran</th></tr></thead><tbody>{''.join(body)}</tbody></table>"
+        if body
+        else '<p class="empty">No decisions yet.</p>'
+    )
+    badge = "ok" if audit_ok else "broken"
+    return f"""<section class="intro"><h1>History</h1>
+<p class="muted">Every closed request, newest first. <span class="audit audit-{badge}">{e(audit_text)}</span></p></section>
+<div id="history">{table}</div>"""
+
+
+def rules_page(rules: Sequence[StandingRule]) -> str:
+    rows = "".join(
+        f'<tr data-id="{e(r.id)}"><td><span class="pill pill-{e(r.effect.value)}">{e(r.effect.value)}</span></td>'
+        f"<td><code>{e(r.tool)}</code></td><td>{e(r.match.value)}"
+        f"{': ' + e(json.dumps(r.arg_patterns)) if r.arg_patterns else ''}</td>"
+        f"<td>{e(r.scope.value)}</td><td>{e(r.agent or 'any')}</td><td>{e(r.created_by or '—')}</td>"
+        f"<td>{when(r.created_at)}</td><td>{'revoked' if r.revoked_at else '<button class=revoke type=button>Revoke</button>'}</td></tr>"
+        for r in rules
+    )
+    table = (
+        '<table class="rules"><thead><tr><th>Effect</th><th>Tool</th><th>Match</th><th>Scope</th><th>Agent</th>'
+        f"<th>By</th><th>Since</th><th></th></tr></thead><tbody>{rows}</tbody></table>"
+        if rows
+        else '<p class="empty">No standing rules. Use “Remember” on a decision to add one.</p>'
+    )
+    return f'<section class="intro"><h1>Standing rules</h1><p class="muted">Remembered decisions, consulted by the policy in every SDK.</p></section>{table}'
+
+
+def login_page(message: str | None = None) -> str:
+    error = f'<p class="error">{e(message)}</p>' if message else ""
+    return f"""<section class="card login"><h1>Sign in</h1>
+<p class="muted">Paste your reviewer token. It is kept in a cookie for this browser only.</p>{error}
+<form method="post" action="/login"><label>Token<input type="password" name="token" autocomplete="off" required autofocus></label>
+<button class="primary" type="submit">Sign in</button></form></section>"""
+
+
+def message_page(title: str, text: str, *, status_class: str = "") -> str:
+    return f'<section class="card message {e(status_class)}"><h1>{e(title)}</h1><p>{e(text)}</p><p><a href="/">Go to the review page</a></p></section>'
