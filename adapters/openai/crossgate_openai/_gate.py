@@ -10,8 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agents import Agent, FunctionTool, RunConfig, Runner, RunState, ToolApprovalItem
-from agents.result import RunResultBase
+from agents import Agent, FunctionTool, RunConfig, Runner, RunResult, RunResultStreaming, RunState, ToolApprovalItem
 from crossgate import (
     ApprovalRequest,
     Approve,
@@ -42,7 +41,8 @@ from crossgate_openai._tools import (
     tool_call,
 )
 
-Outcome = Finished[RunResultBase] | Parked
+SdkResult = RunResult | RunResultStreaming
+Outcome = Finished[SdkResult] | Parked
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +192,7 @@ class Gate:
 
     async def _run_sdk(
         self, agent: Agent[Any], start: Any, scope: RunScope, *, context: Any, stream: bool
-    ) -> RunResultBase:
+    ) -> SdkResult:
         options: dict[str, Any] = {"run_config": self.run_config}
         if context is not None:
             options["context"] = context

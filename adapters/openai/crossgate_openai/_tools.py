@@ -116,7 +116,7 @@ class ApprovalPolicy:
         self.tool = tool.name
         self.schema = tool.params_json_schema
 
-    def __call__(self, run_context: RunContextWrapper[Any], params: dict[str, Any], call_id: str) -> bool:
+    async def __call__(self, run_context: RunContextWrapper[Any], params: dict[str, Any], call_id: str) -> bool:
         try:
             validate_args(params, self.schema)
             call = tool_call(self.tool, self.agent, params, call_id, current_scope())
