@@ -1,0 +1,235 @@
+"""The callbacks crossgate installs in one ``ClaudeAgentOptions``: PreToolUse, can_use_tool, PostToolUse.
+
+Order on the CLI side: PreToolUse hook, then (when the CLI's rules ask) ``can_use_tool``, then the tool.
+The hook sees every call, including those an allow rule or a mode would approve, so it applies the
+policy: deny, ask (forcing the call to ``can_use_tool``), or no objection. For a call the policy asks
+about it creates the request and, unless the decision is already there, answers ``defer``: a pending
+request never holds the CLI mid-call, so a crash while a reviewer thinks loses nothing. When the
+session is resumed the CLI replays the hook and re-asks permission for the same ``tool_use_id``;
+``can_use_tool`` then answers from the stored decision.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from claude_agent_sdk import PermissionResultAllow, ToolPermissionContext
+from crossgate import FingerprintMismatchError, ParkedRun, RequestStatus, ReviewQueue, VerdictKind, fingerprint
+from crossgate.errors import ConflictError
+
+from crossgate_claude._translate import (
+    FRAMEWORK,
+    PermissionResult,
+    capabilities,
+    deny,
+    hook_output,
+    jsonable,
+    request_id,
+    to_call,
+    to_permission_result,
+)
+
+if TYPE_CHECKING:
+    from crossgate_claude._gate import ClaudeGate
+
+log = logging.getLogger("crossgate_claude")
+
+FAIL_CLOSED = "crossgate could not reach a decision for this tool call ({error}), so it was not run."
+HELD_TOO_LONG = (
+    "No reviewer answered within {seconds:g} seconds while this tool call was held, so it was not run. "
+    "Do not retry it; tell the user it needs a person's approval."
+)
+MISMATCH = "This tool call differs from the one the reviewer saw, so it was not run. Do not retry it."
+
+
+@dataclass
+class Binding:
+    """State shared by the callbacks of one options object (one CLI session, possibly resumed)."""
+
+    gate: ClaudeGate
+    defer: bool = True
+    session: str | None = None
+    """The session being resumed, when known before the CLI reports it."""
+    sessions: dict[str, str] = field(default_factory=dict)
+    """tool_use_id -> session id, learnt from the hook (can_use_tool's context has no session id)."""
+    parked: list[ParkedRun] = field(default_factory=list)
+    """Parked runs this session's hook created, in order."""
+    reasked: asyncio.Event = field(default_factory=asyncio.Event)
+    expect: str | None = None
+    """The deferred tool_use_id a resume waits to see re-asked."""
+
+    @property
+    def queue(self) -> ReviewQueue:
+        return self.gate.queue
+
+    # PreToolUse ---------------------------------------------------------------------------------
+    async def pre_tool_use(self, data: Any, tool_use_id: str | None, _context: Any) -> dict[str, Any]:
+        """Apply the policy to every call; a failure answers deny (the matcher also blocks on failure)."""
+        try:
+            return await self._pre_tool_use(dict(data), tool_use_id or str(data.get("tool_use_id") or ""))
+        except Exception as exc:
+            log.exception("crossgate PreToolUse hook failed; denying the call")
+            return hook_output("deny", FAIL_CLOSED.format(error=_short(exc)))
+
+    async def _pre_tool_use(self, data: dict[str, Any], tool_use_id: str) -> dict[str, Any]:
+        session = str(data.get("session_id") or self.session or "") or None
+        if session is not None and tool_use_id:
+            self.sessions[tool_use_id] = session
+        self._seen(tool_use_id)
+        call = to_call(
+            str(data.get("tool_name")),
+            data.get("tool_input") or {},
+            tool_use_id=tool_use_id,
+            session=session,
+            agent=data.get("agent_id") or self.gate.agent,
+            context={
+                **self.gate.context,
+                "permission_mode": data.get("permission_mode"),
+                "cwd": data.get("cwd"),
+                "mcp_server": jsonable(data.get("mcp_server")),
+            },
+        )
+        rid = request_id(session, tool_use_id)
+        existing = self.queue.store.get_request(rid)
+        if existing is not None:
+            if existing.fingerprint != call.fingerprint:
+                return hook_output("deny", MISMATCH)
+            if not existing.is_open:
+                return hook_output("ask", existing.reason or "crossgate has a decision for this call")
+        if not self.defer:
+            verdict = self.queue.evaluate(call)
+            if verdict.kind is VerdictKind.DENY:
+                self.queue.submit(call)  # records the policy's denial in the audit log
+                return hook_output("deny", verdict.reason)
+            return hook_output("ask", verdict.reason) if verdict.kind is VerdictKind.ASK else {}
+        submission = self.queue.submit(
+            call,
+            args_schema=self.gate.args_schemas.get(call.tool),
+            capabilities=capabilities(call.tool),
+            request_id=rid,
+        )
+        if submission.verdict.kind is VerdictKind.DENY:
+            return hook_output("deny", submission.verdict.reason)
+        if submission.request is None:
+            return {}
+        request = submission.request
+        if request.is_open and self.gate.hold:
+            request = await self.queue.wait(rid, self.gate.hold)
+        if not request.is_open:
+            return hook_output("ask", request.reason)
+        state = {
+            "session_id": session,
+            "tool_use_id": tool_use_id,
+            "tool": call.tool,
+            "input": call.args,
+            "cwd": data.get("cwd"),
+        }
+        parked = self.queue.park(
+            framework=FRAMEWORK,
+            run=session or tool_use_id,
+            request_ids=[rid],
+            state=json.dumps(state, sort_keys=True),
+            metadata={"tool_use_id": tool_use_id, "tool": call.tool},
+        )
+        self.parked.append(parked)
+        return hook_output("defer", request.reason)
+
+    # can_use_tool -------------------------------------------------------------------------------
+    async def can_use_tool(self, tool: str, args: dict[str, Any], context: ToolPermissionContext) -> PermissionResult:
+        """Answer the CLI's permission request from the queue; any failure answers deny."""
+        try:
+            return await self._can_use_tool(tool, args, context)
+        except FingerprintMismatchError:
+            return deny(MISMATCH)
+        except Exception as exc:
+            log.exception("crossgate can_use_tool failed; denying the call")
+            return deny(FAIL_CLOSED.format(error=_short(exc)))
+
+    async def _can_use_tool(self, tool: str, args: dict[str, Any], context: ToolPermissionContext) -> PermissionResult:
+        tool_use_id = context.tool_use_id or ""
+        self._seen(tool_use_id)
+        session = self.sessions.get(tool_use_id) or self.session
+        call = to_call(
+            tool,
+            args,
+            tool_use_id=tool_use_id,
+            session=session,
+            agent=context.agent_id or self.gate.agent,
+            context={
+                **self.gate.context,
+                "display_name": context.display_name,
+                "title": context.title,
+                "description": context.description,
+                "blocked_path": context.blocked_path,
+                "decision_reason": context.decision_reason,
+                "suggestions": jsonable(context.suggestions) or None,
+            },
+        )
+        rid = request_id(session, tool_use_id)
+        submission = self.queue.submit(
+            call,
+            args_schema=self.gate.args_schemas.get(tool),
+            description=context.title or context.description,
+            capabilities=capabilities(tool),
+            request_id=rid,
+        )
+        if submission.verdict.kind is VerdictKind.DENY:
+            return deny(submission.verdict.reason)
+        if submission.request is None:
+            return PermissionResultAllow()
+        request = submission.request
+        if request.is_open:
+            request = await self.queue.wait(rid, self.gate.hold)
+        if request.is_open:
+            reason = HELD_TOO_LONG.format(seconds=self.gate.hold or 0.0)
+            self.queue.cancel(rid, reason=reason, actor="crossgate")
+        return self._answer(rid)
+
+    def _answer(self, rid: str) -> PermissionResult:
+        request = self.queue.get(rid)
+        result = to_permission_result(request)
+        if request.status is RequestStatus.DECIDED:
+            args = request.approved_args()
+            try:
+                # Exactly once, and before the CLI runs anything: a crash after this point runs nothing twice.
+                self.queue.mark_applied(rid, args=args, actor=FRAMEWORK)
+            except ConflictError as exc:
+                return deny(f"This decision cannot be applied ({_short(exc)}), so the tool call was not run.")
+        elif request.status is RequestStatus.APPLIED:
+            return deny("This decision was already applied once; nothing runs twice.")
+        return result
+
+    # PostToolUse --------------------------------------------------------------------------------
+    async def post_tool_use(self, data: Any, tool_use_id: str | None, _context: Any) -> dict[str, Any]:
+        """Record what ran, and whether it ran with exactly the approved input."""
+        try:
+            self._record_outcome(dict(data), tool_use_id or "")
+        except Exception:
+            log.exception("crossgate could not record a tool outcome")
+        return {}
+
+    def _record_outcome(self, data: dict[str, Any], tool_use_id: str) -> None:
+        session = str(data.get("session_id") or self.sessions.get(tool_use_id) or self.session or "") or None
+        request = self.queue.store.get_request(request_id(session, tool_use_id))
+        if request is None:
+            return
+        tool, ran_args = str(data.get("tool_name")), data.get("tool_input") or {}
+        error = None
+        if request.approved_fingerprint() != fingerprint(tool, ran_args):
+            error = "the executed input is not the approved input"
+            log.error("crossgate: %s for request %s", error, request.id)
+        result = json.dumps(jsonable(data.get("tool_response")))[:2000]
+        self.queue.record_outcome(request.id, ran=True, result=result, error=error)
+
+    def _seen(self, tool_use_id: str) -> None:
+        if self.expect is not None and tool_use_id == self.expect:
+            self.reasked.set()
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text if len(text) <= 200 else text[:199] + "…"

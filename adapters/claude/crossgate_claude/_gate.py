@@ -1,0 +1,198 @@
+"""``ClaudeGate``: a review queue in front of every tool call of a Claude Agent SDK session."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import socket
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage, Transport
+from crossgate import AdapterError, ConfigurationError, ConflictError, ParkedRunStatus, ReviewQueue
+from crossgate.model import JsonObject
+from crossgate.runs import Finished, Parked
+
+from crossgate_claude._callbacks import Binding
+from crossgate_claude._options import merge
+from crossgate_claude._translate import FRAMEWORK
+
+TransportFactory = Callable[[ClaudeAgentOptions], Transport]
+TOOL_DEFERRED = "tool_deferred"
+
+
+class ClaudeGate:
+    """Builds gated ``ClaudeAgentOptions`` from a ``ReviewQueue``, runs sessions, and resumes parked ones.
+
+    ``hold`` is how long the CLI is held inside the hook waiting for a decision before the call is
+    deferred (0: defer at once, which loses nothing if this process dies). With ``defer=False`` the
+    call is never deferred: ``can_use_tool`` waits up to ``hold`` seconds (None: until decided or
+    expired), then cancels the request and denies. ``resume_timeout`` bounds how long a resumed session
+    may take to re-ask the deferred call (the CLI otherwise waits forever). ``transport`` builds a
+    custom SDK transport for each session (tests use an in-process double of the CLI).
+    """
+
+    framework = FRAMEWORK
+
+    def __init__(
+        self,
+        queue: ReviewQueue,
+        *,
+        options: ClaudeAgentOptions | None = None,
+        hold: float | None = 0.0,
+        defer: bool = True,
+        agent: str | None = None,
+        context: JsonObject | None = None,
+        args_schemas: Mapping[str, JsonObject] | None = None,
+        hook_timeout: float | None = None,
+        resume_timeout: float = 60.0,
+        lease_seconds: float = 600.0,
+        strict: bool = False,
+        transport: TransportFactory | None = None,
+    ) -> None:
+        if defer and hold is None:
+            raise ConfigurationError("a gate that defers needs a finite hold (seconds the hook may wait)")
+        if hold is not None and hold < 0:
+            raise ConfigurationError("hold cannot be negative")
+        self.queue = queue
+        self.base_options = options or ClaudeAgentOptions()
+        self.hold = hold
+        self.defer = defer
+        self.agent = agent
+        self.context: JsonObject = dict(context or {})
+        self.args_schemas: dict[str, JsonObject] = dict(args_schemas or {})
+        self.hook_timeout = hook_timeout if hook_timeout is not None else 30.0 + (hold if defer and hold else 0.0)
+        if defer and hold and self.hook_timeout <= hold:
+            raise ConfigurationError("hook_timeout must exceed hold, or the CLI cancels the hook mid-wait")
+        self.resume_timeout = resume_timeout
+        self.lease_seconds = lease_seconds
+        self.strict = strict
+        self._transport = transport
+
+    def options(self, base: ClaudeAgentOptions | None = None) -> ClaudeAgentOptions:
+        """``base`` (or the gate's options) with crossgate's ``can_use_tool`` and hooks, for your own client."""
+        options, _ = self._bind(base or self.base_options)
+        return options
+
+    async def run(
+        self, prompt: str, options: ClaudeAgentOptions | None = None, *, wait: float | None = 0.0
+    ) -> Finished[ResultMessage] | Parked:
+        """Run one turn; finish, or park when a call is deferred and not decided within ``wait`` seconds.
+
+        Within ``wait`` (None: no limit) a decided deferral is resumed here in a fresh CLI process.
+        Refuses to prompt a session that has a deferred call: the CLI would lose that call.
+        """
+        base = options or self.base_options
+        if base.resume is not None:
+            self._refuse_if_deferred(base.resume)
+        bound, binding = self._bind(base)
+        result = await self._turn(bound, binding, prompt)
+        return await self._outcome(result, binding, wait)
+
+    async def resume(self, parked_run: str, *, wait: float | None = 0.0) -> Finished[ResultMessage] | Parked:
+        """Continue a parked session once its request is decided: reconnect with ``resume`` and no prompt.
+
+        The CLI re-asks permission for the deferred ``tool_use_id`` and ``can_use_tool`` answers from the
+        stored decision. A run whose request is still pending comes back as ``Parked`` unchanged; a run
+        resumed before raises ``ParkedRunClaimedError``.
+        """
+        parked = self.queue.get_parked(parked_run)
+        if parked.framework != FRAMEWORK:
+            raise ConfigurationError(f"parked run {parked_run} belongs to {parked.framework}, not {FRAMEWORK}")
+        if parked.status is ParkedRunStatus.PARKED and not self.queue.is_ready(parked):
+            return Parked(run=parked.run, parked_run=parked.id, request_ids=parked.request_ids)
+        owner = f"{FRAMEWORK}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        claimed = self.queue.claim_parked(parked_run, owner=owner, lease_seconds=self.lease_seconds)
+        try:
+            state = json.loads(claimed.state)
+            session, tool_use_id = str(state["session_id"]), str(state["tool_use_id"])
+            overrides: dict[str, Any] = {}
+            if self.base_options.cwd is None and state.get("cwd"):
+                overrides["cwd"] = state["cwd"]
+            bound, binding = self._bind(self.base_options, resume=session, **overrides)
+            binding.session, binding.expect = session, tool_use_id
+            result = await self._turn(bound, binding, None)
+        except BaseException as exc:
+            with contextlib.suppress(Exception):
+                self.queue.finish_parked(
+                    parked_run, owner=owner, status=ParkedRunStatus.FAILED, outcome=str(exc) or type(exc).__name__
+                )
+            raise
+        self.queue.finish_parked(parked_run, owner=owner, outcome=result.stop_reason or result.subtype)
+        return await self._outcome(result, binding, wait)
+
+    # internals ----------------------------------------------------------------------------------
+    def _bind(self, base: ClaudeAgentOptions, **overrides: Any) -> tuple[ClaudeAgentOptions, Binding]:
+        binding = Binding(self, defer=self.defer)
+        options = merge(base, binding, hook_timeout=self.hook_timeout, strict=self.strict, **overrides)
+        return options, binding
+
+    def _refuse_if_deferred(self, session: str) -> None:
+        waiting = self.queue.parked_runs(
+            statuses=(ParkedRunStatus.PARKED, ParkedRunStatus.RESUMING), framework=FRAMEWORK, run=session
+        )
+        if waiting:
+            raise ConflictError(
+                f"session {session} has a deferred call (parked run {waiting[0].id}); resume it, "
+                "a new prompt would make the CLI drop the call"
+            )
+
+    async def _turn(self, options: ClaudeAgentOptions, binding: Binding, prompt: str | None) -> ResultMessage:
+        client = ClaudeSDKClient(options, transport=self._transport(options) if self._transport else None)
+        async with client:
+            if prompt is not None:
+                await client.query(prompt)
+            drain = asyncio.ensure_future(_result_of(client))
+            if binding.expect is not None:
+                reasked = asyncio.ensure_future(binding.reasked.wait())
+                done, _ = await asyncio.wait(
+                    {drain, reasked}, timeout=self.resume_timeout, return_when="FIRST_COMPLETED"
+                )
+                reasked.cancel()
+                if not done:
+                    drain.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await drain
+                    raise AdapterError(
+                        f"the resumed session did not re-ask tool use {binding.expect} within "
+                        f"{self.resume_timeout:g} s; nothing ran"
+                    )
+            result = await drain
+        return result  # noqa: RET504  (mypy: the client context may swallow exceptions)
+
+    async def _outcome(
+        self, result: ResultMessage, binding: Binding, wait: float | None
+    ) -> Finished[ResultMessage] | Parked:
+        if result.stop_reason != TOOL_DEFERRED and result.terminal_reason != TOOL_DEFERRED:
+            return Finished(run=result.session_id, result=result)
+        deferred = result.deferred_tool_use
+        parked = next(
+            (p for p in reversed(binding.parked) if deferred is None or p.metadata.get("tool_use_id") == deferred.id),
+            None,
+        )
+        if parked is None:
+            raise AdapterError(f"the CLI deferred {deferred.id if deferred else 'a call'} that crossgate did not defer")
+        outcome = Parked(run=parked.run, parked_run=parked.id, request_ids=parked.request_ids)
+        if wait == 0:
+            return outcome
+        loop = asyncio.get_running_loop()
+        deadline = None if wait is None else loop.time() + wait
+        for rid in outcome.request_ids:
+            remaining = None if deadline is None else max(0.0, deadline - loop.time())
+            if (await self.queue.wait(rid, remaining)).is_open:
+                return outcome
+        remaining = None if deadline is None else max(0.0, deadline - loop.time())
+        return await self.resume(outcome.parked_run, wait=remaining)
+
+
+async def _result_of(client: ClaudeSDKClient) -> ResultMessage:
+    result: ResultMessage | None = None
+    async for message in client.receive_response():
+        if isinstance(message, ResultMessage):
+            result = message
+    if result is None:
+        raise AdapterError("the CLI ended the turn without a result message")
+    return result

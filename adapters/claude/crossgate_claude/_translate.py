@@ -1,0 +1,135 @@
+"""Translation at the edge: Claude SDK callback arguments to neutral calls, neutral answers to SDK results."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from claude_agent_sdk import PermissionResultAllow, PermissionResultDeny, PermissionUpdate
+from claude_agent_sdk.types import PermissionRuleValue
+from crossgate import (
+    ApprovalRequest,
+    Approve,
+    DecisionKind,
+    Edit,
+    Reject,
+    RememberMatch,
+    RememberScope,
+    Respond,
+    ToolCall,
+)
+
+FRAMEWORK = "claude-agent-sdk"
+ASK_USER_QUESTION = "AskUserQuestion"
+
+CAPABILITIES: Mapping[str, tuple[DecisionKind, ...]] = {
+    "*": (DecisionKind.APPROVE, DecisionKind.EDIT, DecisionKind.REJECT),
+    ASK_USER_QUESTION: (DecisionKind.APPROVE, DecisionKind.EDIT, DecisionKind.REJECT, DecisionKind.RESPOND),
+}
+"""Decisions the adapter can express per tool. Respond has no native form except for AskUserQuestion
+(the answers ride in the allowed input); for other tools the CLI would report it as an error."""
+
+PermissionResult = PermissionResultAllow | PermissionResultDeny
+
+
+def capabilities(tool: str) -> tuple[DecisionKind, ...]:
+    """The decisions a reviewer may give for a call of ``tool``."""
+    return CAPABILITIES.get(tool, CAPABILITIES["*"])
+
+
+def request_id(session: str | None, tool_use_id: str) -> str:
+    """Deterministic request id for one tool use of one session.
+
+    The CLI re-asks permission for the same ``tool_use_id`` when a deferred session is resumed, so the
+    re-asked call must find the request the first ask created.
+    """
+    digest = hashlib.sha256(f"{session or ''}\x00{tool_use_id}".encode()).hexdigest()
+    return f"req_claude_{digest[:24]}"
+
+
+def to_call(
+    tool: str,
+    args: Mapping[str, Any],
+    *,
+    tool_use_id: str | None,
+    session: str | None,
+    agent: str | None,
+    context: Mapping[str, Any] | None = None,
+) -> ToolCall:
+    """The neutral call for one Claude tool use; ``run`` and ``session`` are the Claude session id."""
+    return ToolCall(
+        framework=FRAMEWORK,
+        tool=tool,
+        args=dict(args),
+        call_id=tool_use_id,
+        run=session,
+        session=session,
+        agent=agent,
+        context={k: v for k, v in (context or {}).items() if v is not None},
+    )
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` reduced to JSON types (SDK dataclasses in contexts become dicts)."""
+    return json.loads(json.dumps(value, default=lambda o: getattr(o, "__dict__", str(o))))
+
+
+def deny(message: str) -> PermissionResultDeny:
+    """A denial the model reads verbatim (never ``interrupt``: the CLI would drop the message)."""
+    return PermissionResultDeny(message=message)
+
+
+def to_permission_result(request: ApprovalRequest) -> PermissionResult:
+    """The SDK answer for a request that is no longer pending (decided, expired or cancelled)."""
+    resolution = request.resolution()
+    if resolution is None:
+        return deny("crossgate has no decision for this tool call yet, so it was not run.")
+    if isinstance(resolution, Approve | Edit):
+        args = request.approved_args()
+        return PermissionResultAllow(updated_input=dict(args or {}), updated_permissions=session_rules(request))
+    if isinstance(resolution, Reject):
+        return deny(resolution.message)
+    if isinstance(resolution, Respond) and request.call.tool == ASK_USER_QUESTION:
+        return PermissionResultAllow(updated_input=answered_questions(request.call.args, resolution.content))
+    # The queue refuses respond for other tools (their capabilities exclude it); fail closed anyway.
+    return deny(resolution.content if isinstance(resolution, Respond) else "This tool call was not run.")
+
+
+def session_rules(request: ApprovalRequest) -> list[PermissionUpdate] | None:
+    """A session ``addRules`` update when the reviewer remembered the whole tool for this session."""
+    decision = request.decision
+    remember = decision.remember if decision is not None else None
+    if remember is None or remember.match is not RememberMatch.TOOL or remember.this_agent_only:
+        return None
+    if remember.scope not in (RememberScope.SESSION, RememberScope.RUN) or remember.expires_at is not None:
+        return None
+    rule = PermissionRuleValue(tool_name=request.call.tool)
+    return [PermissionUpdate(type="addRules", rules=[rule], behavior="allow", destination="session")]
+
+
+def answered_questions(args: Mapping[str, Any], content: str) -> dict[str, Any]:
+    """AskUserQuestion input with the reviewer's answers: ``{questions, answers}``.
+
+    ``content`` is either a JSON object mapping question text to answer, or plain text that answers
+    every question.
+    """
+    questions = args.get("questions") or []
+    try:
+        parsed = json.loads(content)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        answers = {str(k): str(v) for k, v in parsed.items()}
+    else:
+        answers = {str(q.get("question", "")): content for q in questions if isinstance(q, dict)}
+    return {"questions": questions, "answers": answers}
+
+
+def hook_output(decision: str, reason: str | None = None) -> dict[str, Any]:
+    """A PreToolUse hook answer: ``allow``, ``deny``, ``ask`` or ``defer``."""
+    specific: dict[str, Any] = {"hookEventName": "PreToolUse", "permissionDecision": decision}
+    if reason:
+        specific["permissionDecisionReason"] = reason
+    return {"hookSpecificOutput": specific}
