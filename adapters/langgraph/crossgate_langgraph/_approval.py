@@ -1,0 +1,197 @@
+"""Ask crossgate to approve one tool call from inside a LangGraph node.
+
+LangGraph re-runs an interrupted node from its first line on every resume, so everything here is
+built to be run more than once: the request id is derived from the thread and the task's position
+(``checkpoint_ns``), so the re-run finds the same request; the answer ``interrupt()`` returns is
+checked against crossgate's queue before the node sees it; and the decision is marked applied
+exactly once, right before the node runs the tool.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Annotated, Any, Final
+
+from crossgate import (
+    AlreadyAppliedError,
+    ApprovalRequest,
+    Approve,
+    ConfigurationError,
+    Edit,
+    Reject,
+    RequestStatus,
+    ReviewQueue,
+    ToolCall,
+    VerdictKind,
+    canonical_json,
+)
+from crossgate.model import DECISION_ADAPTER, Decision, JsonObject
+from langgraph.config import get_config
+from langgraph.types import interrupt
+from pydantic import AfterValidator
+
+from crossgate_langgraph._shapes import APPROVAL_INTERRUPT, AnyDecision
+
+DECISION_SCHEMA: Final[dict[str, Any]] = DECISION_ADAPTER.json_schema()
+"""JSON Schema of a neutral decision: the ``response_schema`` every crossgate interrupt carries."""
+
+DENY_FALLBACK = "The policy denies this tool call, so it was not run. Do not retry it."
+
+
+@dataclass(frozen=True, slots=True)
+class _Asking:
+    queue: ReviewQueue
+    request_id: str
+    fingerprint: str
+
+
+_asking: ContextVar[_Asking | None] = ContextVar("crossgate_langgraph_asking", default=None)
+
+
+def _check_against_queue(decision: AnyDecision) -> AnyDecision:
+    """Accept a resume value only if it is the decision the queue recorded for this very call.
+
+    Runs inside ``interrupt()`` as part of its ``response_schema`` validation, so a refusal raises
+    ``pydantic.ValidationError`` before anything is saved and the interrupt stays answerable.
+    """
+    asking = _asking.get()
+    if asking is None:
+        raise ValueError("a crossgate decision is only accepted inside request_approval()")
+    if decision.fingerprint != asking.fingerprint:
+        raise ValueError(
+            "the decision names other arguments than the ones this node is about to run "
+            f"(decision fingerprint {str(decision.fingerprint)[:12]}…, call {asking.fingerprint[:12]}…)"
+        )
+    request = asking.queue.store.get_request(asking.request_id)
+    if request is None:
+        raise ValueError(f"crossgate has no request {asking.request_id}")
+    recorded = request.resolution()
+    if recorded is None:
+        raise ValueError(f"request {asking.request_id} is still pending in crossgate's queue; nothing approves it yet")
+    if canonical_json(recorded.model_dump(mode="json")) != canonical_json(decision.model_dump(mode="json")):
+        raise ValueError(f"the answer differs from the decision crossgate recorded for request {asking.request_id}")
+    return recorded
+
+
+CheckedDecision = Annotated[Decision, AfterValidator(_check_against_queue)]
+"""The type ``interrupt()`` validates resume values against (its JSON Schema is :data:`DECISION_SCHEMA`)."""
+
+
+def graph_request_id(thread: str, checkpoint_ns: str, tool: str, call_id: str | None) -> str:
+    """The request id of one approval inside one task of one thread; the same on every re-run."""
+    digest = hashlib.sha256(canonical_json(["graph", thread, checkpoint_ns, tool, call_id or ""]).encode()).hexdigest()
+    return f"req_lg_{digest[:32]}"
+
+
+def current_thread() -> tuple[str, str]:
+    """The thread id and checkpoint namespace of the running task."""
+    try:
+        configurable = get_config().get("configurable", {})
+    except RuntimeError as exc:
+        raise ConfigurationError("request_approval() must be called inside a running LangGraph node") from exc
+    thread = configurable.get("thread_id")
+    if thread is None:
+        raise ConfigurationError("request_approval() needs a thread: compile with a checkpointer, pass a thread_id")
+    return str(thread), str(configurable.get("checkpoint_ns", ""))
+
+
+def request_approval(
+    queue: ReviewQueue,
+    tool: str,
+    args: Mapping[str, Any],
+    *,
+    call_id: str | None = None,
+    agent: str | None = None,
+    session: str | None = None,
+    context: JsonObject | None = None,
+    args_schema: JsonObject | None = None,
+    description: str | None = None,
+    framework: str = "langgraph",
+) -> AnyDecision:
+    """Ask crossgate whether the node may run ``tool`` with ``args``; pause the thread while a person decides.
+
+    Returns the neutral decision: ``Approve`` (run ``args``), ``Edit`` (run ``decision.args``),
+    ``Reject`` (do not run; give the model ``decision.message``) or ``Respond`` (do not run; use
+    ``decision.content`` as the result). A policy allow returns ``Approve`` and a policy deny
+    returns ``Reject`` with the policy's reason, without pausing.
+
+    Call it in the node right before the tool, and compute ``args`` from the node's state: on resume
+    the node runs again **from its first line** (code before this call runs once per run and once per
+    resume attempt), re-reads its state, and the decision is accepted only if it was made for exactly
+    these arguments. A decision to run is marked applied here, once; if the node runs again after
+    the tool ran, this raises ``AlreadyAppliedError`` instead of approving twice. Pass ``call_id``
+    when one node asks more than once about the same tool.
+    """
+    decision, _ = ask(
+        queue,
+        ToolCall(
+            framework=framework,
+            tool=tool,
+            args=dict(args),
+            call_id=call_id,
+            agent=agent,
+            session=session,
+            context=context or {},
+        ),
+        args_schema=args_schema,
+        description=description,
+    )
+    return decision
+
+
+def ask(
+    queue: ReviewQueue, call: ToolCall, *, args_schema: JsonObject | None = None, description: str | None = None
+) -> tuple[AnyDecision, str | None]:
+    """:func:`request_approval` for a built call; also returns the request id (None for allow and deny)."""
+    thread, namespace = current_thread()
+    call = call.model_copy(update={"run": thread})
+    request_id = graph_request_id(thread, namespace, call.tool, call.call_id)
+    submission = queue.submit(call, args_schema=args_schema, description=description, request_id=request_id)
+    if submission.request is None:
+        if submission.verdict.kind is VerdictKind.ALLOW:
+            return Approve(fingerprint=call.fingerprint), None
+        return Reject(message=submission.verdict.reason or DENY_FALLBACK, fingerprint=call.fingerprint), None
+    request = submission.request
+    token = _asking.set(_Asking(queue, request.id, call.fingerprint))
+    try:
+        answer = interrupt(interrupt_value(request), response_schema=CheckedDecision)
+    finally:
+        _asking.reset(token)
+    decision: AnyDecision = answer
+    _mark_applied(queue, request.id, call, decision)
+    return decision, request.id
+
+
+def interrupt_value(request: ApprovalRequest) -> JsonObject:
+    """The value a crossgate interrupt carries: the neutral request, as JSON."""
+    return {
+        "type": APPROVAL_INTERRUPT,
+        "request_id": request.id,
+        "tool": request.call.tool,
+        "args": request.call.args,
+        "call_id": request.call.call_id,
+        "fingerprint": request.fingerprint,
+        "reason": request.reason,
+        "description": request.description,
+        "allowed_decisions": [k.value for k in request.allowed_decisions],
+        "expires_at": request.expires_at.isoformat() if request.expires_at else None,
+    }
+
+
+def _mark_applied(queue: ReviewQueue, request_id: str, call: ToolCall, decision: AnyDecision) -> None:
+    request = queue.get(request_id)
+    if request.status is RequestStatus.DECIDED:
+        if isinstance(decision, Edit):
+            queue.mark_applied(request_id, args=decision.args, actor="langgraph")
+        elif isinstance(decision, Approve):
+            queue.mark_applied(request_id, args=call.args, actor="langgraph")
+        else:
+            queue.mark_applied(request_id, actor="langgraph")
+    elif request.status is RequestStatus.APPLIED and isinstance(decision, Approve | Edit):
+        raise AlreadyAppliedError(
+            f"request {request_id} was already applied: the node ran again after its tool ran, "
+            "and an approval runs a tool once"
+        )

@@ -1,0 +1,68 @@
+"""Identify the tool calls of a ``create_agent`` thread the same way at pause time and at run time."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from crossgate import AdapterError, ToolCall, canonical_json
+from crossgate.model import JsonObject
+from langchain_core.messages import AIMessage, BaseMessage
+
+AGENT_FRAMEWORK = "langchain"
+"""``ToolCall.framework`` of calls gated by the LangChain middleware (policy rules can target it)."""
+
+
+def agent_request_id(thread: str, turn: int, call_id: str) -> str:
+    """Request id of one model tool call: thread, model turn and the model's call id.
+
+    The turn is part of it because scripted and some real models reuse call ids across turns, and a
+    reused id must never find an earlier turn's decision.
+    """
+    digest = hashlib.sha256(canonical_json(["agent", thread, turn, call_id]).encode()).hexdigest()
+    return f"req_lc_{digest[:32]}"
+
+
+def turn_of(messages: Sequence[BaseMessage], call_id: str) -> int:
+    """The 1-based model turn whose AIMessage carries ``call_id`` (the latest one, if reused)."""
+    turn = 0
+    found = 0
+    for message in messages:
+        if isinstance(message, AIMessage):
+            turn += 1
+            if any(c.get("id") == call_id for c in message.tool_calls):
+                found = turn
+    if not found:
+        raise AdapterError(f"no model message in the thread carries tool call {call_id!r}")
+    return found
+
+
+def last_tool_calls(messages: Sequence[BaseMessage]) -> tuple[int, list[dict[str, Any]]]:
+    """The turn number and tool calls of the thread's latest AIMessage."""
+    turn = sum(1 for m in messages if isinstance(m, AIMessage))
+    last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+    if last is None:
+        raise AdapterError("the thread has no model message to match the interrupt against")
+    return turn, [dict(c) for c in last.tool_calls]
+
+
+def agent_call(
+    tool: str,
+    args: Mapping[str, Any],
+    *,
+    call_id: str | None,
+    thread: str,
+    agent: str | None,
+    context: JsonObject | None = None,
+) -> ToolCall:
+    """The neutral call for one agent tool call."""
+    return ToolCall(
+        framework=AGENT_FRAMEWORK,
+        tool=tool,
+        args=dict(args),
+        call_id=call_id,
+        run=thread,
+        agent=agent,
+        context=context or {},
+    )

@@ -1,0 +1,328 @@
+"""``Gate``: run a LangGraph graph or a LangChain agent on a thread; park it while people decide; resume it once.
+
+The queue is the index of waiting threads: when a run pauses, the gate submits one crossgate request
+per gated call and parks the thread (its id, the graph's name, the checkpoint and the pending
+interrupt ids) in the queue's store. ``resume`` may then run in any process that compiled the same
+graph on the same checkpointer.
+
+One gate serves plain graphs and ``create_agent`` agents alike: both pause the same way (a LangGraph
+thread in a checkpointer), so the gate and its parked runs use ``framework = "langgraph"``, while the
+requests of agent tool calls say ``framework = "langchain"`` so that policy rules can tell them apart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from crossgate import (
+    AdapterError,
+    ApprovalRequest,
+    ConfigurationError,
+    ConflictError,
+    DecisionKind,
+    ParkedRunClaimedError,
+    ParkedRunStatus,
+    RequestStatus,
+    ReviewQueue,
+    VerdictKind,
+)
+from crossgate.runs import Finished, Parked
+from langgraph.errors import is_invalid_resume
+from langgraph.types import Interrupt
+
+from crossgate_langgraph._calls import agent_call, agent_request_id, last_tool_calls
+from crossgate_langgraph._shapes import hitl_decision, interrupt_shape, resume_command
+
+Graph = Any
+"""A compiled LangGraph graph (``CompiledStateGraph``, or ``create_agent``'s result)."""
+
+_STILL_WAITING = (RequestStatus.PENDING,)
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    """One pending interrupt and the crossgate requests that answer it (several for a batched one)."""
+
+    id: str
+    shape: str
+    request_ids: list[str]
+    tools: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class _ParkState:
+    graph: str
+    thread: str
+    checkpoint_id: str | None
+    interrupts: list[_Pending] = field(default_factory=list)
+
+    def dumps(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def loads(cls, text: str) -> _ParkState:
+        data = json.loads(text)
+        return cls(
+            graph=data["graph"],
+            thread=data["thread"],
+            checkpoint_id=data["checkpoint_id"],
+            interrupts=[_Pending(**p) for p in data["interrupts"]],
+        )
+
+
+def thread_config(thread: str) -> dict[str, Any]:
+    """The LangGraph config of a thread."""
+    return {"configurable": {"thread_id": thread}}
+
+
+class Gate:
+    """Run graphs and agents through crossgate; implements ``crossgate.runs.Resumer``.
+
+    ``graphs`` are the compiled graphs this gate may resume, by name (``compile(name=...)`` or
+    ``create_agent(name=...)``); ``run`` adds the graph it is given.
+    """
+
+    framework = "langgraph"
+
+    def __init__(
+        self,
+        queue: ReviewQueue,
+        *graphs: Graph,
+        owner: str | None = None,
+        agent: str | None = None,
+        lease_seconds: float = 300.0,
+    ) -> None:
+        self.queue = queue
+        self.owner = owner or f"langgraph-gate@{socket.gethostname()}:{os.getpid()}"
+        self.agent = agent
+        """Agent name of agent tool calls; must match the ``agent`` given to :func:`crossgate_middleware`."""
+        self.lease_seconds = lease_seconds
+        self._graphs: dict[str, Graph] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        for graph in graphs:
+            self.add_graph(graph)
+
+    def add_graph(self, graph: Graph) -> None:
+        """Let this gate resume ``graph``; names must be unique per gate."""
+        name = str(getattr(graph, "name", "") or "")
+        if not name:
+            raise ConfigurationError("the graph has no name; compile(name=...) or create_agent(name=...)")
+        known = self._graphs.get(name)
+        if known is not None and known is not graph:
+            raise ConfigurationError(f"two graphs are named {name!r}; give each its own name")
+        self._graphs[name] = graph
+
+    # running ------------------------------------------------------------------------------------
+    async def run(self, graph: Graph, input: Any, *, thread: str, wait: float = 0.0) -> Finished[Any] | Parked:
+        """Run ``graph`` on ``thread`` until it ends or pauses for approval.
+
+        A pause submits its requests and parks the thread. With ``wait`` > 0, waits up to that many
+        seconds for every decision and resumes in place when all arrived.
+        """
+        self.add_graph(graph)
+        if self.queue.parked_runs(statuses=(ParkedRunStatus.PARKED, ParkedRunStatus.RESUMING), run=thread):
+            raise ConflictError(f"thread {thread} is parked waiting for decisions; resume it instead")
+        async with self._lock(thread):
+            output = await graph.ainvoke(input, thread_config(thread), version="v2")
+            outcome = await self._settle(graph, thread, output)
+        if isinstance(outcome, Parked) and wait > 0:
+            await asyncio.gather(*(self.queue.wait(r, wait) for r in outcome.request_ids))
+            if self.queue.is_ready(self.queue.get_parked(outcome.parked_run)):
+                return await self.resume(outcome.parked_run)
+        return outcome
+
+    async def resume(self, parked_run: str, *, partial: bool = False) -> Finished[Any] | Parked:
+        """Resume a parked thread once its requests are decided; a parked run is resumed once.
+
+        While a request is still pending this returns the same ``Parked`` and changes nothing; with
+        ``partial=True`` the decided interrupts are answered and the rest park again. Refuses (and
+        marks the parked run failed) a thread that never started, has finished, or moved on since it
+        parked.
+        """
+        parked = self.queue.get_parked(parked_run)
+        if parked.framework != self.framework:
+            raise ConfigurationError(f"parked run {parked_run} belongs to {parked.framework}, not {self.framework}")
+        if parked.status is not ParkedRunStatus.PARKED:
+            raise ParkedRunClaimedError(
+                f"parked run {parked_run} is {parked.status.value}; a parked state is resumed once"
+            )
+        state = _ParkState.loads(parked.state)
+        graph = self._graph(state.graph)
+        self.queue.expire_overdue()
+        requests = {r: self.queue.get(r) for r in parked.request_ids}
+        open_ids = [r for r, req in requests.items() if req.status in _STILL_WAITING]
+        if len(open_ids) == len(requests) or (open_ids and not partial):
+            return Parked(parked.run, parked.id, parked.request_ids)
+        async with self._lock(state.thread):
+            self.queue.claim_parked(parked.id, owner=self.owner, lease_seconds=self.lease_seconds)
+            try:
+                outcome = await self._resume_claimed(graph, state, requests)
+            except BaseException as exc:
+                self.queue.finish_parked(
+                    parked.id, owner=self.owner, status=ParkedRunStatus.FAILED, outcome=f"{type(exc).__name__}: {exc}"
+                )
+                raise
+            note = "finished" if isinstance(outcome, Finished) else f"parked again as {outcome.parked_run}"
+            self.queue.finish_parked(parked.id, owner=self.owner, outcome=note)
+            return outcome
+
+    # internals ----------------------------------------------------------------------------------
+    def _lock(self, thread: str) -> asyncio.Lock:
+        # In-process exclusion; across processes the queue's claim on the parked run is the lock.
+        return self._locks.setdefault(thread, asyncio.Lock())
+
+    def _graph(self, name: str) -> Graph:
+        graph = self._graphs.get(name)
+        if graph is None:
+            raise ConfigurationError(f"this gate does not know graph {name!r}; pass it to Gate(queue, graph)")
+        return graph
+
+    async def _resume_claimed(
+        self, graph: Graph, state: _ParkState, requests: Mapping[str, ApprovalRequest]
+    ) -> Finished[Any] | Parked:
+        config = thread_config(state.thread)
+        snapshot = await graph.aget_state(config)
+        if snapshot.created_at is None:
+            raise ConflictError(
+                f"thread {state.thread} never started in this graph's checkpointer; refusing to resume it "
+                "(LangGraph would start it from the beginning)"
+            )
+        pending = {i.id: i for i in snapshot.interrupts}
+        if not pending:
+            raise ConflictError(f"thread {state.thread} has no pending interrupt: it finished or was resumed elsewhere")
+        expected = {p.id for p in state.interrupts}
+        if set(pending) != expected or snapshot.config["configurable"].get("checkpoint_id") != state.checkpoint_id:
+            raise ConflictError(f"thread {state.thread} moved on since it parked; its pending interrupts changed")
+        answers: dict[str, Any] = {}
+        for entry in state.interrupts:
+            resolved = [requests[r] for r in entry.request_ids]
+            if all(not r.is_open for r in resolved):
+                answers[entry.id] = self._answer(entry, resolved)
+        command = resume_command(list(pending.values()), answers)
+        self._apply_unrun(state, answers, requests)
+        try:
+            output = await graph.ainvoke(command, config, version="v2")
+        except Exception as exc:
+            if is_invalid_resume(exc):
+                raise AdapterError(f"LangGraph refused crossgate's answer for thread {state.thread}: {exc}") from exc
+            raise
+        return await self._settle(graph, state.thread, output)
+
+    def _answer(self, entry: _Pending, requests: Sequence[ApprovalRequest]) -> Any:
+        decisions = [r.resolution() for r in requests]
+        if entry.shape == "crossgate":
+            decision = decisions[0]
+            assert decision is not None
+            return decision.model_dump(mode="json")
+        translated = []
+        for request, decision in zip(requests, decisions, strict=True):
+            assert decision is not None
+            translated.append(hitl_decision(decision, request.call.tool))
+        return translated[0] if entry.shape == "tool_approval" else {"decisions": translated}
+
+    def _apply_unrun(
+        self, state: _ParkState, answers: Mapping[str, Any], requests: Mapping[str, ApprovalRequest]
+    ) -> None:
+        """Mark agent rejections and responses applied; the middleware delivers them without running a tool."""
+        for entry in state.interrupts:
+            if entry.id not in answers or entry.shape == "crossgate":
+                continue
+            for request_id in entry.request_ids:
+                request = requests[request_id]
+                decision = request.resolution()
+                if (
+                    request.status is RequestStatus.DECIDED
+                    and decision is not None
+                    and decision.kind
+                    in (
+                        DecisionKind.REJECT,
+                        DecisionKind.RESPOND,
+                    )
+                ):
+                    self.queue.mark_applied(request_id, actor=self.owner)
+
+    async def _settle(self, graph: Graph, thread: str, output: Any) -> Finished[Any] | Parked:
+        interrupts: Sequence[Interrupt] = tuple(getattr(output, "interrupts", ()) or ())
+        if not interrupts:
+            return Finished(thread, getattr(output, "value", output))
+        snapshot = await graph.aget_state(thread_config(thread))
+        entries = [self._submit(i, thread, snapshot.values) for i in interrupts]
+        state = _ParkState(
+            graph=graph.name,
+            thread=thread,
+            checkpoint_id=snapshot.config["configurable"].get("checkpoint_id"),
+            interrupts=entries,
+        )
+        request_ids = [r for e in entries for r in e.request_ids]
+        parked = self.queue.park(
+            framework=self.framework,
+            run=thread,
+            request_ids=request_ids,
+            state=state.dumps(),
+            metadata={"graph": graph.name, "interrupts": [e.id for e in entries]},
+        )
+        return Parked(thread, parked.id, tuple(request_ids))
+
+    def _submit(self, pending: Interrupt, thread: str, values: Mapping[str, Any]) -> _Pending:
+        """Turn one pending interrupt into crossgate requests (submitted once; a re-submit finds them)."""
+        value = pending.value
+        shape = interrupt_shape(value)
+        if shape == "crossgate":
+            request = self.queue.get(value["request_id"])
+            return _Pending(pending.id, shape, [request.id], [request.call.tool])
+        if shape is None:
+            raise AdapterError(f"interrupt {pending.id} is not a crossgate or LangChain approval; cannot park it")
+        turn, calls = last_tool_calls(values.get("messages", []))
+        if shape == "tool_approval":
+            call = next((c for c in calls if c.get("id") == value["tool_call_id"]), None)
+            if call is None:
+                raise AdapterError(
+                    f"interrupt {pending.id} names tool call {value['tool_call_id']!r}, not in the thread"
+                )
+            matched = [(call, value.get("description"), None)]
+        else:
+            matched = _match_batched(value, calls)
+        request_ids = [self._submit_call(thread, turn, c, d, allowed) for c, d, allowed in matched]
+        return _Pending(pending.id, shape, request_ids, [c["name"] for c, _, _ in matched])
+
+    def _submit_call(self, thread: str, turn: int, call: Mapping[str, Any], description: Any, allowed: Any) -> str:
+        call_id = str(call.get("id") or "")
+        neutral = agent_call(call["name"], call["args"], call_id=call_id, thread=thread, agent=self.agent)
+        capabilities = tuple(DecisionKind(k) for k in allowed) if allowed else tuple(DecisionKind)
+        submission = self.queue.submit(
+            neutral,
+            description=description if isinstance(description, str) else None,
+            capabilities=capabilities,
+            request_id=agent_request_id(thread, turn, call_id),
+        )
+        if submission.request is None:
+            raise AdapterError(
+                f"the middleware paused {call['name']} but the policy now says {submission.verdict.kind.value}; "
+                "check that Gate(agent=...) matches crossgate_middleware(agent=...)"
+            )
+        if submission.verdict.kind is not VerdictKind.ASK:
+            raise AdapterError(f"unexpected verdict {submission.verdict.kind.value} for a paused call")
+        return submission.request.id
+
+
+def _match_batched(value: Mapping[str, Any], calls: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], Any, Any]]:
+    """Pair each batched action request with its tool call, in order (the batch lists no call ids)."""
+    matched = []
+    position = 0
+    for action, config in zip(value["action_requests"], value["review_configs"], strict=True):
+        while position < len(calls) and (calls[position]["name"], calls[position]["args"]) != (
+            action["name"],
+            action["args"],
+        ):
+            position += 1
+        if position == len(calls):
+            raise AdapterError(f"batched interrupt lists {action['name']} but the model message has no such call")
+        matched.append((calls[position], action.get("description"), config.get("allowed_decisions")))
+        position += 1
+    return matched

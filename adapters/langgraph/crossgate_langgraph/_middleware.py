@@ -1,0 +1,193 @@
+"""Compile crossgate's policy into LangChain's ``HumanInTheLoopMiddleware`` for a tool list.
+
+:func:`crossgate_middleware` returns two middlewares for ``create_agent(middleware=...)``, in this order:
+
+1. ``HumanInTheLoopMiddleware(interrupt_on=...)``: every tool gets an ``InterruptOnConfig`` whose ``when``
+   pauses exactly the calls the policy sends to a person (verdict ask, or a call that already has a
+   crossgate request, so the answer is the same on resume). ``when`` returning False means "run" to
+   the middleware, so it is False for allow **and** deny;
+2. ``CrossgateGuard``, which wraps every tool execution: a denied call never runs (the model gets the
+   policy's reason); a reviewed call runs only if crossgate recorded an approve or edit for these very
+   arguments and this very tool, marked applied exactly once right before the tool runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Literal
+
+try:
+    from langchain.agents.middleware import AgentMiddleware, HumanInTheLoopMiddleware, InterruptOnConfig
+    from langchain.agents.middleware.types import ToolCallRequest
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError("crossgate_middleware needs LangChain: pip install 'crossgate-langgraph[langchain]'") from exc
+
+from crossgate import (
+    ConflictError,
+    CrossgateError,
+    DecisionKind,
+    Reject,
+    Respond,
+    ReviewQueue,
+    ToolCall,
+    VerdictKind,
+)
+from crossgate.model import ALL_DECISIONS
+from crossgate.policy import Policy
+from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.tools import BaseTool
+from langgraph.config import get_config
+from langgraph.types import Command
+
+from crossgate_langgraph._calls import agent_call, agent_request_id, turn_of
+
+ToolResult = ToolMessage | Command[Any]
+InterruptMode = Literal["per_call", "batched"]
+
+
+def crossgate_middleware(
+    queue: ReviewQueue,
+    tools: Sequence[BaseTool],
+    *,
+    interrupt_mode: InterruptMode = "per_call",
+    agent: str | None = None,
+) -> list[AgentMiddleware[Any, Any]]:
+    """Middlewares that gate ``tools`` by crossgate's policy; list them first in ``create_agent``.
+
+    ``per_call`` (recommended, and the default here) pauses once per gated call and lets LangGraph
+    check each answer before saving it; ``batched`` pauses once per model turn. ``agent`` names the
+    agent in the neutral calls; give ``Gate(agent=...)`` the same name.
+    """
+    interrupt_on: dict[str, bool | InterruptOnConfig] = {}
+    for tool in tools:
+        interrupt_on[tool.name] = InterruptOnConfig(
+            allowed_decisions=[k.value for k in possible_decisions(queue.policy, tool.name)],  # type: ignore[typeddict-item]
+            description=_describe(queue, agent),
+            when=_when(queue, agent),
+        )
+    return [
+        HumanInTheLoopMiddleware(interrupt_on=interrupt_on, interrupt_mode=interrupt_mode),
+        CrossgateGuard(queue, agent=agent),
+    ]
+
+
+def possible_decisions(policy: Policy, tool: str) -> tuple[DecisionKind, ...]:
+    """Every decision an ask verdict for ``tool`` may allow (the queue narrows it per call)."""
+    from fnmatch import fnmatchcase
+
+    allowed: set[DecisionKind] = {DecisionKind.APPROVE, DecisionKind.REJECT}
+    for rule in policy.rules:
+        if rule.verdict is VerdictKind.ASK and fnmatchcase(tool, rule.tool):
+            allowed.update(rule.allowed_decisions)
+    if policy.default is VerdictKind.ASK:
+        allowed.update(policy.default_allowed_decisions)
+    return tuple(k for k in ALL_DECISIONS if k in allowed)
+
+
+def _thread_of(config: Any) -> str:
+    thread = (config or {}).get("configurable", {}).get("thread_id")
+    if thread is None:
+        raise ConflictError("a gated agent needs a thread: compile with a checkpointer and pass a thread_id")
+    return str(thread)
+
+
+def _call_for(request: ToolCallRequest, agent: str | None) -> tuple[ToolCall, str]:
+    tool_call = request.tool_call
+    thread = _thread_of(getattr(request.runtime, "config", None))
+    call_id = str(tool_call.get("id") or "")
+    messages: Sequence[BaseMessage] = request.state.get("messages", []) if request.state else []
+    request_id = agent_request_id(thread, turn_of(messages, call_id), call_id)
+    call = agent_call(tool_call["name"], tool_call["args"], call_id=call_id, thread=thread, agent=agent)
+    return call, request_id
+
+
+def _when(queue: ReviewQueue, agent: str | None) -> Callable[[ToolCallRequest], bool]:
+    def when(request: ToolCallRequest) -> bool:
+        call, request_id = _call_for(request, agent)
+        if queue.store.get_request(request_id) is not None:
+            return True
+        return queue.evaluate(call).kind is VerdictKind.ASK
+
+    return when
+
+
+def _describe(queue: ReviewQueue, agent: str | None) -> Callable[..., str]:
+    def describe(tool_call: Any, state: Any, runtime: Any) -> str:
+        try:
+            thread = _thread_of(get_config())
+        except (RuntimeError, ConflictError):
+            thread = None
+        call = ToolCall(
+            framework="langchain", tool=tool_call["name"], args=dict(tool_call["args"]), run=thread, agent=agent
+        )
+        verdict = queue.evaluate(call)
+        return verdict.description or verdict.reason or f"crossgate asks about {call.tool}"
+
+    return describe
+
+
+class CrossgateGuard(AgentMiddleware[Any, Any]):
+    """Runs a tool only when crossgate allows it: by policy, or by a recorded approve or edit of these arguments."""
+
+    def __init__(self, queue: ReviewQueue, *, agent: str | None = None) -> None:
+        super().__init__()
+        self.queue = queue
+        self.agent = agent
+
+    def wrap_tool_call(self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], ToolResult]) -> ToolResult:
+        """Check the call, then run it (or answer in its place)."""
+        refusal, request_id = self._check(request)
+        if refusal is not None:
+            return refusal
+        return self._record(request_id, handler(request))
+
+    async def awrap_tool_call(
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[ToolResult]]
+    ) -> ToolResult:
+        """Async form of :meth:`wrap_tool_call`."""
+        refusal, request_id = self._check(request)
+        if refusal is not None:
+            return refusal
+        return self._record(request_id, await handler(request))
+
+    def _check(self, request: ToolCallRequest) -> tuple[ToolMessage | None, str | None]:
+        call, request_id = _call_for(request, self.agent)
+        reviewed = self.queue.store.get_request(request_id)
+        if reviewed is None:
+            verdict = self.queue.submit(call).verdict
+            if verdict.kind is VerdictKind.ALLOW:
+                return None, None
+            if verdict.kind is VerdictKind.DENY:
+                return self._message(call, verdict.reason, error=True), None
+            self.queue.record_outcome(None, ran=False, error="asked but never reviewed", call=call)
+            return self._message(
+                call, f"{call.tool} needs a person's approval and was not reviewed; it did not run.", error=True
+            ), None
+        if reviewed.call.tool != call.tool:
+            error = f"the reviewed call was {reviewed.call.tool}; refusing to run {call.tool} in its place"
+            self.queue.record_outcome(request_id, ran=False, error=error)
+            return self._message(call, f"Not run: {error}.", error=True), request_id
+        decision = reviewed.resolution()
+        if decision is None:
+            return self._message(call, f"Not run: request {request_id} is still pending.", error=True), request_id
+        if isinstance(decision, Reject | Respond):
+            text = decision.message if isinstance(decision, Reject) else decision.content
+            return self._message(call, text, error=isinstance(decision, Reject)), request_id
+        try:
+            self.queue.mark_applied(request_id, args=call.args, actor="langchain")
+        except CrossgateError as exc:
+            self.queue.record_outcome(request_id, ran=False, error=str(exc))
+            return self._message(call, f"Not run: {exc}", error=True), request_id
+        return None, request_id
+
+    def _record(self, request_id: str | None, result: ToolResult) -> ToolResult:
+        if request_id is not None:
+            text = result.content if isinstance(result, ToolMessage) else None
+            self.queue.record_outcome(request_id, ran=True, result=text if isinstance(text, str) else None)
+        return result
+
+    @staticmethod
+    def _message(call: ToolCall, text: str, *, error: bool) -> ToolMessage:
+        return ToolMessage(
+            content=text, name=call.tool, tool_call_id=call.call_id or "", status="error" if error else "success"
+        )

@@ -1,0 +1,73 @@
+"""A tool-call wrapper for LangGraph's prebuilt ``ToolNode``, built on :func:`request_approval`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from crossgate import Approve, Edit, Reject, ReviewQueue, ToolCall
+from crossgate.model import JsonObject
+from langchain_core.messages import ToolMessage
+from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.types import Command
+from pydantic import BaseModel
+
+from crossgate_langgraph._approval import ask
+
+ToolResult = ToolMessage | Command[Any]
+Execute = Callable[[ToolCallRequest], ToolResult]
+
+
+def tool_args_schema(tool: Any) -> JsonObject | None:
+    """JSON Schema of a tool's arguments as the model sees them, for validating edits."""
+    schema = getattr(tool, "tool_call_schema", None)
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return schema.model_json_schema()
+    return schema if isinstance(schema, dict) else None
+
+
+def gated_tool_wrapper(
+    queue: ReviewQueue, *, agent: str | None = None, framework: str = "langgraph"
+) -> Callable[[ToolCallRequest, Execute], ToolResult]:
+    """A ``wrap_tool_call`` for ``ToolNode(tools, wrap_tool_call=...)`` that asks crossgate first.
+
+    Policy allow runs the tool; deny returns the policy's reason as an error result; ask pauses the
+    thread (one interrupt per gated call) until a person decides. Approve runs the call, edit runs it
+    with the reviewer's arguments (same tool), reject returns the reviewer's message as an error
+    result, respond returns the reviewer's content as the result. Use one tool call per ``ToolNode``
+    task (``Send`` per call, as ``create_agent`` does) when several calls may pause in one turn.
+    """
+
+    def wrap(request: ToolCallRequest, execute: Execute) -> ToolResult:
+        tool_call = request.tool_call
+        call = ToolCall(
+            framework=framework,
+            tool=tool_call["name"],
+            args=dict(tool_call["args"]),
+            call_id=tool_call.get("id"),
+            agent=agent,
+        )
+        decision, request_id = ask(queue, call, args_schema=tool_args_schema(request.tool))
+        if isinstance(decision, Approve | Edit):
+            to_run = request
+            if isinstance(decision, Edit):
+                to_run = request.override(tool_call={**tool_call, "args": dict(decision.args)})
+            result = execute(to_run)
+            if request_id is not None:
+                queue.record_outcome(request_id, ran=True, result=_text(result))
+            return result
+        if request_id is not None:
+            queue.record_outcome(request_id, ran=False)
+        if isinstance(decision, Reject):
+            return ToolMessage(
+                content=decision.message, name=call.tool, tool_call_id=tool_call.get("id") or "", status="error"
+            )
+        return ToolMessage(content=decision.content, name=call.tool, tool_call_id=tool_call.get("id") or "")
+
+    return wrap
+
+
+def _text(result: ToolResult) -> str | None:
+    if isinstance(result, ToolMessage):
+        return result.content if isinstance(result.content, str) else str(result.content)
+    return None
