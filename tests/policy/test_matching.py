@@ -1,0 +1,188 @@
+"""Which calls a policy rule covers: tool globs, every argument condition kind, nested args, agents, frameworks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from crossgate.errors import ConfigurationError
+from crossgate.policy import ArgCondition, MatchKind, PolicyRule
+from crossgate.policy.rules import lookup_arg, match_text, normalize_path
+from pydantic import ValidationError
+
+from .helpers import call
+
+TOOL_GLOBS = [
+    ("delete_ticket", "delete_ticket", True),
+    ("delete_ticket", "delete_tickets", False),
+    ("delete_*", "delete_ticket", True),
+    ("delete_*", "undelete_ticket", False),
+    ("*delete_ticket", "mcp__tickets__delete_ticket", True),
+    ("mcp__tickets__*", "mcp__tickets__delete_ticket", True),
+    ("mcp__tickets__*", "mcp__ticketsx__delete_ticket", False),
+    ("read_?", "read_a", True),
+    ("read_?", "read_ab", False),
+    ("Read", "read", False),  # tool names are case-sensitive
+    ("*", "anything", True),
+]
+
+
+@pytest.mark.parametrize(("glob", "tool", "expected"), TOOL_GLOBS)
+def test_tool_glob(glob: str, tool: str, expected: bool) -> None:
+    rule = PolicyRule(name="r", verdict="ask", tool=glob)
+    assert rule.matches(call(tool)) is expected
+
+
+ARGS: dict[str, Any] = {
+    "command": "rm -rf /tmp/x",
+    "path": "src/app/main.py",
+    "count": 3,
+    "flag": True,
+    "nothing": None,
+    "query": "DELETE FROM users WHERE id = 1",
+    "target": {"env": "prod", "hosts": ["a.example.com", "b.example.com"], "dir": {"path": "/srv/app"}},
+    "dotted.key": "literal",
+}
+
+CONDITIONS = [
+    # glob: * crosses slashes, whole-text match
+    (ArgCondition(arg="command", kind="glob", pattern="rm *"), True),
+    (ArgCondition(arg="command", kind="glob", pattern="rm"), False),
+    (ArgCondition(arg="command", kind="glob", pattern="*/tmp/*"), True),
+    # path: * stays in one segment, ** crosses
+    (ArgCondition(arg="path", kind="path", pattern="src/*"), False),
+    (ArgCondition(arg="path", kind="path", pattern="src/**"), True),
+    (ArgCondition(arg="path", kind="path", pattern="src/*/main.py"), True),
+    (ArgCondition(arg="path", kind="path", pattern="**/main.py"), True),
+    (ArgCondition(arg="path", kind="path", pattern="./src/**"), True),
+    (ArgCondition(arg="path", kind="path", pattern="**/*.txt"), False),
+    # regex: searched, anchors respected
+    (ArgCondition(arg="query", kind="regex", pattern=r"(?i)\bdelete\b"), True),
+    (ArgCondition(arg="query", kind="regex", pattern=r"\Aselect"), False),
+    # equals / one_of compare JSON values, not text
+    (ArgCondition(arg="count", kind="equals", value=3), True),
+    (ArgCondition(arg="count", kind="equals", value=3.0), True),
+    (ArgCondition(arg="count", kind="equals", value="3"), False),
+    (ArgCondition(arg="flag", kind="equals", value=True), True),
+    (ArgCondition(arg="nothing", kind="equals", value=None), True),
+    (ArgCondition(arg="target.env", kind="one_of", values=("staging", "prod")), True),
+    (ArgCondition(arg="target.env", kind="one_of", values=("staging", "dev")), False),
+    # present / absent
+    (ArgCondition(arg="nothing", kind="present"), True),
+    (ArgCondition(arg="missing", kind="present"), False),
+    (ArgCondition(arg="missing", kind="absent"), True),
+    (ArgCondition(arg="count", kind="absent"), False),
+    # nested: dotted paths through objects and lists; non-strings are matched as canonical JSON
+    (ArgCondition(arg="target.dir.path", kind="path", pattern="/srv/**"), True),
+    (ArgCondition(arg="target.hosts.1", kind="glob", pattern="b.*"), True),
+    (ArgCondition(arg="target.hosts.2", kind="present"), False),
+    (ArgCondition(arg="target.hosts", kind="glob", pattern='*"a.example.com"*'), True),
+    (ArgCondition(arg="count", kind="glob", pattern="3"), True),
+    (ArgCondition(arg="command.sub", kind="present"), False),
+    # a key that contains a dot is found as it is
+    (ArgCondition(arg="dotted.key", kind="equals", value="literal"), True),
+]
+
+
+@pytest.mark.parametrize(("condition", "expected"), CONDITIONS, ids=lambda v: repr(v)[:70])
+def test_condition(condition: ArgCondition, expected: bool) -> None:
+    assert condition.matches(ARGS) is expected
+    rule = PolicyRule(name="r", verdict="deny", tool="t", where=(condition,))
+    assert rule.matches(call("t", args=ARGS)) is expected
+
+
+def test_all_conditions_must_hold() -> None:
+    rule = PolicyRule(
+        name="r",
+        verdict="deny",
+        where=(
+            ArgCondition(arg="target.env", kind="equals", value="prod"),
+            ArgCondition(arg="command", kind="glob", pattern="rm *"),
+        ),
+    )
+    assert rule.matches(call("t", args=ARGS))
+    assert not rule.matches(call("t", args={**ARGS, "command": "ls"}))
+
+
+@pytest.mark.parametrize(
+    ("text", "normal"),
+    [
+        ("src/../.env", ".env"),
+        ("./a//b/./c", "a/b/c"),
+        ("//etc///passwd", "/etc/passwd"),
+        ("a/../../x", "../x"),
+        ("/a/../../etc", "/etc"),
+        (".", ""),
+        ("", ""),
+    ],
+)
+def test_paths_are_normalised_before_matching(text: str, normal: str) -> None:
+    assert normalize_path(text) == normal
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text", "expected"),
+    [
+        ("src/**", "src/../../etc/passwd", False),  # climbing out of an allowed directory is not inside it
+        ("**/.env", "src/../.env", True),
+        ("/etc/**", "/tmp/../etc/shadow", True),
+        ("/etc/**", "//etc/shadow", True),
+        ("secrets/**", "secrets", False),  # gitignore: dir/** is what is inside the directory
+    ],
+)
+def test_path_match_sees_the_normalised_path(pattern: str, text: str, expected: bool) -> None:
+    assert match_text(MatchKind.PATH, pattern, text) is expected
+
+
+@pytest.mark.parametrize(
+    ("frameworks", "agents", "framework", "agent", "expected"),
+    [
+        ((), (), "langgraph", None, True),
+        (("langgraph",), (), "langgraph", None, True),
+        (("langgraph",), (), "openai-agents", None, False),
+        ((), ("support-*",), "langgraph", "support-bot", True),
+        ((), ("support-*",), "langgraph", "billing-bot", False),
+        ((), ("support-*",), "langgraph", None, False),  # an agent rule never covers a call of unknown agent
+        (("claude-agent-sdk", "langgraph"), ("a",), "langgraph", "a", True),
+    ],
+)
+def test_frameworks_and_agents(
+    frameworks: tuple[str, ...], agents: tuple[str, ...], framework: str, agent: str | None, expected: bool
+) -> None:
+    rule = PolicyRule(name="r", verdict="ask", frameworks=frameworks, agents=agents)
+    assert rule.matches(call("t", framework=framework, agent=agent)) is expected
+
+
+def test_lookup_prefers_the_exact_key() -> None:
+    assert lookup_arg({"a.b": 1, "a": {"b": 2}}, "a.b") == 1
+    assert lookup_arg({"a": {"b": 2}}, "a.b") == 2
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"arg": "x", "kind": "glob"},
+        {"arg": "x", "kind": "path"},
+        {"arg": "x", "kind": "regex", "pattern": "("},
+        {"arg": "x", "kind": "one_of"},
+        {"arg": "", "kind": "present"},
+        {"arg": "x", "kind": "fuzzy", "pattern": "a"},
+    ],
+)
+def test_malformed_conditions_are_refused(fields: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        ArgCondition.model_validate(fields)
+
+
+def test_malformed_rules_are_refused() -> None:
+    with pytest.raises(ValidationError, match="allowed_decisions cannot be empty"):
+        PolicyRule(name="r", verdict="ask", allowed_decisions=())
+    with pytest.raises(ValidationError):
+        PolicyRule(name="r", verdict="maybe")
+    with pytest.raises(ValidationError):
+        PolicyRule(name="r", verdict="ask", timeout_seconds=0)
+
+
+def test_match_text_refuses_a_non_text_kind() -> None:
+    with pytest.raises(ConfigurationError):
+        match_text(MatchKind.EQUALS, "a", "a")
