@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import subprocess
+import asyncio
 import sys
 import time
 from pathlib import Path
@@ -26,11 +26,11 @@ async def test_waiter_wakes_on_a_decision_from_another_process(tmp_path: Path) -
     queue = ReviewQueue(open_store(db))
     request = queue.submit(ToolCall(framework="openai-agents", tool="delete_ticket", args={"id": "t1"})).request
     assert request is not None
-    child = subprocess.Popen([sys.executable, "-c", DECIDE, db, request.id])
+    child = await asyncio.create_subprocess_exec(sys.executable, "-c", DECIDE, db, request.id)
     started = time.monotonic()
     decided = await queue.wait(request.id, timeout=30)
     elapsed = time.monotonic() - started
-    assert child.wait(timeout=30) == 0
+    assert await asyncio.wait_for(child.wait(), timeout=30) == 0
     assert decided.status is RequestStatus.DECIDED
     assert decided.decision is not None
     assert decided.decision.reviewer == "other-process"
