@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
 from crossgate import MemoryStore, Policy, ReviewQueue, Store
 from crossgate.stores.sqlite import SqliteStore
 

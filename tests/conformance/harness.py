@@ -15,7 +15,6 @@ from typing import ClassVar
 
 from crossgate import DecisionKind, ReviewQueue
 from crossgate.runs import Finished, Parked
-
 from tests.conformance.tickets import TicketStore
 
 TOOL = "delete_ticket"

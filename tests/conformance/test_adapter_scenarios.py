@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from crossgate import (
     Approve,
     DecisionKind,
@@ -33,7 +34,6 @@ from crossgate import (
 )
 from crossgate.model import EXPIRY_MESSAGE
 from crossgate.runs import Finished, Parked
-
 from tests.conformance.harness import TOOL, TicketAgentDriver
 from tests.conformance.tickets import TicketStore
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pydantic
 import pytest
+
 from crossgate import (
     AlreadyAppliedError,
     AlreadyDecidedError,

@@ -7,6 +7,7 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
+
 from crossgate import (
     ApprovalRequest,
     ConflictError,

@@ -6,6 +6,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+
 from crossgate import Approve, MemoryStore, ReviewQueue, ToolCall
 from crossgate.stores.sqlite import SqliteStore
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 
 import pytest
-from crossgate import InvalidArgumentsError, canonical_json, fingerprint, parse_args
 from hypothesis import given
 from hypothesis import strategies as st
+
+from crossgate import InvalidArgumentsError, canonical_json, fingerprint, parse_args
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
