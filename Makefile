@@ -5,8 +5,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-ADAPTERS := $(wildcard adapters/*/pyproject.toml)
-EDITABLES := -e "core[server,postgres]" $(foreach p,$(ADAPTERS),-e "$(dir $(p)).[all]")
+ADAPTERS := adapters/openai/pyproject.toml adapters/claude/pyproject.toml adapters/langgraph/pyproject.toml
+EDITABLES := -e "core[server,postgres]" -e adapters/openai -e adapters/claude -e "adapters/langgraph[langchain,postgres]"
 
 .PHONY: demo test lint typecheck unit bench install clean
 
