@@ -5,6 +5,8 @@ POST decides. The token is verified on both, and the reviewer it names must stil
 in scope. A used link fails on the second POST because its request is no longer pending.
 """
 
+# ruff: noqa: E501  (HTML templates read better unwrapped)
+
 from __future__ import annotations
 
 import json

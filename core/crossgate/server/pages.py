@@ -103,6 +103,11 @@ async def rules_page(request: Request) -> Response:
     return _html(request, "Standing rules", views.rules_page(rules), page="rules", reviewer=caller.reviewer.name)
 
 
+def _login_refused(request: Request) -> Response:
+    body = views.login_page("That token belongs to no reviewer.")
+    return _html(request, "Sign in", body, page="login", reviewer=None, status=401)
+
+
 def _signed_in(token: str) -> Response:
     response = RedirectResponse("/", status_code=303)
     response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/", max_age=12 * 3600)

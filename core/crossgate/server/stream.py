@@ -39,11 +39,15 @@ def event_summary(event: Event) -> dict[str, object]:
     }
 
 
+def _read(state: ServerState, after: int) -> list[Event]:
+    return state.queue.events(after=after, limit=BATCH)
+
+
 async def _events(state: ServerState, request: Request, after: int) -> AsyncIterator[ServerSentEvent]:
     last = after
     ping = state.settings.stream_ping_seconds
     while not await request.is_disconnected():
-        events = await anyio.to_thread.run_sync(lambda: state.queue.events(after=last, limit=BATCH))
+        events = await anyio.to_thread.run_sync(_read, state, last)
         for event in events:
             yield ServerSentEvent(data=json.dumps(event_summary(event)), id=str(event.seq))
             last = event.seq
@@ -69,4 +73,4 @@ async def stream(
         start = int(last_event_id)
     if start is None:
         start = (await anyio.to_thread.run_sync(state.queue.store.audit_head))[0]
-    return EventSourceResponse(_events(state, request, start), ping=int(state.settings.stream_ping_seconds))
+    return EventSourceResponse(_events(state, request, start), ping=max(1, int(state.settings.stream_ping_seconds)))

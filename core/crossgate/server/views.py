@@ -1,5 +1,7 @@
 """HTML for the reviewer page, rendered on the server: plain functions returning escaped strings."""
 
+# ruff: noqa: E501  (HTML templates read better unwrapped)
+
 from __future__ import annotations
 
 import json
@@ -266,10 +268,7 @@ def history_page(rows: Sequence[tuple[ApprovalRequest, Sequence[Event]]], audit_
     for request, events in rows:
         decided = next((ev for ev in events if ev.kind == "decided"), None)
         executed = [ev for ev in events if ev.kind == "executed"]
-        if executed:
-            ran = "yes" if executed[-1].payload.get("ran") else "no"
-        else:
-            ran = "not yet"
+        ran = ("yes" if executed[-1].payload.get("ran") else "no") if executed else "not yet"
         who = f"{e(decided.actor)} via {e(decided.channel)}" if decided else e(request.status.value)
         detail = event_detail(decided) if decided else e(request.closed_reason or "")
         body.append(

@@ -85,7 +85,7 @@ class Notifier:
         cursor = after
         while True:
             await self._state.feed.wait_beyond(cursor, timeout=30)
-            events = await anyio.to_thread.run_sync(lambda: self._state.queue.events(after=cursor, limit=500))
+            events = await anyio.to_thread.run_sync(self._read, cursor)
             for event in events:
                 cursor = event.seq
                 if event.kind in wanted and event.request_id is not None:
@@ -96,6 +96,9 @@ class Notifier:
                         continue
                     for delivery in deliveries:
                         self._enqueue(delivery)
+
+    def _read(self, after: int) -> list[Event]:
+        return self._state.queue.events(after=after, limit=500)
 
     def _deliveries(self, event: Event) -> list[Delivery]:
         assert event.request_id is not None

@@ -1,0 +1,289 @@
+// crossgate reviewer page: live updates over server-sent events, the decision form, and an
+// arguments form generated from the tool's JSON Schema. No build step, no dependencies.
+"use strict";
+
+(function () {
+  const page = document.body.dataset.page;
+
+  // ---- live updates ------------------------------------------------------------------------
+  function listen(onChange) {
+    if (!window.EventSource) return;
+    const source = new EventSource("/api/stream");
+    source.onmessage = (message) => {
+      try { onChange(JSON.parse(message.data)); } catch (err) { console.error(err); }
+    };
+  }
+
+  function debounce(fn, ms) {
+    let timer = null;
+    return () => { clearTimeout(timer); timer = setTimeout(fn, ms); };
+  }
+
+  async function refreshPending() {
+    const response = await fetch("/partials/pending", { credentials: "same-origin" });
+    if (!response.ok) return;
+    const holder = document.getElementById("pending");
+    holder.outerHTML = await response.text();
+    const count = document.getElementById("pending").dataset.count;
+    const badge = document.querySelector(".count");
+    if (badge) badge.textContent = count;
+    document.title = (count === "0" ? "" : "(" + count + ") ") + "Pending · crossgate";
+  }
+
+  if (page === "pending") {
+    const refresh = debounce(refreshPending, 150);
+    listen((change) => { if (change.request_id) refresh(); });
+  } else if (page === "history" || page === "rules") {
+    const reload = debounce(() => window.location.reload(), 400);
+    listen((change) => {
+      if (["decided", "executed", "expired", "cancelled", "rule_added", "rule_revoked"].includes(change.kind)) reload();
+    });
+  }
+
+  // ---- one request: decisions ----------------------------------------------------------------
+  const dataNode = document.getElementById("request-data");
+  if (page === "request" && dataNode) {
+    const data = JSON.parse(dataNode.textContent);
+    let submitting = false;
+    listen((change) => {
+      if (change.request_id === data.id && change.kind !== "submitted" && !submitting) window.location.reload();
+    });
+    const form = document.getElementById("decision-form");
+    if (form) setupDecision(form, data, () => { submitting = true; });
+  }
+
+  function setupDecision(form, data, markSubmitting) {
+    const tabs = Array.from(document.querySelectorAll(".tab"));
+    const panes = Array.from(form.querySelectorAll(".pane"));
+    const submit = document.getElementById("decision-submit");
+    const errorBox = document.getElementById("decision-error");
+    const remember = document.getElementById("remember");
+    const labels = { approve: "Approve", edit: "Run with these arguments", reject: "Reject", respond: "Send this result" };
+    let editor = null;
+    let kind = data.allowed[0];
+
+    function select(next) {
+      kind = next;
+      tabs.forEach((t) => t.classList.toggle("active", t.dataset.kind === kind));
+      tabs.forEach((t) => t.setAttribute("aria-selected", String(t.dataset.kind === kind)));
+      panes.forEach((p) => { p.hidden = p.dataset.kind !== kind; });
+      submit.textContent = labels[kind];
+      submit.className = kind === "reject" ? "danger" : "primary";
+      remember.hidden = kind === "respond";
+      if (kind === "edit" && editor === null) {
+        editor = buildEditor(document.getElementById("edit-fields"), data.schema, data.args);
+      }
+      showError(null);
+    }
+    tabs.forEach((t) => t.addEventListener("click", () => select(t.dataset.kind)));
+    select(kind);
+
+    function showError(text) {
+      errorBox.hidden = !text;
+      errorBox.textContent = text || "";
+    }
+
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const body = { kind: kind, fingerprint: data.fingerprint };
+      const note = form.elements.note.value.trim();
+      if (note) body.note = note;
+      if (kind === "edit") {
+        const result = editor.read();
+        if (result.errors.length) { showError(result.errors.join(" ")); return; }
+        body.args = result.value;
+      } else if (kind === "reject") {
+        const message = form.elements.message.value.trim();
+        if (!message) {
+          showError("A rejection needs a message: the agent reads it, so say what to do instead.");
+          form.elements.message.focus();
+          return;
+        }
+        body.message = message;
+      } else if (kind === "respond") {
+        body.content = form.elements.content.value;
+      }
+      const scope = form.elements.scope.value;
+      if (kind !== "respond" && scope !== "once") {
+        body.remember = { scope: scope, match: form.elements.match.value };
+        if (form.elements.this_agent_only && form.elements.this_agent_only.checked) body.remember.this_agent_only = true;
+      }
+      submit.disabled = true;
+      markSubmitting();
+      try {
+        const response = await fetch("/api/requests/" + encodeURIComponent(data.id) + "/decision", {
+          method: "POST",
+          credentials: "same-origin",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(body),
+        });
+        if (response.ok) { window.location.reload(); return; }
+        const problem = await response.json().catch(() => ({ message: response.statusText }));
+        showError(problem.message || "The server refused this decision.");
+      } catch (err) {
+        showError("Could not reach the server: " + err);
+      }
+      submit.disabled = false;
+    });
+  }
+
+  // ---- arguments editor from JSON Schema -----------------------------------------------------
+  function simpleSchema(schema, args) {
+    if (!schema || schema.type !== "object" || !schema.properties) return false;
+    return Object.keys(args).every((key) => key in schema.properties);
+  }
+
+  function buildEditor(holder, schema, args) {
+    return simpleSchema(schema, args) ? schemaEditor(holder, schema, args) : jsonEditor(holder, schema, args);
+  }
+
+  function field(holder, name, labelText, control, hint) {
+    const label = document.createElement("label");
+    label.className = "field";
+    const title = document.createElement("span");
+    title.className = "field-name";
+    title.textContent = labelText;
+    label.appendChild(title);
+    if (hint) {
+      const small = document.createElement("span");
+      small.className = "muted";
+      small.textContent = " " + hint;
+      title.appendChild(small);
+    }
+    label.appendChild(control);
+    const error = document.createElement("span");
+    error.className = "field-error";
+    label.appendChild(error);
+    holder.appendChild(label);
+    return error;
+  }
+
+  function schemaEditor(holder, schema, args) {
+    const required = new Set(schema.required || []);
+    const inputs = [];
+    for (const [name, prop] of Object.entries(schema.properties)) {
+      const type = Array.isArray(prop.type) ? prop.type.find((t) => t !== "null") : prop.type;
+      const current = args[name];
+      let control;
+      if (Array.isArray(prop.enum)) {
+        control = document.createElement("select");
+        if (!required.has(name)) control.appendChild(new Option("(leave out)", ""));
+        prop.enum.forEach((v) => control.appendChild(new Option(String(v), JSON.stringify(v))));
+        if (current !== undefined) control.value = JSON.stringify(current);
+      } else if (type === "boolean") {
+        control = document.createElement("input");
+        control.type = "checkbox";
+        control.checked = current === true;
+      } else if (type === "integer" || type === "number") {
+        control = document.createElement("input");
+        control.type = "number";
+        control.step = type === "integer" ? "1" : "any";
+        if (current !== undefined) control.value = String(current);
+      } else if (type === "string") {
+        const long = (prop.maxLength || 0) > 200 || (typeof current === "string" && current.length > 60);
+        control = document.createElement(long ? "textarea" : "input");
+        if (current !== undefined) control.value = current;
+      } else {
+        control = document.createElement("textarea");
+        control.className = "json-input";
+        if (current !== undefined) control.value = JSON.stringify(current, null, 2);
+      }
+      control.name = "arg-" + name;
+      control.dataset.arg = name;
+      const hint = (required.has(name) ? "required" : "optional") + (prop.description ? " · " + prop.description : "");
+      const error = field(holder, name, name, control, hint);
+      inputs.push({ name, prop, type, control, error, required: required.has(name) });
+    }
+    return {
+      read() {
+        const value = {};
+        const errors = [];
+        for (const input of inputs) {
+          input.error.textContent = "";
+          const problem = readInput(input, value);
+          if (problem) { input.error.textContent = problem; errors.push(input.name + ": " + problem + "."); }
+        }
+        return { value, errors };
+      },
+    };
+  }
+
+  function readInput(input, out) {
+    const { name, prop, type, control } = input;
+    if (control.tagName === "SELECT" && Array.isArray(prop.enum)) {
+      if (control.value === "") return input.required ? "choose a value" : null;
+      out[name] = JSON.parse(control.value);
+      return null;
+    }
+    if (type === "boolean") { out[name] = control.checked; return null; }
+    const raw = control.value;
+    if (raw === "") {
+      if (input.required && type !== "string") return "a value is required";
+      if (input.required) { out[name] = ""; return checkValue("", prop); }
+      return null;
+    }
+    let value;
+    if (type === "integer" || type === "number") {
+      value = Number(raw);
+      if (!Number.isFinite(value)) return "not a number";
+      if (type === "integer" && !Number.isInteger(value)) return "must be a whole number";
+    } else if (type === "string") {
+      value = raw;
+    } else {
+      try { value = JSON.parse(raw); } catch (err) { return "not valid JSON"; }
+      if (type === "array" && !Array.isArray(value)) return "must be a JSON array";
+      if (type === "object" && (value === null || typeof value !== "object" || Array.isArray(value))) return "must be a JSON object";
+    }
+    out[name] = value;
+    return checkValue(value, prop);
+  }
+
+  function checkValue(value, prop) {
+    if (typeof value === "string") {
+      if (prop.minLength !== undefined && value.length < prop.minLength) return "at least " + prop.minLength + " characters";
+      if (prop.maxLength !== undefined && value.length > prop.maxLength) return "at most " + prop.maxLength + " characters";
+      if (prop.pattern && !new RegExp(prop.pattern, "u").test(value)) return "must match " + prop.pattern;
+    }
+    if (typeof value === "number") {
+      if (prop.minimum !== undefined && value < prop.minimum) return "at least " + prop.minimum;
+      if (prop.maximum !== undefined && value > prop.maximum) return "at most " + prop.maximum;
+    }
+    return null;
+  }
+
+  function jsonEditor(holder, schema, args) {
+    const area = document.createElement("textarea");
+    area.className = "json-input";
+    area.name = "args-json";
+    area.rows = 8;
+    area.value = JSON.stringify(args, null, 2);
+    const error = field(holder, "args", "Arguments (JSON object)", area, schema ? "checked against the tool's schema on the server" : "");
+    return {
+      read() {
+        error.textContent = "";
+        let value;
+        try { value = JSON.parse(area.value); } catch (err) {
+          error.textContent = "not valid JSON";
+          return { value: null, errors: ["The arguments are not valid JSON."] };
+        }
+        if (value === null || typeof value !== "object" || Array.isArray(value)) {
+          error.textContent = "must be a JSON object";
+          return { value: null, errors: ["The arguments must be a JSON object."] };
+        }
+        return { value, errors: [] };
+      },
+    };
+  }
+
+  // ---- standing rules: revoke ---------------------------------------------------------------
+  document.querySelectorAll("button.revoke").forEach((button) => {
+    button.addEventListener("click", async () => {
+      const row = button.closest("tr");
+      const response = await fetch("/api/rules/" + encodeURIComponent(row.dataset.id), {
+        method: "DELETE", credentials: "same-origin",
+      });
+      if (response.ok) window.location.reload();
+      else button.textContent = "Failed: " + response.status;
+    });
+  });
+})();

@@ -1,0 +1,224 @@
+"""The crossgate demo: three agents, one per SDK, feeding one review queue under one policy.
+
+    python examples/demo.py            # prints the review page's address; decide there, watch the runs finish
+    python examples/demo.py --auto     # a scripted reviewer decides through the HTTP API (or CROSSGATE_DEMO_AUTO=1)
+
+Everything is offline: scripted models, a local server on 127.0.0.1, a SQLite queue in a temporary folder.
+Each agent asks to delete one ticket; the policy (examples/policy.yaml) sends every delete to a person.
+In ``--auto`` mode the reviewer approves the first, edits the second to the ticket that really is the
+duplicate, and rejects the third with a message, then the demo checks which tickets are left.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from demo_agents import SPECS, TICKETS, AgentSpec, DemoAgent, DemoTickets, build_agents  # noqa: E402
+
+from crossgate import ReviewQueue  # noqa: E402
+from crossgate.policy import resolve_policy  # noqa: E402
+from crossgate.runs import Finished, Parked  # noqa: E402
+from crossgate.stores import open_store  # noqa: E402
+
+AUTO_ENV = "CROSSGATE_DEMO_AUTO"
+POLICY = Path(__file__).parent / "policy.yaml"
+EXPECTED_LEFT = ["T-202", "T-303"]
+"""After --auto: T-101 approved and deleted, T-202 edited to T-204 (deleted instead), T-303 rejected."""
+
+Reviewer = Callable[[str, str], Awaitable[None]]
+"""A reviewer that works against the running server: ``(base_url, token)``; cancelled when the runs end."""
+
+
+@dataclass
+class DemoReport:
+    """What happened: each agent's final result, the tickets left, and every delete that ran."""
+
+    address: str
+    results: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+    tickets_left: list[str] = field(default_factory=list)
+    deletes_run: list[str] = field(default_factory=list)
+
+    @property
+    def as_expected(self) -> bool:
+        return self.tickets_left == EXPECTED_LEFT and sorted(self.deletes_run) == ["T-101", "T-204"]
+
+
+async def drive(agent: DemoAgent, queue: ReviewQueue, run: str) -> Finished[object]:
+    """Run one agent to the end: start, and after each park wait for the decisions and resume."""
+    outcome = await agent.start(run)
+    while isinstance(outcome, Parked):
+        for request_id in outcome.request_ids:
+            while queue.get(request_id).is_open:
+                await queue.wait(request_id, timeout=30)
+        outcome = await agent.resume(outcome.parked_run)
+    return outcome
+
+
+def scripted_decision(spec: AgentSpec, request: dict[str, Any]) -> dict[str, Any]:
+    """The scripted reviewer's answer for one request, limited to what the request allows."""
+    allowed = request["allowed_decisions"]
+    base = {"fingerprint": request["fingerprint"], "note": "scripted reviewer (demo --auto)"}
+    args = request["call"]["args"]
+    if spec.decision == "edit" and "edit" in allowed and spec.edit_to and "id" in args:
+        return {**base, "kind": "edit", "args": {**args, "id": spec.edit_to}}
+    if spec.decision == "reject" or "approve" not in allowed:
+        return {**base, "kind": "reject", "message": spec.reject_message}
+    return {**base, "kind": "approve"}
+
+
+def scripted_reviewer(specs: Sequence[AgentSpec]) -> Reviewer:
+    """A reviewer that follows the live stream and decides each new request as ``specs`` say."""
+    by_framework = {spec.framework: spec for spec in specs}
+
+    async def review(base_url: str, token: str) -> None:
+        import httpx
+
+        headers = {"Authorization": f"Bearer {token}"}
+        async with httpx.AsyncClient(base_url=base_url, headers=headers, timeout=30) as http:
+            params = {"after": 0}
+            async with http.stream("GET", "/api/stream", params=params, timeout=None) as stream:
+                async for line in stream.aiter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    change = json.loads(line.removeprefix("data:"))
+                    if change["kind"] != "submitted":
+                        continue
+                    request = (await http.get(f"/api/requests/{change['request_id']}")).json()
+                    spec = by_framework.get(request["call"]["framework"])
+                    if request["status"] != "pending" or spec is None:
+                        continue
+                    body = scripted_decision(spec, request)
+                    response = await http.post(f"/api/requests/{request['id']}/decision", json=body)
+                    print(f"  reviewer: {body['kind']} {request['call']['tool']} {json.dumps(request['call']['args'])}"
+                          f" from {spec.framework} -> HTTP {response.status_code}")
+
+    return review
+
+
+async def start_server(app: Any, host: str, port: int) -> tuple[Any, asyncio.Task[None], int]:
+    """Serve ``app`` with uvicorn in this event loop; return the server, its task and the bound port."""
+    import uvicorn
+
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=1)
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+            raise RuntimeError(f"the server did not start on {host}:{port}")
+        await asyncio.sleep(0.02)
+    bound = server.servers[0].sockets[0].getsockname()[1]
+    return server, task, bound
+
+
+async def run_demo(
+    *,
+    reviewer: Reviewer | None = None,
+    host: str = "127.0.0.1",
+    port: int = 8700,
+    workdir: Path | None = None,
+    synthetic: bool = False,
+    keep_serving: bool = False,
+    specs: Sequence[AgentSpec] = SPECS,
+    on_ready: Callable[[str, str], None] | None = None,
+) -> DemoReport:
+    """Start the server and the agents, let ``reviewer`` (or a person) decide, and report the outcome."""
+    from crossgate.server import ServerSettings, create_app
+    from crossgate.server.settings import reviewer as make_reviewer
+
+    folder = workdir or Path(tempfile.mkdtemp(prefix="crossgate-demo-"))
+    queue = ReviewQueue(open_store(str(folder / "crossgate.db")), resolve_policy(POLICY))
+    tickets = DemoTickets(folder / "tickets.db")
+    tickets.seed(TICKETS)
+    person, bot = secrets.token_urlsafe(16), secrets.token_urlsafe(16)
+    settings = ServerSettings(
+        reviewers=(make_reviewer("you", person), make_reviewer("scripted-reviewer", bot)),
+        base_url=f"http://{host}:{port}",
+        title="crossgate demo",
+    )
+    server, server_task, bound = await start_server(create_app(queue, settings), host, port)
+    base_url = f"http://{host}:{bound}"
+    report = DemoReport(address=f"{base_url}/login?token={person}")
+    agents = build_agents(queue, tickets, folder, specs=specs, synthetic=synthetic)
+    print(f"crossgate demo: review page {report.address}")
+    for spec, agent in zip(specs, agents, strict=True):
+        report.labels[spec.key] = agent.label
+        print(f"  agent {spec.key}: {agent.label}, asks to delete {spec.ticket}")
+    if on_ready is not None:
+        on_ready(base_url, person)
+    review = asyncio.create_task(reviewer(base_url, bot)) if reviewer else None
+    try:
+        runs = [drive(agent, queue, f"demo-{spec.key}") for spec, agent in zip(specs, agents, strict=True)]
+        finished = await asyncio.gather(*runs)
+        for spec, outcome in zip(specs, finished, strict=True):
+            report.results[spec.key] = str(outcome.result)
+        report.tickets_left = tickets.ids()
+        report.deletes_run = tickets.delete_runs()
+        _print_report(report, specs)
+        if keep_serving:
+            print("All runs finished. The page stays up for the history; press Ctrl-C to stop.")
+            await server_task
+    finally:
+        if review is not None:
+            review.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await review
+        server.should_exit = True
+        with contextlib.suppress(asyncio.CancelledError):
+            await server_task
+        queue.close()
+    return report
+
+
+def _print_report(report: DemoReport, specs: Sequence[AgentSpec]) -> None:
+    print("All runs finished:")
+    for spec in specs:
+        print(f"  {spec.key:<10} {report.results[spec.key]}")
+    print(f"  tickets left: {', '.join(report.tickets_left) or 'none'}; deletes that ran: {', '.join(report.deletes_run) or 'none'}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the demo; exit status 0 when every run finished (and, with --auto, as expected)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--auto", action="store_true", help=f"a scripted reviewer decides (or ${AUTO_ENV}=1)")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8700, help="0 picks a free port")
+    parser.add_argument("--workdir", type=Path, help="where the queue and tickets live [default: a new temp folder]")
+    parser.add_argument("--synthetic", action="store_true", help="use the stand-in agents even where an adapter exists")
+    options = parser.parse_args(argv)
+    auto = options.auto or os.environ.get(AUTO_ENV, "") not in ("", "0", "false")
+    try:
+        report = asyncio.run(
+            run_demo(
+                reviewer=scripted_reviewer(SPECS) if auto else None,
+                host=options.host,
+                port=options.port,
+                workdir=options.workdir,
+                synthetic=options.synthetic,
+                keep_serving=not auto,
+            )
+        )
+    except KeyboardInterrupt:
+        return 0
+    if auto and not report.as_expected:
+        print("demo: the outcome is not the expected one", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
