@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from agents import Agent, set_tracing_disabled
+
 from crossgate import DecisionKind, Policy, ReviewQueue, open_store
 from crossgate.runs import Finished, Parked
 from crossgate_openai import CAPABILITIES, FRAMEWORK, Gate
-
 from tests.adapters.openai.scripted import PlannedModel, delete_call, read_record, ticket_agent, tool_results
 from tests.conformance.harness import TicketAgentDriver
 from tests.conformance.tickets import TicketStore

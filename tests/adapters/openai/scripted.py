@@ -82,7 +82,7 @@ class PlannedModel(Model):
         previous_response_id=None,
         conversation_id=None,
         prompt=None,
-    ) -> ModelResponse:  # type: ignore[no-untyped-def,override]  # noqa: E501
+    ) -> ModelResponse:  # type: ignore[no-untyped-def,override]
         output = self._next_output(self._observe(input))
         return ModelResponse(output=output, usage=Usage(requests=1), response_id=None)
 
@@ -99,7 +99,7 @@ class PlannedModel(Model):
         previous_response_id=None,
         conversation_id=None,
         prompt=None,
-    ) -> AsyncIterator[Any]:  # type: ignore[no-untyped-def,override]  # noqa: E501
+    ) -> AsyncIterator[Any]:  # type: ignore[no-untyped-def,override]
         output = self._next_output(self._observe(input))
         response = Response(
             id="resp_scripted",
