@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
+
 from crossgate.errors import ConfigurationError
 from crossgate.policy import ArgCondition, MatchKind, PolicyRule
 from crossgate.policy.rules import lookup_arg, match_text, normalize_path
-from pydantic import ValidationError
 
 from .helpers import call
 

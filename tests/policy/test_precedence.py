@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+
 from crossgate.model import DecisionKind, RememberMatch, RememberScope, VerdictKind
 from crossgate.policy import ArgCondition, Policy, PolicyRule
 
