@@ -15,6 +15,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Annotated, Any, Final
 
+from langgraph.config import get_config
+from langgraph.types import interrupt
+from pydantic import AfterValidator
+
 from crossgate import (
     AlreadyAppliedError,
     ApprovalRequest,
@@ -29,10 +33,6 @@ from crossgate import (
     canonical_json,
 )
 from crossgate.model import DECISION_ADAPTER, Decision, JsonObject
-from langgraph.config import get_config
-from langgraph.types import interrupt
-from pydantic import AfterValidator
-
 from crossgate_langgraph._shapes import APPROVAL_INTERRUPT, AnyDecision
 
 DECISION_SCHEMA: Final[dict[str, Any]] = DECISION_ADAPTER.json_schema()

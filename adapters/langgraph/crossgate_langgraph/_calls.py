@@ -6,9 +6,10 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from langchain_core.messages import AIMessage, BaseMessage
+
 from crossgate import AdapterError, ToolCall, canonical_json
 from crossgate.model import JsonObject
-from langchain_core.messages import AIMessage, BaseMessage
 
 AGENT_FRAMEWORK = "langchain"
 """``ToolCall.framework`` of calls gated by the LangChain middleware (policy rules can target it)."""

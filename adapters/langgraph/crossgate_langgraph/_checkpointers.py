@@ -6,9 +6,10 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from crossgate import ConfigurationError
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
+
+from crossgate import ConfigurationError
 
 CHECKPOINTS_ENV = "CROSSGATE_LANGGRAPH_CHECKPOINTS"
 DEFAULT_CHECKPOINTS = "checkpoints.db"

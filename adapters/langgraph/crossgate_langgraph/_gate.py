@@ -20,6 +20,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from langgraph.errors import is_invalid_resume
+from langgraph.types import Interrupt
+
 from crossgate import (
     AdapterError,
     ApprovalRequest,
@@ -33,9 +36,6 @@ from crossgate import (
     VerdictKind,
 )
 from crossgate.runs import Finished, Parked
-from langgraph.errors import is_invalid_resume
-from langgraph.types import Interrupt
-
 from crossgate_langgraph._calls import agent_call, agent_request_id, last_tool_calls
 from crossgate_langgraph._shapes import hitl_decision, interrupt_shape, resume_command
 
@@ -195,7 +195,10 @@ class Gate:
             )
         pending = {i.id: i for i in snapshot.interrupts}
         if not pending:
-            raise ConflictError(f"thread {state.thread} has no pending interrupt: it finished or was resumed elsewhere")
+            raise ConflictError(
+                f"thread {state.thread} has no pending interrupt: it finished, was resumed elsewhere, "
+                "or its state was changed since it parked"
+            )
         expected = {p.id for p in state.interrupts}
         if set(pending) != expected or snapshot.config["configurable"].get("checkpoint_id") != state.checkpoint_id:
             raise ConflictError(f"thread {state.thread} moved on since it parked; its pending interrupts changed")

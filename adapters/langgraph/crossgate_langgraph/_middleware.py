@@ -22,6 +22,11 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("crossgate_middleware needs LangChain: pip install 'crossgate-langgraph[langchain]'") from exc
 
+from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.tools import BaseTool
+from langgraph.config import get_config
+from langgraph.types import Command
+
 from crossgate import (
     ConflictError,
     CrossgateError,
@@ -34,11 +39,6 @@ from crossgate import (
 )
 from crossgate.model import ALL_DECISIONS
 from crossgate.policy import Policy
-from langchain_core.messages import BaseMessage, ToolMessage
-from langchain_core.tools import BaseTool
-from langgraph.config import get_config
-from langgraph.types import Command
-
 from crossgate_langgraph._calls import agent_call, agent_request_id, turn_of
 
 ToolResult = ToolMessage | Command[Any]

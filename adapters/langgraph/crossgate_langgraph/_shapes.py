@@ -17,8 +17,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from crossgate import Approve, DecisionKind, Edit, InvalidDecisionError, Reject, Respond, fingerprint
 from langgraph.types import Command, Interrupt
+
+from crossgate import Approve, DecisionKind, Edit, InvalidDecisionError, Reject, Respond, fingerprint
 
 AnyDecision = Approve | Edit | Reject | Respond
 Shape = Literal["crossgate", "tool_approval", "batched"]

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from crossgate import Approve, Edit, Reject, ReviewQueue, ToolCall
-from crossgate.model import JsonObject
 from langchain_core.messages import ToolMessage
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 from pydantic import BaseModel
 
+from crossgate import Approve, Edit, Reject, ReviewQueue, ToolCall
+from crossgate.model import JsonObject
 from crossgate_langgraph._approval import ask
 
 ToolResult = ToolMessage | Command[Any]

@@ -18,16 +18,16 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
-from crossgate import DecisionKind, Policy, ReviewQueue, open_store
-from crossgate.runs import Finished, Parked
-from crossgate_langgraph import Gate, crossgate_middleware, gated_tool_wrapper, open_checkpointer
-from crossgate_langgraph.testing import ScriptedChatModel, recorded_inputs, tool_call
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
+from crossgate import DecisionKind, Policy, ReviewQueue, open_store
+from crossgate.runs import Finished, Parked
+from crossgate_langgraph import Gate, crossgate_middleware, gated_tool_wrapper, open_checkpointer
+from crossgate_langgraph.testing import ScriptedChatModel, recorded_inputs, tool_call
 from tests.conformance.harness import TOOL, TicketAgentDriver
 from tests.conformance.tickets import TicketStore
 
