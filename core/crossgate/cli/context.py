@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import typer
 
-from crossgate.errors import ConfigurationError
+from crossgate.errors import ConfigurationError, StoreError
 from crossgate.policy import Policy
 from crossgate.queue import ReviewQueue
 from crossgate.stores import open_store, resolve_db
@@ -33,7 +33,11 @@ class CliContext:
         """The review queue on ``--db`` under ``--policy``."""
         if self.queue is None:
             policy = load_policy(self.policy)
-            store = open_store(resolve_db(self.db))
+            target = resolve_db(self.db)
+            try:
+                store = open_store(target)
+            except OSError as exc:  # a folder that cannot be created, a file that cannot be read
+                raise StoreError(f"cannot open the database {target}: {exc.strerror or exc}") from exc
             self.queue = ReviewQueue(store, policy)
             self._owned = True
         return self.queue
@@ -69,3 +73,8 @@ def os_user() -> str:
         return getpass.getuser()
     except (OSError, KeyError):  # no login name and no passwd entry (some containers)
         return "unknown"
+
+
+def reviewer_name(reviewer: str | None) -> str:
+    """``--reviewer`` as given (even empty, which the queue refuses), else the OS user."""
+    return reviewer if reviewer is not None else os_user()

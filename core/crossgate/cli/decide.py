@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from crossgate.cli.context import CHANNEL, os_user, queue_of
+from crossgate.cli.context import CHANNEL, queue_of, reviewer_name
 from crossgate.cli.options import (
     AgentOnly,
     Fingerprint,
@@ -45,7 +45,7 @@ def _remember(
 
 def _decide(ctx: typer.Context, request_id: str, decision: AnyDecision, reviewer: str | None, as_json: bool) -> None:
     queue = queue_of(ctx)
-    decided = queue.decide(request_id, decision, reviewer=reviewer or os_user(), channel=CHANNEL)
+    decided = queue.decide(request_id, decision, reviewer=reviewer_name(reviewer), channel=CHANNEL)
     remembered = [r for r in queue.rules() if r.source_request == decided.id]
     if as_json:
         print_json({**request_json(decided), "standing_rule": rule_json(remembered[0]) if remembered else None})

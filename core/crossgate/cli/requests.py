@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from crossgate.cli.context import os_user, queue_of
+from crossgate.cli.context import queue_of, reviewer_name
 from crossgate.cli.options import JsonFlag, Reviewer, StatusFilter, check_cursor, json_args, validated
 from crossgate.cli.output import (
     print_json,
@@ -99,7 +99,7 @@ def cancel(
     as_json: JsonFlag = False,
 ) -> None:
     """Close a pending request without a decision; the SDK gets a rejection."""
-    closed = queue_of(ctx).cancel(request_id, reason=reason, actor=reviewer or os_user())
+    closed = queue_of(ctx).cancel(request_id, reason=reason, actor=reviewer_name(reviewer))
     if as_json:
         print_json(request_json(closed))
     else:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from crossgate.cli.context import CHANNEL, os_user, queue_of
+from crossgate.cli.context import CHANNEL, queue_of, reviewer_name
 from crossgate.cli.options import Effect, JsonFlag, MatchOpt, PatternOpt, Reviewer, json_args, patterns, validated
 from crossgate.cli.output import print_json, print_rules, rule_json, say
 from crossgate.fingerprint import fingerprint
@@ -54,7 +54,7 @@ def add_rule(
     _check_shape(match, arg_patterns, args, scope, run, session)
     exact = fingerprint(tool, json_args(args)) if match is RememberMatch.EXACT and args is not None else None
     queue = queue_of(ctx)
-    author = reviewer or os_user()
+    author = reviewer_name(reviewer)
     rule: StandingRule = validated(
         lambda: queue.new_rule(
             effect=VerdictKind(effect.value),
@@ -107,7 +107,7 @@ def revoke_rule(
     as_json: JsonFlag = False,
 ) -> None:
     """Revoke a standing rule; it stops applying at once."""
-    revoked = queue_of(ctx).revoke_rule(rule_id, actor=reviewer or os_user(), channel=CHANNEL)
+    revoked = queue_of(ctx).revoke_rule(rule_id, actor=reviewer_name(reviewer), channel=CHANNEL)
     if as_json:
         print_json(rule_json(revoked))
     else:

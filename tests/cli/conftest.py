@@ -1,0 +1,120 @@
+"""Fixtures for the CLI tests: a queue the commands run against, and a way to snapshot what is stored."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer.main
+import typer.testing
+from typer.testing import CliRunner, Result
+
+from crossgate import MemoryStore, Policy, ReviewQueue, ToolCall
+from crossgate.cli import CliContext, app
+
+CROSSGATE = Path(sys.executable).parent / "crossgate"
+"""The installed console script."""
+
+
+class FakeClock:
+    """A clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+@dataclass
+class Cli:
+    """Runs ``crossgate`` in-process against one queue."""
+
+    queue: ReviewQueue
+    runner: CliRunner
+
+    def __call__(self, *args: str) -> Result:
+        return self.runner.invoke(app, list(args), obj=CliContext(queue=self.queue), env=clean_env())
+
+    def ok(self, *args: str) -> Result:
+        result = self(*args)
+        assert result.exit_code == 0, (result.exit_code, result.stdout, result.stderr)
+        return result
+
+    def json(self, *args: str) -> Any:
+        return json.loads(self.ok(*args, "--json").stdout)
+
+    def submit(self, tool: str = "delete_ticket", args: str = '{"id": "t3"}', *extra: str) -> dict[str, Any]:
+        return self.json("submit", "--framework", "langgraph", "--tool", tool, "--args", args, *extra)
+
+    def snapshot(self) -> tuple[Any, Any, Any]:
+        """What the store holds, read through the CLI: every request, every event, every rule."""
+        return (
+            self.json("list", "--status", "all", "--limit", "500"),
+            self.json("events"),
+            self.json("rules", "list", "--all"),
+        )
+
+
+def clean_env() -> dict[str, str | None]:
+    """No database or policy leaking in from the environment running the tests."""
+    return {"CROSSGATE_DB": None, "CROSSGATE_POLICY": None}
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("CROSSGATE_DB", "CROSSGATE_POLICY")}
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _build_the_command_once() -> Iterator[None]:
+    # CliRunner rebuilds the click command from the Typer app on every invoke (~60 ms); the app does
+    # not change between invocations, so build it once.
+    built = typer.main.get_command(app)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(
+            typer.testing, "_get_command", lambda target: built if target is app else typer.main.get_command(target)
+        )
+        yield
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def queue(clock: FakeClock) -> Iterator[ReviewQueue]:
+    q = ReviewQueue(MemoryStore(), Policy(default_timeout_seconds=3600), clock=clock)
+    yield q
+    q.close()
+
+
+@pytest.fixture
+def cli(queue: ReviewQueue) -> Cli:
+    return Cli(queue, CliRunner())
+
+
+@pytest.fixture
+def submit_call(queue: ReviewQueue) -> Callable[..., str]:
+    """Submit through the queue API (for options the CLI does not offer) and return the request id."""
+
+    def submit(tool: str = "delete_ticket", args: dict[str, Any] | None = None, **options: Any) -> str:
+        call_fields = {k: options.pop(k) for k in ("run", "session", "agent") if k in options}
+        call = ToolCall(framework="openai-agents", tool=tool, args=args or {"id": "t1"}, **call_fields)
+        request = queue.submit(call, **options).request
+        assert request is not None
+        return request.id
+
+    return submit
