@@ -6,9 +6,9 @@ from crossgate.policy.loading import POLICY_ENV, load_policy, policy_from_dict, 
 from crossgate.policy.rules import ArgCondition, MatchKind, Policy, PolicyRule, standing_rule_matches
 
 __all__ = [
+    "POLICY_ENV",
     "ArgCondition",
     "MatchKind",
-    "POLICY_ENV",
     "Policy",
     "PolicyRule",
     "import_claude_settings",

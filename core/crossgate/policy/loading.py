@@ -41,7 +41,9 @@ def load_policy(path: str | os.PathLike[str]) -> Policy:
     file = Path(path)
     suffix = file.suffix.lower()
     if suffix not in (".yaml", ".yml", ".toml", ".json"):
-        raise ConfigurationError(f"{file}: unknown policy file type {suffix or '(none)'}; use .yaml, .yml or .toml")
+        raise ConfigurationError(
+            f"{file}: unknown policy file type {suffix or '(none)'}; use .yaml, .yml, .toml or .json"
+        )
     try:
         text = file.read_text(encoding="utf-8")
     except OSError as exc:
@@ -192,7 +194,10 @@ def _claude_rules(block: Any, source: str, base: Path) -> list[PolicyRule]:
     common: dict[str, Any] = {"cwd": cwd, "home": options.get("home"), "frameworks": tuple(frameworks)}
     rules: list[PolicyRule] = []
     if "settings_file" in options:
-        rules += import_claude_settings(base / options["settings_file"], root=root, **common)
+        settings_file = base / options["settings_file"]
+        rules += _with_source(
+            source, "claude_permissions.settings_file", import_claude_settings, settings_file, root=root, **common
+        )
     if permissions:
         rules += _with_source(source, "claude_permissions", import_claude_settings, permissions, root=root, **common)
     return rules
