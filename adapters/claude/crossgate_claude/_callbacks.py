@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from claude_agent_sdk import PermissionResultAllow, ToolPermissionContext
+
 from crossgate import FingerprintMismatchError, ParkedRun, RequestStatus, ReviewQueue, VerdictKind, fingerprint
 from crossgate.errors import ConflictError
-
 from crossgate_claude._translate import (
     FRAMEWORK,
     PermissionResult,
@@ -28,6 +28,7 @@ from crossgate_claude._translate import (
     deny,
     hook_output,
     jsonable,
+    neutral_tool_name,
     request_id,
     to_call,
     to_permission_result,
@@ -100,22 +101,24 @@ class Binding:
                 return hook_output("deny", MISMATCH)
             if not existing.is_open:
                 return hook_output("ask", existing.reason or "crossgate has a decision for this call")
-        if not self.defer:
-            verdict = self.queue.evaluate(call)
+        verdict = self.queue.evaluate(call)
+        if verdict.kind is not VerdictKind.ASK and existing is None:
+            # Recorded here, once: can_use_tool may not be consulted at all (allow rules, modes).
+            verdict = self.queue.submit(call).verdict
             if verdict.kind is VerdictKind.DENY:
-                self.queue.submit(call)  # records the policy's denial in the audit log
                 return hook_output("deny", verdict.reason)
-            return hook_output("ask", verdict.reason) if verdict.kind is VerdictKind.ASK else {}
+            if verdict.kind is VerdictKind.ALLOW:
+                return {}
+        if not self.defer:
+            return hook_output("ask", verdict.reason)
         submission = self.queue.submit(
             call,
             args_schema=self.gate.args_schemas.get(call.tool),
             capabilities=capabilities(call.tool),
             request_id=rid,
         )
-        if submission.verdict.kind is VerdictKind.DENY:
-            return hook_output("deny", submission.verdict.reason)
         if submission.request is None:
-            return {}
+            return hook_output("deny", submission.verdict.reason) if submission.verdict.kind is VerdictKind.DENY else {}
         request = submission.request
         if request.is_open and self.gate.hold:
             request = await self.queue.wait(rid, self.gate.hold)
@@ -170,17 +173,25 @@ class Binding:
             },
         )
         rid = request_id(session, tool_use_id)
+        if self.queue.store.get_request(rid) is None:
+            verdict = self.queue.evaluate(call)
+            if verdict.kind is VerdictKind.ALLOW:
+                return PermissionResultAllow()  # the hook recorded the policy's allow
+            if verdict.kind is VerdictKind.DENY:
+                return deny(self.queue.submit(call).verdict.reason)
         submission = self.queue.submit(
             call,
-            args_schema=self.gate.args_schemas.get(tool),
+            args_schema=self.gate.args_schemas.get(call.tool),
             description=context.title or context.description,
-            capabilities=capabilities(tool),
+            capabilities=capabilities(call.tool),
             request_id=rid,
         )
-        if submission.verdict.kind is VerdictKind.DENY:
-            return deny(submission.verdict.reason)
         if submission.request is None:
-            return PermissionResultAllow()
+            return (
+                deny(submission.verdict.reason)
+                if submission.verdict.kind is VerdictKind.DENY
+                else PermissionResultAllow()
+            )
         request = submission.request
         if request.is_open:
             request = await self.queue.wait(rid, self.gate.hold)
@@ -217,7 +228,7 @@ class Binding:
         request = self.queue.store.get_request(request_id(session, tool_use_id))
         if request is None:
             return
-        tool, ran_args = str(data.get("tool_name")), data.get("tool_input") or {}
+        tool, ran_args = neutral_tool_name(str(data.get("tool_name"))), data.get("tool_input") or {}
         error = None
         if request.approved_fingerprint() != fingerprint(tool, ran_args):
             error = "the executed input is not the approved input"

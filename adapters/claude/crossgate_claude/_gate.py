@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage, Transport
+
 from crossgate import AdapterError, ConfigurationError, ConflictError, ParkedRunStatus, ReviewQueue
 from crossgate.model import JsonObject
 from crossgate.runs import Finished, Parked
-
 from crossgate_claude._callbacks import Binding
 from crossgate_claude._options import merge
 from crossgate_claude._translate import FRAMEWORK
@@ -102,6 +102,7 @@ class ClaudeGate:
         parked = self.queue.get_parked(parked_run)
         if parked.framework != FRAMEWORK:
             raise ConfigurationError(f"parked run {parked_run} belongs to {parked.framework}, not {FRAMEWORK}")
+        self.queue.expire_overdue()
         if parked.status is ParkedRunStatus.PARKED and not self.queue.is_ready(parked):
             return Parked(run=parked.run, parked_run=parked.id, request_ids=parked.request_ids)
         owner = f"{FRAMEWORK}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"

@@ -8,8 +8,8 @@ from typing import Any, cast
 
 from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
 from claude_agent_sdk.types import HookCallback
-from crossgate import ConfigurationError
 
+from crossgate import ConfigurationError
 from crossgate_claude._callbacks import Binding
 
 

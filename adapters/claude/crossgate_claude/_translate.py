@@ -9,6 +9,7 @@ from typing import Any
 
 from claude_agent_sdk import PermissionResultAllow, PermissionResultDeny, PermissionUpdate
 from claude_agent_sdk.types import PermissionRuleValue
+
 from crossgate import (
     ApprovalRequest,
     Approve,
@@ -39,6 +40,19 @@ def capabilities(tool: str) -> tuple[DecisionKind, ...]:
     return CAPABILITIES.get(tool, CAPABILITIES["*"])
 
 
+def neutral_tool_name(claude_tool: str) -> str:
+    """The tool's own name: ``mcp__tickets__delete_ticket`` becomes ``delete_ticket``.
+
+    A policy names tools the same way in every SDK (invariant 5), so the MCP server prefix the CLI adds
+    is moved into the call's context (``claude_tool``, ``mcp_server``) instead.
+    """
+    if claude_tool.startswith("mcp__"):
+        parts = claude_tool.split("__", 2)
+        if len(parts) == 3 and parts[2]:
+            return parts[2]
+    return claude_tool
+
+
 def request_id(session: str | None, tool_use_id: str) -> str:
     """Deterministic request id for one tool use of one session.
 
@@ -59,15 +73,16 @@ def to_call(
     context: Mapping[str, Any] | None = None,
 ) -> ToolCall:
     """The neutral call for one Claude tool use; ``run`` and ``session`` are the Claude session id."""
+    extra = {"claude_tool": tool} if neutral_tool_name(tool) != tool else {}
     return ToolCall(
         framework=FRAMEWORK,
-        tool=tool,
+        tool=neutral_tool_name(tool),
         args=dict(args),
         call_id=tool_use_id,
         run=session,
         session=session,
         agent=agent,
-        context={k: v for k, v in (context or {}).items() if v is not None},
+        context={k: v for k, v in {**(context or {}), **extra}.items() if v is not None},
     )
 
 
@@ -92,6 +107,7 @@ def to_permission_result(request: ApprovalRequest) -> PermissionResult:
     if isinstance(resolution, Reject):
         return deny(resolution.message)
     if isinstance(resolution, Respond) and request.call.tool == ASK_USER_QUESTION:
+        # The CLI shows AskUserQuestion's answers to the model as the tool's result.
         return PermissionResultAllow(updated_input=answered_questions(request.call.args, resolution.content))
     # The queue refuses respond for other tools (their capabilities exclude it); fail closed anyway.
     return deny(resolution.content if isinstance(resolution, Respond) else "This tool call was not run.")
@@ -105,7 +121,7 @@ def session_rules(request: ApprovalRequest) -> list[PermissionUpdate] | None:
         return None
     if remember.scope not in (RememberScope.SESSION, RememberScope.RUN) or remember.expires_at is not None:
         return None
-    rule = PermissionRuleValue(tool_name=request.call.tool)
+    rule = PermissionRuleValue(tool_name=str(request.call.context.get("claude_tool") or request.call.tool))
     return [PermissionUpdate(type="addRules", rules=[rule], behavior="allow", destination="session")]
 
 
