@@ -42,8 +42,6 @@ from crossgate_langgraph._shapes import hitl_decision, interrupt_shape, resume_c
 Graph = Any
 """A compiled LangGraph graph (``CompiledStateGraph``, or ``create_agent``'s result)."""
 
-_STILL_WAITING = (RequestStatus.PENDING,)
-
 
 @dataclass(frozen=True, slots=True)
 class _Pending:
@@ -156,8 +154,8 @@ class Gate:
         graph = self._graph(state.graph)
         self.queue.expire_overdue()
         requests = {r: self.queue.get(r) for r in parked.request_ids}
-        open_ids = [r for r, req in requests.items() if req.status in _STILL_WAITING]
-        if len(open_ids) == len(requests) or (open_ids and not partial):
+        answerable = [p for p in state.interrupts if all(not requests[r].is_open for r in p.request_ids)]
+        if not answerable or (len(answerable) < len(state.interrupts) and not partial):
             return Parked(parked.run, parked.id, parked.request_ids)
         async with self._lock(state.thread):
             self.queue.claim_parked(parked.id, owner=self.owner, lease_seconds=self.lease_seconds)

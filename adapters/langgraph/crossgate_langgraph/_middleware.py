@@ -76,10 +76,15 @@ def possible_decisions(policy: Policy, tool: str) -> tuple[DecisionKind, ...]:
     from fnmatch import fnmatchcase
 
     allowed: set[DecisionKind] = {DecisionKind.APPROVE, DecisionKind.REJECT}
+    default_reachable = True
     for rule in policy.rules:
-        if rule.verdict is VerdictKind.ASK and fnmatchcase(tool, rule.tool):
+        if not fnmatchcase(tool, rule.tool):
+            continue
+        if rule.verdict is VerdictKind.ASK:
             allowed.update(rule.allowed_decisions)
-    if policy.default is VerdictKind.ASK:
+        if not rule.where and not rule.agents and (not rule.frameworks or "langchain" in rule.frameworks):
+            default_reachable = False  # every call of this tool matches a rule, so the default never decides
+    if default_reachable and policy.default is VerdictKind.ASK:
         allowed.update(policy.default_allowed_decisions)
     return tuple(k for k in ALL_DECISIONS if k in allowed)
 

@@ -180,7 +180,7 @@ async def test_the_node_reruns_from_its_first_line_as_documented(queue, tickets,
 
 
 async def test_a_node_that_runs_again_after_its_tool_ran_is_not_approved_twice(queue, tickets, saver) -> None:
-    graph, gate, outcome, _ = await park(queue, tickets, saver)
+    _graph, gate, outcome, _ = await park(queue, tickets, saver)
     queue.decide(outcome.request_ids[0], Approve(), reviewer="ann")
     await gate.resume(outcome.parked_run)
     # Replaying the same answer in the same task (what a second interrupt in one node does) is refused.
