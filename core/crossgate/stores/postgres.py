@@ -27,7 +27,7 @@ from importlib import resources
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from crossgate.audit import seal
 from crossgate.errors import ConfigurationError, ConflictError, StoreError
@@ -152,6 +152,9 @@ class PostgresStore:
             kwargs={"autocommit": True, **self._connect_kwargs},
             open=False,
             name=f"crossgate-{self.schema}",
+            # One empty round trip per checkout buys recovery from a restarted server or a failover
+            # without a failed call per pooled connection.
+            check=ConnectionPool.check_connection,
         )
         self._open_lock = threading.Lock()
         self._opened = False
@@ -270,7 +273,7 @@ class PostgresStore:
         statement = _q("list_requests").format(where=where, direction=sql.SQL("DESC" if query.newest_first else "ASC"))
         with self._conn("list requests") as conn:
             rows = conn.execute(statement, params).fetchall()
-        items = [ApprovalRequest.model_validate_json(data) for _, data in rows[: query.limit]]
+        items = [_load(ApprovalRequest, data) for _, data in rows[: query.limit]]
         more = len(rows) > query.limit
         return Page(items, encode_cursor(rows[query.limit - 1][0]) if more else None)
 
@@ -283,7 +286,7 @@ class PostgresStore:
     def overdue_requests(self, now: datetime, limit: int = 100) -> list[ApprovalRequest]:
         with self._conn("list overdue requests") as conn:
             rows = conn.execute(_q("overdue_requests"), {"now": now, "limit": limit}).fetchall()
-        return [ApprovalRequest.model_validate_json(data) for (data,) in rows]
+        return [_load(ApprovalRequest, data) for (data,) in rows]
 
     # standing rules ------------------------------------------------------------------------------
     def insert_rule(self, rule: StandingRule, event: NewEvent) -> Event:
@@ -296,7 +299,7 @@ class PostgresStore:
     def list_rules(self, *, include_revoked: bool = False) -> list[StandingRule]:
         with self._conn("list standing rules") as conn:
             rows = conn.execute(_q("list_rules"), {"include_revoked": include_revoked}).fetchall()
-        return [StandingRule.model_validate_json(data) for (data,) in rows]
+        return [_load(StandingRule, data) for (data,) in rows]
 
     def revoke_rule(self, rule: StandingRule, event: NewEvent) -> Event | None:
         row = {"id": rule.id, "revoked_at": rule.revoked_at, "data": rule.model_dump_json()}
@@ -323,7 +326,7 @@ class PostgresStore:
         where = sql.SQL("WHERE ") + sql.SQL(" AND ").join(filters) if filters else sql.SQL("")
         with self._conn("list parked runs") as conn:
             rows = conn.execute(_q("list_parked_runs").format(where=where), params).fetchall()
-        return [ParkedRun.model_validate_json(data) for (data,) in rows]
+        return [_load(ParkedRun, data) for (data,) in rows]
 
     def claim_parked_run(
         self, parked_id: str, owner: str, now: datetime, lease_until: datetime, event: NewEvent
@@ -332,7 +335,7 @@ class PostgresStore:
             row = cur.execute(_q("lock_claimable_parked_run"), {"id": parked_id, "now": now}).fetchone()
             if row is None:
                 return None
-            claimed = claimed_copy(ParkedRun.model_validate_json(row[0]), owner, now, lease_until)
+            claimed = claimed_copy(_load(ParkedRun, row[0]), owner, now, lease_until)
             cur.execute(_q("update_parked_run"), _parked_row(claimed))
             sealed = self._append(cur, event)
         self._listener.observe(sealed.seq)
@@ -345,7 +348,7 @@ class PostgresStore:
             row = cur.execute(_q("lock_leased_parked_run"), {"id": parked_id, "owner": owner}).fetchone()
             if row is None:
                 return None
-            finished = finished_copy(ParkedRun.model_validate_json(row[0]), status, outcome, now)
+            finished = finished_copy(_load(ParkedRun, row[0]), status, outcome, now)
             cur.execute(_q("update_parked_run"), _parked_row(finished))
             sealed = self._append(cur, event)
         self._listener.observe(sealed.seq)
@@ -363,7 +366,7 @@ class PostgresStore:
         query = "list_events" if request_id is None else "list_request_events"
         with self._conn("list events") as conn:
             rows = conn.execute(_q(query), params).fetchall()
-        return [Event.model_validate_json(data) for (data,) in rows]
+        return [_load(Event, data) for (data,) in rows]
 
     def audit_head(self) -> tuple[int, str]:
         with self._conn("read the audit head") as conn:
@@ -388,7 +391,7 @@ class PostgresStore:
     def _get(self, query: str, key: str, model: type[M]) -> M | None:
         with self._conn(f"read {key}") as conn:
             row = conn.execute(_q(query), {"id": key}).fetchone()
-        return None if row is None else model.model_validate_json(row[0])
+        return None if row is None else _load(model, row[0])
 
 
 class _Listener:
@@ -464,6 +467,13 @@ def _one(cursor: psycopg.Cursor[Any]) -> tuple[Any, ...]:
     if row is None:
         raise StoreError("PostgreSQL returned no row where one was expected; was setup() run?")
     return tuple(row)
+
+
+def _load(model: type[M], data: str) -> M:
+    try:
+        return model.model_validate_json(data)
+    except ValidationError as exc:
+        raise StoreError(f"a stored {model.__name__} no longer parses: {exc}") from exc
 
 
 def _with_schema(url: str, schema: str) -> str:

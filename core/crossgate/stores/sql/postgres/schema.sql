@@ -17,6 +17,7 @@ CREATE TABLE requests (
 );
 CREATE INDEX requests_status_position ON requests (status, position);
 CREATE INDEX requests_run_position ON requests (run, position);
+CREATE INDEX requests_tool_position ON requests (tool, position);
 CREATE INDEX requests_overdue ON requests (expires_at) WHERE status = 'pending' AND expires_at IS NOT NULL;
 
 CREATE TABLE standing_rules (
