@@ -1,0 +1,120 @@
+"""The Claude Agent SDK's delete-ticket agent for the shared conformance scenarios, on the real CLI.
+
+Every process of a scenario (this one, and a fresh one resuming) starts its own scripted Messages API
+that appends each request body to ``<workdir>/messages.jsonl``, and points the CLI's config folder at
+``<workdir>/cli``, so a session deferred here is resumed there and every process's model input is read
+back from one file. Run as a script (see ``resume_command``) it resumes a parked run and prints the
+outcome as JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from claude_agent_sdk import ClaudeAgentOptions, ResultMessage
+
+from crossgate import DecisionKind, Policy, ReviewQueue, open_store
+from crossgate.runs import Finished, Parked
+from crossgate_claude import ClaudeGate
+from tests.adapters.claude.conftest import ticket_server
+from tests.adapters.claude.messages_api import MessagesAPI, all_tool_results, cli_env, recorded, result_text, tool_uses
+from tests.conformance.harness import TOOL, TicketAgentDriver
+from tests.conformance.tickets import TicketStore
+
+ROOT = Path(__file__).resolve().parents[3]
+RUN_MARK = "RUN "
+
+
+class ClaudeTicketDriver(TicketAgentDriver):
+    """The agent of seed 003 on the bundled Claude Code CLI, gated by ``ClaudeGate``."""
+
+    framework: ClassVar[str] = "claude-agent-sdk"
+    capabilities: ClassVar[frozenset[DecisionKind]] = frozenset(
+        {DecisionKind.APPROVE, DecisionKind.EDIT, DecisionKind.REJECT}
+    )
+
+    def __init__(self, queue: ReviewQueue, tickets: TicketStore, workdir: Path, db_url: str) -> None:
+        super().__init__(queue, tickets, workdir, db_url)
+        (workdir / "policy.json").write_text(queue.policy.model_dump_json(), encoding="utf-8")
+        self.record_path = workdir / "messages.jsonl"
+        self._api: MessagesAPI | None = None
+
+    def gate(self) -> ClaudeGate:
+        """A gate whose sessions run the real CLI against this process's scripted API."""
+        if self._api is None:
+            self._api = MessagesAPI(record_path=self.record_path).start()
+        work = self.workdir / "work"
+        work.mkdir(exist_ok=True)
+        options = ClaudeAgentOptions(
+            env=cli_env(self._api.base_url, self.workdir / "cli"),
+            setting_sources=[],
+            cwd=str(work),
+            tools=[],
+            mcp_servers={"tickets": ticket_server(self.tickets)},
+        )
+        return ClaudeGate(self.queue, options=options, resume_timeout=60.0)
+
+    async def start(self, ticket_ids: Sequence[str], *, run: str) -> Finished[object] | Parked:
+        lines = [f"{RUN_MARK}{run}", *(f"CALL {TOOL} {json.dumps({'id': i})}" for i in ticket_ids)]
+        return await self.gate().run("\n".join(lines), wait=0)  # type: ignore[return-value]
+
+    async def resume(self, parked_run: str) -> Finished[object] | Parked:
+        return await self.gate().resume(parked_run)  # type: ignore[return-value]
+
+    def resume_command(self, parked_run: str) -> list[str]:
+        code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from tests.adapters.claude.driver import main; main()"
+        return [sys.executable, "-c", code, "resume", str(self.workdir), self.db_url, parked_run]
+
+    def tool_results(self, run: str) -> list[str]:
+        bodies = [b for b in recorded(self.record_path) if _run_of(b) == run]
+        results = all_tool_results(bodies)
+        return [
+            result_text(results[use["id"]])
+            for use in tool_uses(bodies)
+            if use["name"].endswith(TOOL) and use["id"] in results
+        ]
+
+
+def _run_of(body: dict[str, Any]) -> str | None:
+    first = next((m for m in body.get("messages", []) if m.get("role") == "user"), None)
+    content = first.get("content") if first else None
+    texts = [content] if isinstance(content, str) else [b.get("text", "") for b in content or [] if isinstance(b, dict)]
+    for text in texts:
+        for line in str(text).splitlines():
+            if line.startswith(RUN_MARK):
+                return line[len(RUN_MARK) :].strip()
+    return None
+
+
+def describe(outcome: Finished[ResultMessage] | Finished[object] | Parked) -> dict[str, Any]:
+    """An outcome as JSON for the parent process."""
+    if isinstance(outcome, Parked):
+        return {"parked": outcome.parked_run, "run": outcome.run, "requests": list(outcome.request_ids)}
+    return {"finished": outcome.run}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``resume WORKDIR DB PARKED`` or ``run WORKDIR DB WAIT PROMPT``: one step of a scenario, in this process."""
+    command, workdir_text, db_url, *rest = list(argv if argv is not None else sys.argv[1:])
+    workdir = Path(workdir_text)
+    policy = Policy.model_validate_json((workdir / "policy.json").read_text(encoding="utf-8"))
+    queue = ReviewQueue(open_store(db_url), policy)
+    driver = ClaudeTicketDriver(queue, TicketStore(workdir / "tickets.db"), workdir, db_url)
+    try:
+        if command == "resume":
+            outcome = asyncio.run(driver.resume(rest[0]))
+        else:
+            wait = None if rest[0] == "none" else float(rest[0])
+            outcome = asyncio.run(driver.gate().run(rest[1], wait=wait))  # type: ignore[arg-type]
+        print(json.dumps(describe(outcome)), flush=True)
+    finally:
+        queue.close()
+
+
+if __name__ == "__main__":
+    main()
