@@ -4,8 +4,9 @@ The agent is the seed's delete-ticket agent on a ``PlannedModel`` that asks for 
 Everything a fresh process needs to resume is on files under ``workdir``: the plan (which tickets the
 model asks for), the policy, and the model's recorded inputs, which ``tool_results`` reads.
 
-Run as ``python -c '...main()' resume --db URL --tickets PATH --workdir DIR PARKED_RUN`` (see
-``resume_command``) to resume a parked run in another process.
+Run ``python -c '...main()' resume --db URL --tickets PATH --workdir DIR PARKED_RUN`` (see
+``resume_command``) to resume a parked run in another process, and ``... start ... --run RUN t3 t1`` to
+start one there.
 """
 
 from __future__ import annotations
@@ -82,23 +83,27 @@ class OpenAITicketDriver(TicketAgentDriver):
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Resume a parked run in this process; print the outcome; exit 0 when it finished or parked."""
+    """Start or resume a run in this process; print the outcome as JSON; exit 0 when it finished or parked."""
     parser = argparse.ArgumentParser(prog="openai-ticket-driver")
-    parser.add_argument("command", choices=["resume"])
+    parser.add_argument("command", choices=["start", "resume"])
     parser.add_argument("--db", required=True)
     parser.add_argument("--tickets", required=True, type=Path)
     parser.add_argument("--workdir", required=True, type=Path)
-    parser.add_argument("parked_run")
+    parser.add_argument("--run", help="the run to start (start only)")
+    parser.add_argument("target", nargs="+", help="ticket ids to ask for (start), or the parked run (resume)")
     args = parser.parse_args(argv)
     policy_file = args.workdir / "openai-policy.json"
     policy = Policy.model_validate_json(policy_file.read_text(encoding="utf-8")) if policy_file.exists() else Policy()
     queue = ReviewQueue(open_store(args.db), policy)
     try:
         driver = OpenAITicketDriver(queue, TicketStore(args.tickets), args.workdir, args.db)
-        outcome = asyncio.run(driver.resume(args.parked_run))
+        if args.command == "start":
+            outcome = asyncio.run(driver.start(args.target, run=args.run or "run"))
+        else:
+            outcome = asyncio.run(driver.resume(args.target[0]))
     finally:
         queue.close()
     if isinstance(outcome, Finished):
-        print(f"finished {outcome.run}")
+        print(json.dumps({"finished": outcome.run}))
     else:
-        print(f"parked {outcome.parked_run} {' '.join(outcome.request_ids)}")
+        print(json.dumps({"parked_run": outcome.parked_run, "request_ids": list(outcome.request_ids)}))

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 from agents import Agent, handoff
+
 from crossgate import Approve, Reject, RequestStatus, ReviewQueue
 from crossgate.runs import Finished, Parked
 from crossgate_openai import Gate
-
 from tests.adapters.openai.conftest import REJECTION
 from tests.adapters.openai.scripted import Call, PlannedModel, delete_call, ticket_agent, tool_results
 from tests.conformance.tickets import TicketStore
@@ -22,7 +22,9 @@ def as_tool_graph(tickets: TicketStore) -> tuple[Agent[Any], PlannedModel, Plann
     inner_model = PlannedModel([[delete_call("t3")]], final="Cleanup finished.")
     cleaner = ticket_agent(tickets, inner_model, name="Cleaner")
     tool = cleaner.as_tool(tool_name="clean_up", tool_description="Clean up spam tickets.")
-    outer_model = PlannedModel([[Call("clean_up", json.dumps({"input": "delete t3"}), "call_outer")]], final="All done.")
+    outer_model = PlannedModel(
+        [[Call("clean_up", json.dumps({"input": "delete t3"}), "call_outer")]], final="All done."
+    )
     return Agent(name="Manager", tools=[tool], model=outer_model), outer_model, inner_model
 
 
@@ -30,7 +32,7 @@ def as_tool_graph(tickets: TicketStore) -> tuple[Agent[Any], PlannedModel, Plann
 async def test_an_as_tool_approval_surfaces_with_the_inner_agent(
     queue: ReviewQueue, tickets: TicketStore, stream: bool
 ) -> None:
-    manager, outer_model, inner_model = as_tool_graph(tickets)
+    manager, _, _ = as_tool_graph(tickets)
     parked = await Gate(queue).run(manager, "Clean up.", run="nested", stream=stream)
     assert isinstance(parked, Parked)
     [request] = [queue.get(r) for r in parked.request_ids]

@@ -10,11 +10,11 @@ import httpx
 import pytest
 import respx
 from agents import Agent, OpenAIResponsesModel, function_tool
+from openai import AsyncOpenAI
+
 from crossgate import Approve, Reject, ReviewQueue
 from crossgate.runs import Finished, Parked
 from crossgate_openai import Gate
-from openai import AsyncOpenAI
-
 from tests.adapters.openai.conftest import REJECTION
 from tests.conformance.harness import TOOL
 from tests.conformance.tickets import TicketStore
