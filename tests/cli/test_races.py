@@ -60,7 +60,7 @@ def race(tmp_path: Path, script: str, argvs: list[list[str]]) -> list[subprocess
             text=True,
             env=subprocess_env(),
             cwd=tmp_path,
-        )  # fmt: skip
+        )
         for ready, argv in zip(readies, argvs, strict=True)
     ]
     deadline = time.monotonic() + 60
