@@ -1,0 +1,174 @@
+"""ClaudeGate against the real bundled Claude Code CLI, offline against the scripted Messages API.
+
+Each CLI start costs about a second, so every test here covers several paths at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from claude_agent_sdk import ClaudeAgentOptions
+
+from crossgate import (
+    ApprovalRequest,
+    Approve,
+    Edit,
+    Reject,
+    RequestStatus,
+    ReviewQueue,
+)
+from crossgate.decisions import AnyDecision
+from crossgate.runs import Finished, Parked
+from crossgate_claude import ClaudeGate, ShadowedCallbackWarning
+from tests.adapters.claude.conftest import DANGEROUS, PROTECTED
+from tests.adapters.claude.messages_api import MessagesAPI, all_tool_results, result_text, tool_results, tool_uses
+from tests.conformance.tickets import TicketStore
+
+pytestmark = [pytest.mark.claude_cli, pytest.mark.slow]
+
+REJECTION = "A person rejected this delete: t1 is a real customer ticket. Do not retry it."
+RM_REJECTION = "Keep build/: the release job still reads it. Clean only build/tmp."
+
+
+def calls(*lines: tuple[str, dict[str, object]]) -> str:
+    return "\n".join(f"CALL {name} {json.dumps(args)}" for name, args in lines)
+
+
+def told(api: MessagesAPI) -> list[tuple[bool, str]]:
+    """(is_error, text) the model received for each of its tool calls, in order."""
+    results = all_tool_results(api.requests)
+    return [
+        (bool(results[u["id"]].get("is_error")), result_text(results[u["id"]]))
+        for u in tool_uses(api.requests)
+        if u["id"] in results
+    ]
+
+
+def reviewer(queue: ReviewQueue, decide: Callable[[ApprovalRequest], AnyDecision]) -> asyncio.Task[list[str]]:
+    """A reviewer that decides every request as it turns up, until cancelled; returns what it saw."""
+
+    async def watch() -> list[str]:
+        seen: list[str] = []
+        try:
+            while True:
+                for request in queue.pending():
+                    seen.append(json.dumps(request.call.args, sort_keys=True))
+                    queue.decide(request.id, decide(request), reviewer="ann")
+                await asyncio.sleep(0.02)
+        except asyncio.CancelledError:
+            return seen
+
+    return asyncio.ensure_future(watch())
+
+
+async def test_seed_scenario_t3_approved_t1_rejected_verbatim(
+    queue: ReviewQueue, cli_options: ClaudeAgentOptions, messages_api: MessagesAPI, tickets: TicketStore
+) -> None:
+    gate = ClaudeGate(queue, options=cli_options)
+    first = await gate.run(calls(("delete_ticket", {"id": "t3"}), ("delete_ticket", {"id": "t1"})))
+    assert isinstance(first, Parked)
+    assert tickets.ids() == ["prod-1", "t1", "t2", "t3"]  # nothing deleted while waiting
+    queue.decide(first.request_ids[0], Approve(), reviewer="ann")
+    second = await gate.resume(first.parked_run)
+    assert isinstance(second, Parked)
+    assert second.run == first.run  # the same Claude session goes on
+    assert queue.get(second.request_ids[0]).call.args == {"id": "t1"}
+    assert tickets.ids() == ["prod-1", "t1", "t2"]
+    requests_before = len(messages_api.requests)
+    queue.decide(second.request_ids[0], Reject(message=REJECTION), reviewer="ann")
+    done = await gate.resume(second.parked_run)
+    assert isinstance(done, Finished)
+    assert done.result.stop_reason == "end_turn"
+    assert tickets.ids() == ["prod-1", "t1", "t2"]
+    assert tickets.delete_runs() == 1
+    # The next Messages API request carries the reviewer's words exactly, as an error tool_result.
+    [rejected] = tool_results(messages_api.requests[requests_before])
+    assert rejected["is_error"] is True
+    assert result_text(rejected) == REJECTION
+    assert told(messages_api) == [(False, "deleted ticket t3"), (True, REJECTION)]
+    assert [queue.get(r).status for r in (*first.request_ids, *second.request_ids)] == [RequestStatus.APPLIED] * 2
+
+
+async def test_bash_edit_runs_the_edited_command_and_reject_runs_nothing(
+    queue: ReviewQueue, cli_options: ClaudeAgentOptions, messages_api: MessagesAPI
+) -> None:
+    work = Path(str(cli_options.cwd))
+    (work / "build").mkdir()
+
+    def decide(request: ApprovalRequest) -> AnyDecision:
+        command = str(request.call.args["command"])
+        if command.startswith("rm"):
+            return Reject(message=RM_REJECTION)
+        return Edit(args={**request.call.args, "command": "echo two > out.txt"})
+
+    gate = ClaudeGate(queue, options=cli_options, defer=False, hold=30.0)
+    watching = reviewer(queue, decide)
+    done = await gate.run(calls(("Bash", {"command": "echo one > out.txt"}), ("Bash", {"command": "rm -rf build"})))
+    watching.cancel()
+    assert len(await watching) == 2
+    assert isinstance(done, Finished)
+    assert (work / "out.txt").read_text() == "two\n"
+    assert (work / "build").is_dir()
+    results = told(messages_api)
+    assert results[1] == (True, RM_REJECTION)
+    # Requests made by can_use_tool carry what the CLI said about the call.
+    edited = queue.list_requests().items[-1]
+    assert edited.call.context["display_name"] == "Bash"
+    executed = [e for e in queue.events(request_id=edited.id) if e.kind == "executed"]
+    assert executed[-1].payload["error"] is None  # the CLI ran exactly the edited input
+
+
+async def test_policy_deny_holds_under_bypass_and_ask_overrides_allowed_tools(
+    queue: ReviewQueue, cli_options: ClaudeAgentOptions, messages_api: MessagesAPI, tickets: TicketStore
+) -> None:
+    options = replace(
+        cli_options, permission_mode="bypassPermissions", allowed_tools=["mcp__tickets__delete_ticket", "Bash"]
+    )
+    gate = ClaudeGate(queue, options=options, hold=30.0)
+    watching = reviewer(queue, lambda request: Edit(args={"id": "t2"}))
+    with pytest.warns(ShadowedCallbackWarning):
+        done = await gate.run(
+            calls(
+                ("delete_ticket", {"id": "prod-1"}),
+                ("Bash", {"command": "rm -rf /srv/data"}),
+                ("delete_ticket", {"id": "t3"}),
+            )
+        )
+    watching.cancel()
+    assert await watching == [json.dumps({"id": "t3"})]  # asked although allowed_tools and the mode approve it
+    assert isinstance(done, Finished)
+    assert tickets.ids() == ["prod-1", "t1", "t3"]
+    assert tickets.delete_runs("prod-1") == 0
+    assert told(messages_api) == [
+        (True, f"PreToolUse:mcp__tickets__delete_ticket hook error: {PROTECTED}"),
+        (True, f"PreToolUse:Bash hook error: {DANGEROUS}"),
+        (False, "deleted ticket t2"),
+    ]
+
+
+class UnreachableStore:
+    """Every store call fails, as a database that went away would."""
+
+    def __getattr__(self, name: str) -> object:
+        def fail(*args: object, **kwargs: object) -> object:
+            raise ConnectionError("could not connect to the review database")
+
+        return fail
+
+
+async def test_an_unreachable_store_denies(
+    cli_options: ClaudeAgentOptions, messages_api: MessagesAPI, tickets: TicketStore
+) -> None:
+    gate = ClaudeGate(ReviewQueue(UnreachableStore()), options=cli_options)  # type: ignore[arg-type]
+    done = await gate.run(calls(("delete_ticket", {"id": "t3"})))
+    assert isinstance(done, Finished)
+    assert tickets.delete_runs() == 0
+    [(is_error, text)] = told(messages_api)
+    assert is_error
+    assert "crossgate could not reach a decision" in text
+    assert "could not connect to the review database" in text
