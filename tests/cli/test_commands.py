@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from typer.testing import CliRunner
 
@@ -326,3 +328,30 @@ def test_help_exits_0_without_opening_a_database(command: list[str], tmp_path_fa
     assert result.exit_code == 0, result.stderr
     assert "Usage: crossgate" in result.stdout
     assert not db.exists()
+
+
+POLICY = """
+version: 1
+rules:
+  - name: no-drops
+    verdict: deny
+    tool: execute_sql
+    where:
+      - arg: query
+        regex: '(?i)drop table'
+    reason: Dropping tables is not allowed; tell the user a DBA must do it.
+"""
+
+
+@pytest.mark.parametrize("via", ["option", "environment"])
+def test_the_policy_comes_from_the_option_or_the_environment(tmp_path: Path, via: str) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(POLICY)
+    env = clean_env() | ({"CROSSGATE_POLICY": str(policy)} if via == "environment" else {})
+    options = ["--policy", str(policy)] if via == "option" else []
+    submit = ["submit", "--framework", "langgraph", "--tool", "execute_sql", "--args", '{"query": "DROP TABLE t"}']
+    result = CliRunner().invoke(app, ["--db", str(tmp_path / "q.db"), *options, *submit], env=env)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == (
+        "denied by policy (rule no-drops): Dropping tables is not allowed; tell the user a DBA must do it.\n"
+    )

@@ -13,9 +13,8 @@ from typer.core import TyperGroup
 from crossgate.cli.context import CliContext
 from crossgate.cli.exit_codes import FAILURE, USAGE, exit_code_for, one_line
 from crossgate.errors import CrossgateError
+from crossgate.policy import POLICY_ENV
 from crossgate.stores import DB_ENV
-
-POLICY_ENV = "CROSSGATE_POLICY"
 
 
 def _fail(message: str, code: int) -> NoReturn:

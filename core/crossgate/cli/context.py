@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 import typer
 
-from crossgate.errors import ConfigurationError, StoreError
-from crossgate.policy import Policy
+from crossgate.errors import StoreError
+from crossgate.policy import resolve_policy
 from crossgate.queue import ReviewQueue
 from crossgate.stores import open_store, resolve_db
 
@@ -32,7 +32,7 @@ class CliContext:
     def open_queue(self) -> ReviewQueue:
         """The review queue on ``--db`` under ``--policy``."""
         if self.queue is None:
-            policy = load_policy(self.policy)
+            policy = resolve_policy(self.policy)
             target = resolve_db(self.db)
             try:
                 store = open_store(target)
@@ -48,18 +48,6 @@ class CliContext:
             self.queue.close()
             self.queue = None
             self._owned = False
-
-
-def load_policy(path: str | None) -> Policy:
-    """The policy from ``path`` (``--policy`` or ``$CROSSGATE_POLICY``), else the default policy."""
-    try:
-        from crossgate.policy import resolve_policy  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:  # the policy loader has not landed yet: only the default policy is available
-        if path:
-            raise ConfigurationError(f"cannot load {path}: this crossgate has no policy file loader") from None
-        return Policy()
-    policy: Policy = resolve_policy(path)
-    return policy
 
 
 def queue_of(ctx: typer.Context) -> ReviewQueue:

@@ -193,7 +193,7 @@ def print_verdict(verdict: Verdict) -> None:
     """The policy's allow or deny, answered without a human."""
     word = {"allow": "allowed", "deny": "denied"}.get(verdict.kind.value, verdict.kind.value)
     rule = f" (rule {verdict.rule})" if verdict.rule else ""
-    console().print(Text(f"{word} by policy{rule}: {verdict.reason}"))
+    say(f"{word} by policy{rule}: {verdict.reason}")
 
 
 def print_rules(rules: Sequence[StandingRule]) -> None:
