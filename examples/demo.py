@@ -135,8 +135,12 @@ async def run_demo(
     keep_serving: bool = False,
     specs: Sequence[AgentSpec] = SPECS,
     on_ready: Callable[[str, str], None] | None = None,
+    wait_for_reviewer: bool = False,
 ) -> DemoReport:
-    """Start the server and the agents, let ``reviewer`` (or a person) decide, and report the outcome."""
+    """Start the server and the agents, let ``reviewer`` (or a person) decide, and report the outcome.
+
+    The reviewer is cancelled once every run finished, unless ``wait_for_reviewer`` lets it end by itself.
+    """
     from crossgate.server import ServerSettings, create_app
     from crossgate.server.settings import reviewer as make_reviewer
 
@@ -163,12 +167,14 @@ async def run_demo(
     review = asyncio.create_task(reviewer(base_url, bot)) if reviewer else None
     try:
         runs = [drive(agent, queue, f"demo-{spec.key}") for spec, agent in zip(specs, agents, strict=True)]
-        finished = await asyncio.gather(*runs)
+        finished = await _until_runs_end(asyncio.gather(*runs), review)
         for spec, outcome in zip(specs, finished, strict=True):
             report.results[spec.key] = str(outcome.result)
         report.tickets_left = tickets.ids()
         report.deletes_run = tickets.delete_runs()
         _print_report(report, specs)
+        if review is not None and wait_for_reviewer:
+            await review
         if keep_serving:
             print("All runs finished. The page stays up for the history; press Ctrl-C to stop.")
             await server_task
@@ -182,6 +188,21 @@ async def run_demo(
             await server_task
         queue.close()
     return report
+
+
+async def _until_runs_end(runs: Awaitable[list[Finished[object]]], review: asyncio.Task[None] | None) -> list[Any]:
+    """Wait for the runs; a reviewer that fails before they end fails the demo instead of hanging it."""
+    gathered = asyncio.ensure_future(runs)
+    watched: set[asyncio.Future[Any]] = {gathered} | ({review} if review is not None else set())
+    while True:
+        done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+        if gathered in done:
+            return gathered.result()
+        if review is not None and review in done:
+            watched.discard(review)
+            if not review.cancelled() and review.exception() is not None:
+                gathered.cancel()
+                raise RuntimeError("the reviewer failed before the runs finished") from review.exception()
 
 
 def _print_report(report: DemoReport, specs: Sequence[AgentSpec]) -> None:

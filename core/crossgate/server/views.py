@@ -64,6 +64,13 @@ def when(moment: datetime | None) -> str:
     return f'<time datetime="{e(iso)}">{e(moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))}</time>'
 
 
+def when_short(moment: datetime | None) -> str:
+    if moment is None:
+        return "—"
+    utc = moment.astimezone(UTC)
+    return f'<time datetime="{e(utc.isoformat(timespec="seconds"))}" title="{e(utc.isoformat(timespec="seconds"))}">{e(utc.strftime("%b %d, %H:%M:%S"))}</time>'
+
+
 def compact_args(args: dict[str, Any], limit: int = 90) -> str:
     text = json.dumps(args, ensure_ascii=False, separators=(", ", ": "))
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -272,7 +279,7 @@ def history_page(rows: Sequence[tuple[ApprovalRequest, Sequence[Event]]], audit_
         who = f"{e(decided.actor)} via {e(decided.channel)}" if decided else e(request.status.value)
         detail = event_detail(decided) if decided else e(request.closed_reason or "")
         body.append(
-            f'<tr data-id="{e(request.id)}"><td>{when(request.decided_at or request.created_at)}</td>'
+            f'<tr data-id="{e(request.id)}"><td>{when_short(request.decided_at or request.created_at)}</td>'
             f"<td>{framework_badge(request.call.framework)}</td>"
             f'<td><a href="/requests/{e(request.id)}">{e(request.call.tool)}</a><br><code class="args">{e(compact_args(request.call.args, 60))}</code></td>'
             f"<td>{e(request.call.agent or '—')}</td><td>{detail}</td><td>{who}</td>"

@@ -1,0 +1,125 @@
+"""The reviewer page in real headless Chromium: three SDKs' requests, approve, edit through the form, reject.
+
+Runs the demo (server, three agents, one queue) with a person's browser as the reviewer, so the runs
+resume after the clicks and the test checks which tickets were deleted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.server.demo_loader import artifacts_dir, load_demo
+
+CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        CHROMIUM is None, reason="needs Debian's chromium: apt-get install -y chromium (and pip install playwright)"
+    ),
+]
+
+
+def browse(base_url: str, token: str, shots: Path) -> dict[str, str]:
+    """Act as the person: sign in, see three frameworks, approve one, edit one, reject one."""
+    from playwright.sync_api import expect, sync_playwright
+
+    seen: dict[str, str] = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.goto(f"{base_url}/login?token={token}")
+        cards = page.locator("a.req")
+        expect(cards).to_have_count(3, timeout=20_000)
+        frameworks = sorted(cards.nth(i).get_attribute("data-framework") or "" for i in range(3))
+        seen["frameworks"] = ",".join(frameworks)
+        page.screenshot(path=shots / "pending.png", full_page=True)
+
+        # approve the OpenAI agent's call
+        page.locator('a.req[data-framework="openai-agents"]').click()
+        expect(page.locator("#args-json")).to_contain_text('"id": "T-101"')
+        expect(page.locator(".tab")).to_have_text(["Approve", "Edit arguments", "Reject"])
+        page.screenshot(path=shots / "request.png", full_page=True)
+        page.locator("#decision-submit").click()
+        expect(page.locator(".decided")).to_be_visible(timeout=10_000)
+        expect(page.locator(".decided")).to_contain_text("approve by you via web")
+
+        # edit the Claude agent's call through the generated form; a bad id is caught before sending
+        page.goto(f"{base_url}/")
+        page.locator('a.req[data-framework="claude-agent-sdk"]').click()
+        page.locator('.tab[data-kind="edit"]').click()
+        id_input = page.locator('[name="arg-id"]')
+        expect(id_input).to_have_value("T-202")
+        id_input.fill("not-a-ticket")
+        page.locator("#decision-submit").click()
+        expect(page.locator("#decision-error")).to_contain_text("id: must match")
+        page.screenshot(path=shots / "edit-invalid.png", full_page=True)
+        id_input.fill("T-204")
+        page.locator("#decision-submit").click()
+        expect(page.locator(".decided")).to_be_visible(timeout=10_000)
+        expect(page.locator("table.diff")).to_contain_text("T-204")
+
+        # reject the LangGraph agent's call: the message is required
+        page.goto(f"{base_url}/")
+        page.locator('a.req[data-framework="langgraph"]').click()
+        page.locator('.tab[data-kind="reject"]').click()
+        page.locator("#decision-submit").click()
+        expect(page.locator("#decision-error")).to_contain_text("needs a message")
+        page.locator('textarea[name="message"]').fill("Keep this ticket; the VPN issue is still open.")
+        page.locator("#decision-submit").click()
+        expect(page.locator(".decided")).to_be_visible(timeout=10_000)
+
+        page.goto(f"{base_url}/")
+        expect(page.locator("a.req")).to_have_count(0, timeout=10_000)
+        page.goto(f"{base_url}/history")
+        expect(page.locator("td.ran-yes")).to_have_count(2, timeout=20_000)
+        expect(page.locator("td.ran-no")).to_have_count(1, timeout=20_000)
+        page.screenshot(path=shots / "history.png", full_page=True)
+        seen["history"] = page.locator("table.history").inner_text()
+        browser.close()
+    return seen
+
+
+async def test_reviewer_page_in_chromium(tmp_path: Path) -> None:
+    demo = load_demo()
+    shots = artifacts_dir()
+    seen: dict[str, str] = {}
+    person: list[str] = []
+
+    async def person_in_browser(base_url: str, _bot_token: str) -> None:
+        while not person:
+            await asyncio.sleep(0.05)
+        seen.update(await asyncio.to_thread(browse, base_url, person[0], shots))
+
+    report = await asyncio.wait_for(
+        demo.run_demo(
+            reviewer=person_in_browser,
+            port=0,
+            workdir=tmp_path,
+            synthetic=True,
+            on_ready=lambda _url, token: person.append(token),
+            wait_for_reviewer=True,
+        ),
+        timeout=120,
+    )
+    assert seen["frameworks"] == "claude-agent-sdk,langgraph,openai-agents"
+    assert report.tickets_left == ["T-202", "T-303"]
+    assert sorted(report.deletes_run) == ["T-101", "T-204"]
+    assert "Keep this ticket" in report.results["langgraph"]
+    assert "reject" in seen["history"]
+    assert "you via web" in seen["history"]
+    assert (shots / "pending.png").stat().st_size > 10_000
