@@ -13,14 +13,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from crossgate import DecisionKind, Edit, MemoryStore, Policy, PolicyRule, Reject, ReviewQueue, VerdictKind
-from crossgate.runs import Finished, Parked
-from crossgate_langgraph import Gate, crossgate_middleware
-from crossgate_langgraph.testing import ScriptedChatModel, tool_call
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+
+from crossgate import DecisionKind, Edit, MemoryStore, Policy, PolicyRule, Reject, ReviewQueue, VerdictKind
+from crossgate.runs import Finished, Parked
+from crossgate_langgraph import Gate, crossgate_middleware
+from crossgate_langgraph.testing import ScriptedChatModel, tool_call
 
 POLICY = Policy(
     rules=(

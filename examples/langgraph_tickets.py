@@ -15,10 +15,11 @@ import tempfile
 from pathlib import Path
 from typing import Any, TypedDict
 
+from langgraph.graph import END, START, StateGraph
+
 from crossgate import Approve, Edit, Reject, Respond, ReviewQueue, open_store
 from crossgate.runs import Finished, Parked
 from crossgate_langgraph import Gate, open_checkpointer, request_approval
-from langgraph.graph import END, START, StateGraph
 
 
 class TicketState(TypedDict, total=False):
