@@ -69,7 +69,8 @@ async def demo(folder: Path) -> dict[str, Any]:
             gate = Gate(queue, graph)
             first = await gate.run(graph, {"ticket_id": "t3"}, thread="a")
             second = await gate.run(graph, {"ticket_id": "t1"}, thread="b")
-        assert isinstance(first, Parked) and isinstance(second, Parked)
+        assert isinstance(first, Parked)
+        assert isinstance(second, Parked)
         print(f"parked: threads a and b wait; tickets still {remaining(tickets)}")
         for request in queue.pending():
             print(f"  review {request.id}: {request.call.tool} {request.call.args}")

@@ -157,7 +157,9 @@ def ask(
     request = submission.request
     token = _asking.set(_Asking(queue, request.id, call.fingerprint))
     try:
-        answer = interrupt(interrupt_value(request), response_schema=CheckedDecision)
+        # A type (not a dict) makes LangGraph validate the answer before saving it; mypy cannot see an
+        # Annotated union as a type.
+        answer = interrupt(interrupt_value(request), response_schema=CheckedDecision)  # type: ignore[call-overload]
     finally:
         _asking.reset(token)
     decision: AnyDecision = answer

@@ -61,7 +61,7 @@ def crossgate_middleware(
     interrupt_on: dict[str, bool | InterruptOnConfig] = {}
     for tool in tools:
         interrupt_on[tool.name] = InterruptOnConfig(
-            allowed_decisions=[k.value for k in possible_decisions(queue.policy, tool.name)],  # type: ignore[typeddict-item]
+            allowed_decisions=[k.value for k in possible_decisions(queue.policy, tool.name)],
             description=_describe(queue, agent),
             when=_when(queue, agent),
         )
