@@ -9,7 +9,7 @@ import pytest
 from psycopg import sql
 
 from crossgate import ConfigurationError, ReviewQueue, StoreError, ToolCall, open_store
-from crossgate.stores.postgres import PostgresStore, split_url
+from crossgate.stores.postgres import IDLE_CHECK_SECONDS, PostgresStore, split_url
 from tests.support.postgres import PostgresStoreFactory
 
 pytestmark = pytest.mark.postgres
@@ -47,7 +47,8 @@ def test_connections_the_server_dropped_are_replaced_without_an_error(
             "pg_backend_pid() AND query NOT ILIKE '%%LISTEN%%' AND datname = current_database() "
             "AND backend_type = 'client backend' AND state = 'idle'"
         )
-    assert pg_queue.get(request.id) == request  # the pool checks each connection it hands out
+    time.sleep(IDLE_CHECK_SECONDS + 0.1)
+    assert pg_queue.get(request.id) == request  # the pool checks a connection idle that long
     assert pg_queue.get(request.id) == request
 
 

@@ -19,6 +19,7 @@ import logging
 import re
 import threading
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -54,6 +55,8 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 log = logging.getLogger(__name__)
 
 DEFAULT_SCHEMA = "crossgate"
+IDLE_CHECK_SECONDS = 1.0
+"""A pooled connection idle longer than this is checked before use."""
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,47}$")
 _SQL_DIR = resources.files("crossgate.stores").joinpath("sql", "postgres")
 M = TypeVar("M", bound=BaseModel)
@@ -152,17 +155,26 @@ class PostgresStore:
             kwargs={"autocommit": True, **self._connect_kwargs},
             open=False,
             name=f"crossgate-{self.schema}",
-            # One empty round trip per checkout buys recovery from a restarted server or a failover
-            # without a failed call per pooled connection.
-            check=ConnectionPool.check_connection,
+            check=self._check,
+            reset=self._returned,
         )
         self._open_lock = threading.Lock()
         self._opened = False
+        self._last_used: weakref.WeakKeyDictionary[psycopg.Connection[Any], float] = weakref.WeakKeyDictionary()
         self._listener = _Listener(self._connect, self._channel)
 
     # connections ---------------------------------------------------------------------------------
     def _connect(self) -> psycopg.Connection[Any]:
         return psycopg.connect(self._conninfo, autocommit=True, **self._connect_kwargs)
+
+    def _check(self, conn: psycopg.Connection[Any]) -> None:
+        # A connection idle for a while may have outlived a server restart or failover: one empty round
+        # trip replaces it instead of failing the caller. Connections in steady use skip the round trip.
+        if time.monotonic() - self._last_used.get(conn, 0.0) > IDLE_CHECK_SECONDS:
+            ConnectionPool.check_connection(conn)
+
+    def _returned(self, conn: psycopg.Connection[Any]) -> None:
+        self._last_used[conn] = time.monotonic()
 
     @contextlib.contextmanager
     def _conn(self, action: str) -> Iterator[psycopg.Connection[Any]]:
