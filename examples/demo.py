@@ -103,8 +103,10 @@ def scripted_reviewer(specs: Sequence[AgentSpec]) -> Reviewer:
                         continue
                     body = scripted_decision(spec, request)
                     response = await http.post(f"/api/requests/{request['id']}/decision", json=body)
-                    print(f"  reviewer: {body['kind']} {request['call']['tool']} {json.dumps(request['call']['args'])}"
-                          f" from {spec.framework} -> HTTP {response.status_code}")
+                    print(
+                        f"  reviewer: {body['kind']} {request['call']['tool']} {json.dumps(request['call']['args'])}"
+                        f" from {spec.framework} -> HTTP {response.status_code}"
+                    )
 
     return review
 
@@ -209,7 +211,9 @@ def _print_report(report: DemoReport, specs: Sequence[AgentSpec]) -> None:
     print("All runs finished:")
     for spec in specs:
         print(f"  {spec.key:<10} {report.results[spec.key]}")
-    print(f"  tickets left: {', '.join(report.tickets_left) or 'none'}; deletes that ran: {', '.join(report.deletes_run) or 'none'}")
+    print(
+        f"  tickets left: {', '.join(report.tickets_left) or 'none'}; deletes that ran: {', '.join(report.deletes_run) or 'none'}"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

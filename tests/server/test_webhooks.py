@@ -1,0 +1,148 @@
+"""Webhooks on new and decided requests: JSON and Slack bodies, retries with backoff, a silent receiver."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+
+from crossgate import MemoryStore, ReviewQueue
+from crossgate.model import RequestStatus
+from crossgate.server.app import create_app
+from crossgate.server.settings import WebhookTarget
+
+from tests.server.conftest import POLICY, auth, make_settings, submit
+from tests.server.live import Receiver
+
+
+@asynccontextmanager
+async def serving(queue: ReviewQueue, *targets: WebhookTarget, **settings: Any) -> AsyncIterator[httpx.AsyncClient]:
+    fields = {"webhooks": targets, "webhook_backoff_seconds": 0.05, "webhook_timeout_seconds": 1.0, **settings}
+    app = create_app(queue, make_settings(**fields))
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
+            yield http
+
+
+async def until(check: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await asyncio.sleep(0.02)
+
+
+def fresh_queue() -> ReviewQueue:
+    return ReviewQueue(MemoryStore(), POLICY)
+
+
+async def test_json_notifications_for_new_and_decided_requests() -> None:
+    queue = fresh_queue()
+    with Receiver() as receiver:
+        target = WebhookTarget(url=receiver.url, secret="hook-secret")
+        async with serving(queue, target, link_reviewer="alice", base_url="http://testserver") as http:
+            request = submit(queue)
+            await until(lambda: len(receiver.bodies) == 1)
+            new = receiver.bodies[0]
+            assert new["event"] == "request.submitted"
+            assert new["request"]["id"] == request.id
+            assert new["request"]["call"]["args"] == {"id": "t1"}
+            assert new["links"]["page"] == f"http://testserver/requests/{request.id}"
+            signature = hmac.new(b"hook-secret", receiver.raw[0], hashlib.sha256).hexdigest()
+            assert receiver.headers[0]["x-crossgate-signature"] == f"sha256={signature}"
+            # the signed link in the notification decides, as alice, through channel "link"
+            approved = await http.post(new["links"]["approve"].removeprefix("http://testserver"))
+            assert approved.status_code == 200
+            await until(lambda: len(receiver.bodies) == 2)
+            decided = receiver.bodies[1]
+            assert decided["event"] == "request.decided"
+            assert (decided["actor"], decided["channel"]) == ("alice", "link")
+            assert "approve" not in decided["links"], "a closed request's notification carries no decision links"
+    queue.close()
+
+
+async def test_slack_body() -> None:
+    queue = fresh_queue()
+    with Receiver() as receiver:
+        async with serving(queue, WebhookTarget(url=receiver.url, format="slack"), link_reviewer="alice") as http:
+            request = submit(queue, framework="langgraph", agent="support")
+            await until(lambda: len(receiver.bodies) == 1)
+            body = receiver.bodies[0]
+            assert body["text"] == "langgraph · support asks to run delete_ticket: Deleting a ticket cannot be undone."
+            assert body["blocks"][0]["type"] == "section"
+            assert '"id": "t1"' in body["blocks"][1]["text"]["text"]
+            buttons = {b["text"]["text"]: b["url"] for b in body["blocks"][-1]["elements"]}
+            assert set(buttons) == {"Open", "Approve", "Reject…"}
+            assert "x-crossgate-signature" not in receiver.headers[0]
+            await http.post(
+                f"/api/requests/{request.id}/decision", json={"kind": "reject", "message": "no"}, headers=auth("bob")
+            )
+            await until(lambda: len(receiver.bodies) == 2)
+            assert receiver.bodies[1]["text"] == "delete_ticket from langgraph · support: reject by bob via api"
+    queue.close()
+
+
+async def test_failing_receiver_gets_the_notification_after_retries() -> None:
+    queue = fresh_queue()
+    with Receiver(fail_first=2) as receiver:
+        target = WebhookTarget(url=receiver.url, events=("submitted",))
+        async with serving(queue, target) as http:
+            submit(queue)
+            await until(lambda: len(receiver.bodies) == 1)
+            assert receiver.attempts == 3
+            stats = (await http.get("/api/health")).json()["notifications"]
+            assert stats["delivered"] == 1
+            assert stats["attempts"] == 3
+            assert stats["failed"] == 0
+    queue.close()
+
+
+async def test_silent_receiver_never_blocks_the_queue() -> None:
+    queue = fresh_queue()
+    with Receiver(silent=True) as silent, Receiver() as healthy:
+        targets = (WebhookTarget(url=silent.url), WebhookTarget(url=healthy.url))
+        async with serving(queue, *targets, webhook_timeout_seconds=0.3, webhook_attempts=2) as http:
+            started = time.monotonic()
+            requests = [submit(queue, args={"id": f"t{i}"}) for i in range(5)]
+            for request in requests:
+                response = await http.post(
+                    f"/api/requests/{request.id}/decision", json={"kind": "approve"}, headers=auth("alice")
+                )
+                assert response.status_code == 200
+            assert time.monotonic() - started < 2.0, "submitting and deciding must not wait for webhooks"
+            assert all(queue.get(r.id).status is RequestStatus.DECIDED for r in requests)
+            await until(lambda: len(healthy.bodies) == 10)
+            await until(lambda: silent.attempts >= 2)
+            stats = (await http.get("/api/health")).json()["notifications"]
+            assert stats["delivered"] == 10
+    assert len(queue.pending()) == 0
+    assert len([e for e in queue.events() if e.kind == "decided"]) == 5
+    queue.close()
+
+
+async def test_unreachable_receiver_gives_up_and_loses_no_request() -> None:
+    queue = fresh_queue()
+    with Receiver() as closed:
+        url = closed.url
+    async with serving(queue, WebhookTarget(url=url), webhook_attempts=3) as http:
+        request = submit(queue)
+
+        async def failed() -> int:
+            return int((await http.get("/api/health")).json()["notifications"]["failed"])
+
+        deadline = time.monotonic() + 10
+        while await failed() < 1:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+        stats = (await http.get("/api/health")).json()["notifications"]
+        assert stats["attempts"] == 3
+        assert queue.get(request.id).status is RequestStatus.PENDING
+        listed = (await http.get("/api/requests", params={"status": "pending"}, headers=auth("alice"))).json()
+        assert [r["id"] for r in listed["items"]] == [request.id]
+    queue.close()
