@@ -26,12 +26,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from demo_agents import SPECS, TICKETS, AgentSpec, DemoAgent, DemoTickets, build_agents  # noqa: E402
+from demo_agents import SPECS, TICKETS, AgentSpec, DemoAgent, DemoTickets, build_agents
 
-from crossgate import ReviewQueue  # noqa: E402
-from crossgate.policy import resolve_policy  # noqa: E402
-from crossgate.runs import Finished, Parked  # noqa: E402
-from crossgate.stores import open_store  # noqa: E402
+from crossgate import ReviewQueue
+from crossgate.policy import resolve_policy
+from crossgate.runs import Finished, Parked
+from crossgate.stores import open_store
 
 AUTO_ENV = "CROSSGATE_DEMO_AUTO"
 POLICY = Path(__file__).parent / "policy.yaml"
@@ -211,9 +211,8 @@ def _print_report(report: DemoReport, specs: Sequence[AgentSpec]) -> None:
     print("All runs finished:")
     for spec in specs:
         print(f"  {spec.key:<10} {report.results[spec.key]}")
-    print(
-        f"  tickets left: {', '.join(report.tickets_left) or 'none'}; deletes that ran: {', '.join(report.deletes_run) or 'none'}"
-    )
+    left = ", ".join(report.tickets_left) or "none"
+    print(f"  tickets left: {left}; deletes that ran: {', '.join(report.deletes_run) or 'none'}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -7,6 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
+
 from crossgate import ApprovalRequest, MemoryStore, Policy, PolicyRule, ReviewQueue, ToolCall, VerdictKind
 from crossgate.server import ServerSettings
 from crossgate.server.app import create_app

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import httpx
+
 from crossgate import ReviewQueue, ToolCall
 from crossgate.model import RequestStatus
-
 from tests.server.conftest import auth, submit
 
 

@@ -11,7 +11,6 @@ from crossgate import ReviewQueue
 from crossgate.errors import ConfigurationError
 from crossgate.model import RequestStatus
 from crossgate.server.settings import load_config, reviewers_from_env
-
 from tests.server.conftest import TOKENS, auth, submit
 
 PROTECTED = [

@@ -99,11 +99,15 @@ async def test_reviewer_page_in_chromium(tmp_path: Path) -> None:
     shots = artifacts_dir()
     seen: dict[str, str] = {}
     person: list[str] = []
+    ready = asyncio.Event()
 
     async def person_in_browser(base_url: str, _bot_token: str) -> None:
-        while not person:
-            await asyncio.sleep(0.05)
+        await ready.wait()
         seen.update(await asyncio.to_thread(browse, base_url, person[0], shots))
+
+    def on_ready(_url: str, token: str) -> None:
+        person.append(token)
+        ready.set()
 
     report = await asyncio.wait_for(
         demo.run_demo(
@@ -111,7 +115,7 @@ async def test_reviewer_page_in_chromium(tmp_path: Path) -> None:
             port=0,
             workdir=tmp_path,
             synthetic=True,
-            on_ready=lambda _url, token: person.append(token),
+            on_ready=on_ready,
             wait_for_reviewer=True,
         ),
         timeout=120,

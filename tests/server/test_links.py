@@ -11,7 +11,6 @@ import httpx
 from crossgate import ApprovalRequest, ReviewQueue
 from crossgate.model import DecisionKind, RequestStatus
 from crossgate.server.links import LinkClaims, LinkSigner
-
 from tests.server.conftest import auth, submit
 
 
@@ -118,7 +117,7 @@ async def test_link_signed_with_another_secret_is_refused(client: httpx.AsyncCli
 
 async def test_expired_link_is_410_and_decides_nothing(client: httpx.AsyncClient, queue: ReviewQueue) -> None:
     request = submit(queue)
-    signer = client._transport.app.state.crossgate.signer  # type: ignore[attr-defined]  # noqa: SLF001
+    signer = client._transport.app.state.crossgate.signer  # type: ignore[attr-defined]
     claims = LinkClaims(
         request_id=request.id,
         fingerprint=request.fingerprint,
@@ -138,7 +137,7 @@ async def test_links_respect_scope_and_reviewer(client: httpx.AsyncClient, queue
     request = submit(queue, framework="openai-agents")
     refused = await client.post(f"/api/requests/{request.id}/links", headers=auth("bob"))
     assert refused.status_code == 403
-    signer = client._transport.app.state.crossgate.signer  # type: ignore[attr-defined]  # noqa: SLF001
+    signer = client._transport.app.state.crossgate.signer  # type: ignore[attr-defined]
     expires = int((datetime.now(UTC) + timedelta(hours=1)).timestamp())
     for name, status in (("bob", 403), ("mallory", 401)):
         token = signer.sign(

@@ -14,7 +14,6 @@ import pytest
 from crossgate import ReviewQueue
 from crossgate.server.app import create_app
 from crossgate.stores import open_store
-
 from tests.server.conftest import POLICY, auth, make_settings
 from tests.server.live import live_server
 

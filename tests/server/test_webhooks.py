@@ -16,7 +16,6 @@ from crossgate import MemoryStore, ReviewQueue
 from crossgate.model import RequestStatus
 from crossgate.server.app import create_app
 from crossgate.server.settings import WebhookTarget
-
 from tests.server.conftest import POLICY, auth, make_settings, submit
 from tests.server.live import Receiver
 
