@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -223,3 +224,28 @@ async def test_policy_allow_and_deny_do_not_pause(tickets, saver) -> None:
     assert denied.result["outcome"] == "rejected: t1 is protected"
     assert tickets.ids() == ["t1", "t3"]
     assert queue.pending() == []
+
+
+async def test_run_with_wait_resumes_in_place_when_the_decision_arrives(queue, tickets, saver) -> None:
+    entered: list[str] = []
+    graph = ticket_graph(queue, tickets, saver, entered)
+
+    async def reviewer() -> None:
+        while not queue.pending():  # noqa: ASYNC110 - the queue offers no "submitted" wake-up
+            await asyncio.sleep(0.01)
+        queue.decide(queue.pending()[0].id, Approve(), reviewer="ann")
+
+    decided = asyncio.create_task(reviewer())
+    done = await Gate(queue, graph).run(graph, {"ticket_id": "t3"}, thread="inline", wait=5.0)
+    await decided
+    assert isinstance(done, Finished)
+    assert tickets.ids() == ["t1", "t2"]
+    assert len(entered) == 2
+
+
+async def test_run_with_wait_parks_when_nobody_decides_in_time(queue, tickets, saver) -> None:
+    graph = ticket_graph(queue, tickets, saver, [])
+    outcome = await Gate(queue, graph).run(graph, {"ticket_id": "t3"}, thread="slow", wait=0.05)
+    assert isinstance(outcome, Parked)
+    assert queue.get_parked(outcome.parked_run).status is ParkedRunStatus.PARKED
+    assert tickets.ids() == ["t1", "t2", "t3"]
