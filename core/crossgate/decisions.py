@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 import jsonschema
@@ -77,8 +79,7 @@ def validate_args(args: Any, schema: Mapping[str, Any] | None) -> None:
     canonical_json(args)
     if schema is None:
         return
-    validator_class = jsonschema.validators.validator_for(schema)
-    errors = sorted(validator_class(schema).iter_errors(args), key=lambda e: list(e.absolute_path))
+    errors = sorted(_validator(schema).iter_errors(args), key=lambda e: list(e.absolute_path))
     if errors:
         first = errors[0]
         where = "/".join(str(p) for p in first.absolute_path) or "(root)"
@@ -89,11 +90,36 @@ def check_schema(schema: Mapping[str, Any] | None) -> None:
     """Raise ConfigurationError if ``schema`` is not a valid JSON Schema."""
     if schema is None:
         return
-    validator_class = jsonschema.validators.validator_for(schema)
     try:
-        validator_class.check_schema(dict(schema))
+        text = canonical_json(schema)
+    except InvalidArgumentsError as exc:
+        raise ConfigurationError(f"args_schema is not JSON: {exc}") from exc
+    _check_schema_text(text)
+
+
+# Checking a schema against its metaschema costs milliseconds, and adapters submit the same tool
+# schemas again and again: valid schemas and their validators are remembered by canonical text.
+@lru_cache(maxsize=512)
+def _check_schema_text(text: str) -> None:
+    schema = json.loads(text)
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
     except jsonschema.SchemaError as exc:
         raise ConfigurationError(f"args_schema is not a valid JSON Schema: {exc.message}") from exc
+
+
+def _validator(schema: Mapping[str, Any]) -> Any:
+    try:
+        text = canonical_json(schema)
+    except InvalidArgumentsError:
+        return jsonschema.validators.validator_for(schema)(schema)
+    return _validator_for_text(text)
+
+
+@lru_cache(maxsize=512)
+def _validator_for_text(text: str) -> Any:
+    schema = json.loads(text)
+    return jsonschema.validators.validator_for(schema)(schema)
 
 
 def _check_remember(request: ApprovalRequest, decision: AnyDecision) -> None:
