@@ -1,0 +1,156 @@
+"""Benchmark: one gated call's full approval round trip, crossgate (SQLite store) against the SDK's own.
+
+    python tests/benchmarks/bench_openai.py [iterations]
+
+Both sides use the same scripted model and the same tool, and the same pause, store and resume shape:
+
+- native: ``Runner.run`` to the interruption, ``to_state().to_string()``, ``RunState.from_string``,
+  ``state.approve``, ``Runner.run`` to the final answer;
+- crossgate: ``Gate.run`` (policy, request, RunState stored as a parked run in SQLite), ``queue.decide``,
+  ``Gate.resume`` (claim, restore, approve, the gated tool's binding check, mark applied, outcome, finish).
+
+The two alternate in one process, so machine noise hits both alike. Not collected by pytest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from agents import Agent, Runner, RunState, function_tool, set_tracing_disabled
+
+from crossgate import Approve, Policy, PolicyRule, ReviewQueue, VerdictKind, open_store
+from crossgate.runs import Finished, Parked
+from crossgate_openai import Gate
+from tests.adapters.openai.scripted import PlannedModel, delete_call
+
+WARMUP = 10
+
+
+def ticket_agent(model: PlannedModel, *, needs_approval: bool) -> Agent[Any]:
+    tickets = {"t3"}
+
+    @function_tool(name_override="delete_ticket", needs_approval=needs_approval)
+    async def delete_ticket(id: str) -> str:
+        """Delete a ticket by id."""
+        tickets.discard(id)
+        tickets.add(id)  # put it back, so every iteration deletes the same ticket
+        return f"deleted ticket {id}"
+
+    return Agent(name="Triage agent", tools=[delete_ticket], model=model)
+
+
+def native_round_trip() -> Callable[[int], Awaitable[None]]:
+    agent = ticket_agent(PlannedModel([[delete_call("t3")]]), needs_approval=True)
+
+    async def once(i: int) -> None:
+        paused = await Runner.run(agent, "Delete the spam tickets.")
+        saved = paused.to_state().to_string()
+        state = await RunState.from_string(agent, saved)
+        state.approve(state.get_interruptions()[0])
+        done = await Runner.run(agent, state)
+        assert done.final_output == "done"
+
+    return once
+
+
+def crossgate_round_trip(db: str) -> Callable[[int], Awaitable[None]]:
+    policy = Policy(rules=(PolicyRule(name="ask-deletes", verdict=VerdictKind.ASK, tool="delete_ticket"),))
+    queue = ReviewQueue(open_store(db), policy)
+    agent = ticket_agent(PlannedModel([[delete_call("t3")]]), needs_approval=False)
+    gate = Gate(queue, agent=agent)
+
+    async def once(i: int) -> None:
+        parked = await gate.run(agent, "Delete the spam tickets.", run=f"bench-{i}")
+        assert isinstance(parked, Parked)
+        queue.decide(parked.request_ids[0], Approve(), reviewer="bench")
+        done = await gate.resume(parked.parked_run)
+        assert isinstance(done, Finished)
+        assert done.result.final_output == "done"
+
+    return once
+
+
+def summary(samples: list[float]) -> tuple[float, float, float]:
+    ordered = sorted(samples)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return statistics.fmean(samples) * 1000, statistics.median(samples) * 1000, p95 * 1000
+
+
+def native_persisted_round_trip(db: str) -> Callable[[int], Awaitable[None]]:
+    """The native round trip plus what an app needs to survive a restart: the state in a durable file."""
+    agent = ticket_agent(PlannedModel([[delete_call("t3")]]), needs_approval=True)
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("CREATE TABLE IF NOT EXISTS states (id TEXT PRIMARY KEY, state TEXT NOT NULL)")
+
+    async def once(i: int) -> None:
+        paused = await Runner.run(agent, "Delete the spam tickets.")
+        conn.execute("INSERT INTO states VALUES (?, ?)", (f"s{i}", paused.to_state().to_string()))
+        (saved,) = conn.execute("SELECT state FROM states WHERE id = ?", (f"s{i}",)).fetchone()
+        state = await RunState.from_string(agent, saved)
+        state.approve(state.get_interruptions()[0])
+        done = await Runner.run(agent, state)
+        assert done.final_output == "done"
+
+    return once
+
+
+VARIANTS = {
+    "native": "SDK native (to_string)",
+    "native_saved": "SDK native + state in SQLite",
+    "crossgate": "crossgate (SQLite store)",
+    "crossgate_memory": "crossgate (memory store)",
+}
+
+
+async def measure(iterations: int, folder: Path) -> dict[str, list[float]]:
+    variants = {
+        "native": native_round_trip(),
+        "native_saved": native_persisted_round_trip(str(folder / "native.db")),
+        "crossgate": crossgate_round_trip(str(folder / "crossgate.db")),
+        "crossgate_memory": crossgate_round_trip("memory:"),
+    }
+    samples: dict[str, list[float]] = {name: [] for name in variants}
+    for i in range(WARMUP + iterations):
+        order = list(variants) if i % 2 == 0 else list(reversed(variants))
+        for name in order:
+            start = time.perf_counter()
+            await variants[name](i)
+            elapsed = time.perf_counter() - start
+            if i >= WARMUP:
+                samples[name].append(elapsed)
+    return samples
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Measure both round trips and print a small table with crossgate's overhead."""
+    args = sys.argv[1:] if argv is None else argv
+    iterations = int(args[0]) if args else 200
+    set_tracing_disabled(True)
+    with tempfile.TemporaryDirectory() as folder:
+        samples = asyncio.run(measure(iterations, Path(folder)))
+    rows = {name: summary(values) for name, values in samples.items()}
+    print(f"approval round trip, {iterations} iterations after {WARMUP} warm-up (ms)")
+    print(f"{'':<32}{'mean':>9}{'median':>9}{'p95':>9}")
+    for name, label in VARIANTS.items():
+        mean, median, p95 = rows[name]
+        print(f"{label:<32}{mean:>9.2f}{median:>9.2f}{p95:>9.2f}")
+    for name, base in (("crossgate", "native"), ("crossgate", "native_saved"), ("crossgate_memory", "native")):
+        ratio = rows[name][1] / rows[base][1]
+        print(f"{VARIANTS[name]} / {VARIANTS[base]} (median): {ratio:.3f}  adds {100 * (ratio - 1):+.1f}%")
+    print("target: crossgate (SQLite store) / SDK native adds < +10%")
+
+
+if __name__ == "__main__":
+    main()
