@@ -1,0 +1,157 @@
+"""``crossgate serve`` and ``crossgate worker``, added to the CLI by ``register(app)``.
+
+Everything heavy is imported inside the command bodies, so ``crossgate --help`` works without the
+server extra, and a missing extra gives one line with the install hint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import secrets
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from crossgate.errors import ConfigurationError
+from crossgate.queue import ReviewQueue
+
+DEFAULT_PORT = 8700
+LOCAL_REVIEWER = "local"
+
+
+def _context_queue(ctx: typer.Context, db: str | None, policy: str | None) -> ReviewQueue:
+    from crossgate.cli.context import CliContext
+
+    state = ctx.obj if isinstance(ctx.obj, CliContext) else CliContext()
+    if state.queue is None:
+        state.db = db or state.db
+        state.policy = policy or state.policy
+    ctx.obj = state
+    return state.open_queue()
+
+
+def _need_server_extra() -> None:
+    from crossgate.server import require_server_extra
+
+    try:
+        require_server_extra()
+    except ImportError as exc:
+        raise ConfigurationError(str(exc)) from None
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def serve(
+    ctx: typer.Context,
+    host: Annotated[
+        str, typer.Option(help="Interface to bind; anything but loopback exposes the queue.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = DEFAULT_PORT,
+    db: Annotated[str | None, typer.Option("--db", metavar="URL", help="Database (overrides the global --db).")] = None,
+    policy: Annotated[str | None, typer.Option("--policy", metavar="FILE", help="Policy file.")] = None,
+    tokens: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", help="Reviewers (and webhooks) in TOML or YAML. [default: $CROSSGATE_TOKENS]"),
+    ] = None,
+    base_url: Annotated[str | None, typer.Option(help="Address that links in notifications use.")] = None,
+    webhook: Annotated[list[str] | None, typer.Option(metavar="URL", help="Notify this URL; repeatable.")] = None,
+    webhook_format: Annotated[str, typer.Option(help="json or slack, for --webhook.")] = "json",
+    open_browser: Annotated[bool, typer.Option("--open", help="Open the review page in a browser.")] = False,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+) -> None:
+    """Run the review server: HTTP API, live stream and the reviewer web page."""
+    _need_server_extra()
+    import uvicorn
+
+    from crossgate.server.app import create_app
+    from crossgate.server.settings import (
+        ServerSettings,
+        WebhookTarget,
+        load_config,
+        reviewer,
+        reviewers_from_env,
+        secret_from_env,
+    )
+
+    if webhook_format not in ("json", "slack"):
+        raise typer.BadParameter("use json or slack", param_hint="'--webhook-format'")
+    fields = load_config(tokens) if tokens else {"reviewers": reviewers_from_env()}
+    generated = None
+    if not fields["reviewers"]:
+        generated = secrets.token_urlsafe(18)
+        fields["reviewers"] = (reviewer(LOCAL_REVIEWER, generated),)
+    if "secret" not in fields and (secret := secret_from_env()) is not None:
+        fields["secret"] = secret
+    shown_host = host if _is_loopback(host) or host not in ("0.0.0.0", "::") else "127.0.0.1"
+    address = f"http://{shown_host}:{port}"
+    fields["base_url"] = base_url or fields.get("base_url") or address
+    extra = tuple(WebhookTarget(url=url, format=webhook_format) for url in webhook or ())  # type: ignore[arg-type]
+    fields["webhooks"] = (*fields.get("webhooks", ()), *extra)
+    settings = ServerSettings(**fields)
+    queue = _context_queue(ctx, db, policy)
+    page = f"{address}/login?token={generated}" if generated else f"{address}/"
+    typer.echo(f"crossgate: review server on {address} ({type(queue.store).__name__})")
+    if generated:
+        typer.echo(f"crossgate: no reviewers configured; signed in as {LOCAL_REVIEWER!r} with a one-off token:")
+    typer.echo(f"crossgate: review page {page}")
+    if not _is_loopback(host):
+        typer.echo(f"crossgate: warning: listening on {host}, reachable from other machines", err=True)
+    if open_browser:
+        import threading
+        import webbrowser
+
+        threading.Timer(1.0, webbrowser.open, [page]).start()
+    uvicorn.run(create_app(queue, settings), host=host, port=port, log_level=log_level, timeout_graceful_shutdown=2)
+
+
+def worker(
+    ctx: typer.Context,
+    app_target: Annotated[
+        list[str],
+        typer.Option(
+            "--app",
+            metavar="MODULE:ATTR",
+            help="Resumers from your code: a resumer, a list, or a callable taking the queue; repeatable.",
+        ),
+    ],
+    db: Annotated[str | None, typer.Option("--db", metavar="URL", help="Database (overrides the global --db).")] = None,
+    policy: Annotated[str | None, typer.Option("--policy", metavar="FILE", help="Policy file.")] = None,
+    poll: Annotated[float, typer.Option(min=0.05, help="Seconds between checks when nothing wakes the worker.")] = 1.0,
+    until_idle: Annotated[bool, typer.Option("--until-idle", help="Exit once no parked run is left.")] = False,
+    once: Annotated[bool, typer.Option("--once", help="Resume what is ready now, then exit.")] = False,
+) -> None:
+    """Resume parked runs (any adapter) as soon as their requests are decided."""
+    from crossgate.server.worker import Resumed, Worker, load_resumers
+
+    queue = _context_queue(ctx, db, policy)
+    if str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))  # --app names modules of the current project, like uvicorn does
+    resumers = [r for target in app_target for r in load_resumers(target, queue)]
+
+    def report(result: Resumed) -> None:
+        typer.echo(f"{result.outcome:<9} {result.framework} run {result.run} ({result.parked_run}) {result.detail}")
+
+    runner = Worker(queue, resumers, poll_seconds=poll, report=report)
+    frameworks = ", ".join(sorted(runner.resumers))
+    typer.echo(f"crossgate worker: resuming {frameworks} runs from {type(queue.store).__name__}", err=True)
+    try:
+        if once:
+            asyncio.run(runner.run_once())
+        else:
+            asyncio.run(runner.run(until_idle=until_idle))
+    except KeyboardInterrupt:
+        typer.echo("crossgate worker: stopped", err=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``serve`` and ``worker`` to the ``crossgate`` command."""
+    app.command("serve")(serve)
+    app.command("worker")(worker)
