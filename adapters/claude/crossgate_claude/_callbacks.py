@@ -12,6 +12,7 @@ session is resumed the CLI replays the hook and re-asks permission for the same 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from dataclasses import dataclass, field
@@ -131,13 +132,19 @@ class Binding:
             "input": call.args,
             "cwd": data.get("cwd"),
         }
-        parked = self.queue.park(
-            framework=FRAMEWORK,
-            run=session or tool_use_id,
-            request_ids=[rid],
-            state=json.dumps(state, sort_keys=True),
-            metadata={"tool_use_id": tool_use_id, "tool": call.tool},
-        )
+        try:
+            parked = self.queue.park(
+                framework=FRAMEWORK,
+                run=session or tool_use_id,
+                request_ids=[rid],
+                state=json.dumps(state, sort_keys=True),
+                metadata={"tool_use_id": tool_use_id, "tool": call.tool},
+            )
+        except Exception:
+            # The call will be denied; a request nobody can resume must not stay pending.
+            with contextlib.suppress(Exception):
+                self.queue.cancel(rid, reason="crossgate could not park this call, so it was not run.")
+            raise
         self.parked.append(parked)
         return hook_output("defer", request.reason)
 
@@ -230,7 +237,8 @@ class Binding:
             return
         tool, ran_args = neutral_tool_name(str(data.get("tool_name"))), data.get("tool_input") or {}
         error = None
-        if request.approved_fingerprint() != fingerprint(tool, ran_args):
+        approved = request.approved_fingerprint()  # None for respond: AskUserQuestion runs with the answers added
+        if approved is not None and approved != fingerprint(tool, ran_args):
             error = "the executed input is not the approved input"
             log.error("crossgate: %s for request %s", error, request.id)
         result = json.dumps(jsonable(data.get("tool_response")))[:2000]

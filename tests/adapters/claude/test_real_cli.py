@@ -19,7 +19,9 @@ from crossgate import (
     Approve,
     Edit,
     Reject,
+    RequestQuery,
     RequestStatus,
+    Respond,
     ReviewQueue,
 )
 from crossgate.decisions import AnyDecision
@@ -33,6 +35,16 @@ pytestmark = [pytest.mark.claude_cli, pytest.mark.slow]
 
 REJECTION = "A person rejected this delete: t1 is a real customer ticket. Do not retry it."
 RM_REJECTION = "Keep build/: the release job still reads it. Clean only build/tmp."
+QUESTION = {
+    "questions": [
+        {
+            "question": "Which ticket should I delete?",
+            "header": "Ticket",
+            "options": [{"label": "t3", "description": "spam"}, {"label": "t1", "description": "a customer"}],
+            "multiSelect": False,
+        }
+    ]
+}
 
 
 def calls(*lines: tuple[str, dict[str, object]]) -> str:
@@ -94,30 +106,42 @@ async def test_seed_scenario_t3_approved_t1_rejected_verbatim(
     assert [queue.get(r).status for r in (*first.request_ids, *second.request_ids)] == [RequestStatus.APPLIED] * 2
 
 
-async def test_bash_edit_runs_the_edited_command_and_reject_runs_nothing(
+async def test_bash_edit_and_reject_and_respond_to_ask_user_question(
     queue: ReviewQueue, cli_options: ClaudeAgentOptions, messages_api: MessagesAPI
 ) -> None:
     work = Path(str(cli_options.cwd))
     (work / "build").mkdir()
 
     def decide(request: ApprovalRequest) -> AnyDecision:
+        if request.call.tool == "AskUserQuestion":
+            return Respond(content="t3")
         command = str(request.call.args["command"])
         if command.startswith("rm"):
             return Reject(message=RM_REJECTION)
         return Edit(args={**request.call.args, "command": "echo two > out.txt"})
 
-    gate = ClaudeGate(queue, options=cli_options, defer=False, hold=30.0)
+    options = replace(cli_options, tools=["Bash", "AskUserQuestion"])
+    gate = ClaudeGate(queue, options=options, defer=False, hold=30.0)
     watching = reviewer(queue, decide)
-    done = await gate.run(calls(("Bash", {"command": "echo one > out.txt"}), ("Bash", {"command": "rm -rf build"})))
+    done = await gate.run(
+        calls(
+            ("Bash", {"command": "echo one > out.txt"}),
+            ("Bash", {"command": "rm -rf build"}),
+            ("AskUserQuestion", QUESTION),
+        )
+    )
     watching.cancel()
-    assert len(await watching) == 2
+    assert len(await watching) == 3
     assert isinstance(done, Finished)
     assert (work / "out.txt").read_text() == "two\n"
     assert (work / "build").is_dir()
     results = told(messages_api)
     assert results[1] == (True, RM_REJECTION)
+    # respond answers AskUserQuestion: the CLI hands the reviewer's answer to the model as the tool's result.
+    assert results[2][0] is False
+    assert '"Which ticket should I delete?"="t3"' in results[2][1]
     # Requests made by can_use_tool carry what the CLI said about the call.
-    edited = queue.list_requests().items[-1]
+    edited = queue.list_requests(RequestQuery(newest_first=False)).items[0]
     assert edited.call.context["display_name"] == "Bash"
     executed = [e for e in queue.events(request_id=edited.id) if e.kind == "executed"]
     assert executed[-1].payload["error"] is None  # the CLI ran exactly the edited input
