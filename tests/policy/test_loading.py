@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -153,7 +154,7 @@ langchain_interrupt_on:
     assert names[0] == "claude:deny:WebFetch"
     assert "claude:deny:Bash(rm -rf *)" in names
     assert "langchain:ask:send_email" in names and "langchain:allow:lookup" in names
-    root = (tmp_path / "proj").resolve().as_posix()
+    root = (tmp_path / "proj").as_posix()
     claude = "claude-agent-sdk"
     assert policy.evaluate(call("Edit", claude, args={"file_path": f"{root}/src/a.py"}), now=NOW).kind == "allow"
     assert policy.evaluate(call("Edit", "langgraph", args={"file_path": f"{root}/src/a.py"}), now=NOW).kind == "ask"
@@ -271,3 +272,21 @@ def test_policy_from_dict_names_its_source() -> None:
     bad: Any = {"rules": [{"name": "x", "verdict": "nope"}]}
     with pytest.raises(ConfigurationError, match=r"^inline: rules\[0\] \(x\): verdict"):
         policy_from_dict(bad, source="inline")
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "policy.md"
+
+
+def _blocks(language: str) -> list[str]:
+    text = DOCS.read_text(encoding="utf-8")
+    return re.findall(rf"```{language}\n(.*?)```", text, flags=re.DOTALL)
+
+
+def test_every_policy_snippet_in_the_docs_loads(tmp_path: Path) -> None:
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"ask": ["WebSearch"]}}))
+    snippets = [("yaml", block) for block in _blocks("yaml")] + [("toml", block) for block in _blocks("toml")]
+    assert len(snippets) >= 4
+    for index, (suffix, block) in enumerate(snippets):
+        policy = load_policy(write(tmp_path, f"snippet{index}.{suffix}", block))
+        assert policy.rules, block

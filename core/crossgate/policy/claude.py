@@ -102,8 +102,10 @@ def parse_claude_rule(
     ``home`` the home directory for ``~/path`` (defaults to this machine's). Raises ``ConfigurationError``
     for text crossgate cannot read exactly.
     """
+    if not isinstance(text, str):
+        raise ConfigurationError(f"Claude permission rule {text!r}: expected a string")
     kind = _verdict(verdict, text)
-    stripped = text.strip() if isinstance(text, str) else ""
+    stripped = text.strip()
     if not stripped:
         raise ConfigurationError(f"Claude permission rule {text!r}: empty rule text")
     match = _RULE.fullmatch(stripped)
@@ -156,7 +158,7 @@ def import_claude_settings(
         where = str(path)
         data = _read_json(path)
         if root is None:
-            parent = path.resolve().parent
+            parent = Path(os.path.abspath(path)).parent
             root = parent.parent if parent.name == ".claude" else parent
     else:
         data = data_or_path
@@ -234,7 +236,8 @@ class _Dirs:
 
 
 def _absolute(value: str | os.PathLike[str] | None) -> str | None:
-    return None if value is None else Path(value).expanduser().resolve().as_posix()
+    # abspath, not resolve: calls name paths as the agent sees them, symbolic links unresolved
+    return None if value is None else Path(os.path.abspath(Path(value).expanduser())).as_posix()
 
 
 Target = tuple[str, tuple[ArgCondition, ...]]

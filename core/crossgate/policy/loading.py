@@ -51,7 +51,7 @@ def load_policy(path: str | os.PathLike[str]) -> Policy:
     except UnicodeDecodeError as exc:
         raise ConfigurationError(f"{file}: not UTF-8 text: {exc}") from exc
     data = _parse(text, suffix, file)
-    return policy_from_dict({} if data is None else data, source=str(file), base_dir=file.resolve().parent)
+    return policy_from_dict({} if data is None else data, source=str(file), base_dir=Path(os.path.abspath(file)).parent)
 
 
 def policy_from_dict(data: Mapping[str, Any], *, source: str = "policy", base_dir: Path | None = None) -> Policy:
