@@ -11,7 +11,7 @@ from crossgate_langgraph._approval import DECISION_SCHEMA, request_approval
 from crossgate_langgraph._checkpointers import open_checkpointer
 from crossgate_langgraph._gate import Gate
 from crossgate_langgraph._shapes import APPROVAL_INTERRUPT, hitl_decision, neutral_decision, resume_command
-from crossgate_langgraph._tools import gated_tool_wrapper
+from crossgate_langgraph._tools import gated_tool_wrapper, tool_calls_router
 
 if TYPE_CHECKING:
     from crossgate_langgraph._middleware import CrossgateGuard, crossgate_middleware
@@ -28,6 +28,7 @@ __all__ = [
     "open_checkpointer",
     "request_approval",
     "resume_command",
+    "tool_calls_router",
 ]
 
 

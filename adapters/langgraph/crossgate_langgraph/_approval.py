@@ -194,6 +194,6 @@ def _mark_applied(queue: ReviewQueue, request_id: str, call: ToolCall, decision:
             queue.mark_applied(request_id, actor="langgraph")
     elif request.status is RequestStatus.APPLIED and isinstance(decision, Approve | Edit):
         raise AlreadyAppliedError(
-            f"request {request_id} was already applied: the node ran again after its tool ran, "
-            "and an approval runs a tool once"
+            f"request {request_id} was already applied: the node ran again after its tool ran, and an "
+            "approval runs a tool once (ask once per node; give each tool call its own task with tool_calls_router)"
         )

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langgraph.graph import END
 from langgraph.prebuilt.tool_node import ToolCallRequest
-from langgraph.types import Command
+from langgraph.types import Command, Send
 from pydantic import BaseModel
 
 from crossgate import Approve, Edit, Reject, ReviewQueue, ToolCall
@@ -71,3 +72,22 @@ def _text(result: ToolResult) -> str | None:
     if isinstance(result, ToolMessage):
         return result.content if isinstance(result.content, str) else str(result.content)
     return None
+
+
+def tool_calls_router(tools_node: str = "tools", end: str = END) -> Callable[[Any], list[Send] | str]:
+    """A conditional edge after the model node: one ``Send`` per unanswered tool call, else ``end``.
+
+    Each gated call then pauses in its own task with its own interrupt id, parallel calls can be
+    answered one at a time or all at once, and a resumed call never re-runs a sibling that finished.
+    """
+
+    def route(state: Any) -> list[Send] | str:
+        messages: list[BaseMessage] = state["messages"] if isinstance(state, dict) else state.messages
+        last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+        if last is None or not last.tool_calls:
+            return end
+        answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+        pending = [c for c in last.tool_calls if c.get("id") not in answered]
+        return [Send(tools_node, [c]) for c in pending] or end
+
+    return route

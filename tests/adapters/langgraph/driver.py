@@ -22,11 +22,11 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.prebuilt import ToolNode
 
 from crossgate import DecisionKind, Policy, ReviewQueue, open_store
 from crossgate.runs import Finished, Parked
-from crossgate_langgraph import Gate, crossgate_middleware, gated_tool_wrapper, open_checkpointer
+from crossgate_langgraph import Gate, crossgate_middleware, gated_tool_wrapper, open_checkpointer, tool_calls_router
 from crossgate_langgraph.testing import ScriptedChatModel, recorded_inputs, tool_call
 from tests.conformance.harness import TOOL, TicketAgentDriver
 from tests.conformance.tickets import TicketStore
@@ -136,7 +136,7 @@ class LangGraphTicketDriver(_TicketDriver):
         builder.add_node("model", call_model)
         builder.add_node("tools", tools)
         builder.add_edge(START, "model")
-        builder.add_conditional_edges("model", tools_condition, {"tools": "tools", END: END})
+        builder.add_conditional_edges("model", tool_calls_router("tools"), ["tools", END])
         builder.add_edge("tools", "model")
         return builder.compile(checkpointer=saver, name="tickets-graph")
 
