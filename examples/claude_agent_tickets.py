@@ -28,7 +28,7 @@ from claude_agent_sdk import ClaudeAgentOptions, create_sdk_mcp_server, tool
 
 from crossgate import Approve, Policy, PolicyRule, Reject, ReviewQueue, VerdictKind, open_store
 from crossgate.runs import Finished, Parked
-from crossgate_claude import ClaudeGate
+from crossgate_claude import Gate
 
 ROOT = Path(__file__).resolve().parents[1]
 REJECTION = "A person rejected this delete: only spam tickets may be deleted. Do not retry it."
@@ -80,7 +80,7 @@ async def run_scenario(folder: Path, env: dict[str, str], prompt: str) -> dict[s
     queue = ReviewQueue(open_store(str(folder / "crossgate.db")), POLICY)
     log: list[str] = []
     try:
-        gate = ClaudeGate(queue, options=agent_options(tickets, folder, env))
+        gate = Gate(queue, options=agent_options(tickets, folder, env))
         outcome = await gate.run(prompt)
         while isinstance(outcome, Parked):
             for request_id in outcome.request_ids:

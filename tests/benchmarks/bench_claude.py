@@ -40,7 +40,7 @@ from claude_agent_sdk import (
 
 from crossgate import Approve, MemoryStore, Policy, PolicyRule, ReviewQueue, Store, Submission, ToolCall, VerdictKind
 from crossgate.stores.sqlite import SqliteStore
-from crossgate_claude import ClaudeGate
+from crossgate_claude import Gate
 from tests.adapters.claude.messages_api import MessagesAPI, ScriptedModel, cli_env
 
 PROMPT = 'CALL delete_ticket {"id": "t1"}'
@@ -100,9 +100,9 @@ def variants(base: ClaudeAgentOptions, folder: Path) -> dict[str, Callable[[], A
     stores: dict[str, Store] = {"memory": MemoryStore(), "sqlite": SqliteStore(folder / "bench.db")}
     for store in stores.values():
         store.setup()
-    allow_gate = ClaudeGate(ReviewQueue(MemoryStore(), ALLOW), options=base, defer=False, hold=None)
+    allow_gate = Gate(ReviewQueue(MemoryStore(), ALLOW), options=base, defer=False, hold=None)
     ask_gates = {
-        name: ClaudeGate(InstantReviewQueue(store, ASK), options=base, defer=False, hold=None)
+        name: Gate(InstantReviewQueue(store, ASK), options=base, defer=False, hold=None)
         for name, store in stores.items()
     }
     return {
@@ -118,7 +118,7 @@ async def deferred_call(base: ClaudeAgentOptions, folder: Path) -> float:
     """Wall time from the deferral to the finished resume, reviewer deciding at once."""
     queue = ReviewQueue(SqliteStore(folder / "defer.db"), ASK)
     queue.store.setup()
-    gate = ClaudeGate(queue, options=base)
+    gate = Gate(queue, options=base)
     parked = await gate.run(PROMPT)
     started = time.perf_counter()
     queue.decide(parked.request_ids[0], Approve(), reviewer="bench")  # type: ignore[union-attr]

@@ -1,12 +1,13 @@
 """crossgate for the Claude Agent SDK: one review queue in front of every tool call of a Claude Code session.
 
-``ClaudeGate(queue)`` produces the ``can_use_tool`` callback and PreToolUse hook that map crossgate's
+``Gate(queue)`` produces the ``can_use_tool`` callback and PreToolUse hook that map crossgate's
 verdicts and decisions onto the SDK's permission answers, runs sessions (``run``), and resumes parked
-ones from any process (``resume``; it implements ``crossgate.runs.Resumer``).
+ones from any process (``resume``; it implements ``crossgate.runs.Resumer``). ``CAPABILITIES`` and
+``DECISION_MAPPING`` publish which decisions each tool allows and how each reaches the SDK.
 """
 
-from crossgate_claude._gate import ClaudeGate
+from crossgate_claude._gate import Gate
 from crossgate_claude._options import ShadowedCallbackWarning
-from crossgate_claude._translate import CAPABILITIES, FRAMEWORK, request_id
+from crossgate_claude._translate import CAPABILITIES, DECISION_MAPPING, FRAMEWORK, request_id
 
-__all__ = ["CAPABILITIES", "FRAMEWORK", "ClaudeGate", "ShadowedCallbackWarning", "request_id"]
+__all__ = ["CAPABILITIES", "DECISION_MAPPING", "FRAMEWORK", "Gate", "ShadowedCallbackWarning", "request_id"]

@@ -36,7 +36,7 @@ from crossgate_claude._translate import (
 )
 
 if TYPE_CHECKING:
-    from crossgate_claude._gate import ClaudeGate
+    from crossgate_claude._gate import Gate
 
 log = logging.getLogger("crossgate_claude")
 
@@ -52,7 +52,7 @@ MISMATCH = "This tool call differs from the one the reviewer saw, so it was not 
 class Binding:
     """State shared by the callbacks of one options object (one CLI session, possibly resumed)."""
 
-    gate: ClaudeGate
+    gate: Gate
     defer: bool = True
     session: str | None = None
     """The session being resumed, when known before the CLI reports it."""

@@ -1,4 +1,4 @@
-"""``ClaudeGate``: a review queue in front of every tool call of a Claude Agent SDK session."""
+"""``Gate``: a review queue in front of every tool call of a Claude Agent SDK session."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ TransportFactory = Callable[[ClaudeAgentOptions], Transport]
 TOOL_DEFERRED = "tool_deferred"
 
 
-class ClaudeGate:
+class Gate:
     """Builds gated ``ClaudeAgentOptions`` from a ``ReviewQueue``, runs sessions, and resumes parked ones.
 
     ``hold`` is how long the CLI is held inside the hook waiting for a decision before the call is

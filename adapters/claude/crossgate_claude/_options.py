@@ -18,7 +18,7 @@ class ShadowedCallbackWarning(UserWarning):
 
     crossgate's PreToolUse hook still answers ``ask`` for every call the policy asks about, which
     sends the call to ``can_use_tool`` anyway; the warning says that the options alone would not gate
-    those calls, so options reused without the gate are unsafe. ``ClaudeGate(strict=True)`` refuses
+    those calls, so options reused without the gate are unsafe. ``Gate(strict=True)`` refuses
     such options instead.
     """
 

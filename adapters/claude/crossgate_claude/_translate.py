@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from claude_agent_sdk import PermissionResultAllow, PermissionResultDeny, PermissionUpdate
@@ -31,6 +32,24 @@ CAPABILITIES: Mapping[str, tuple[DecisionKind, ...]] = {
 }
 """Decisions the adapter can express per tool. Respond has no native form except for AskUserQuestion
 (the answers ride in the allowed input); for other tools the CLI would report it as an error."""
+
+DECISION_MAPPING: Mapping[DecisionKind, str] = MappingProxyType(
+    {
+        DecisionKind.APPROVE: "can_use_tool -> PermissionResultAllow(updated_input=<the proposed input>)",
+        DecisionKind.EDIT: "can_use_tool -> PermissionResultAllow(updated_input=<the edited input>)",
+        DecisionKind.REJECT: (
+            "can_use_tool -> PermissionResultDeny(message=<the reviewer's text, verbatim>), never interrupt=True "
+            "(the CLI would drop the message)"
+        ),
+        DecisionKind.RESPOND: (
+            "AskUserQuestion only: PermissionResultAllow(updated_input={questions, answers}); other tools cannot "
+            "return a result without running, so respond is not offered for them"
+        ),
+    }
+)
+"""How each decision reaches the SDK. A policy deny is a PreToolUse ``deny`` (it holds in every mode);
+remember is a crossgate standing rule, plus a session ``addRules`` update when it covers the whole tool
+for this session; an expired or cancelled request answers like a rejection carrying its reason."""
 
 PermissionResult = PermissionResultAllow | PermissionResultDeny
 

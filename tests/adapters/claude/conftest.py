@@ -10,7 +10,7 @@ import pytest
 from claude_agent_sdk import ClaudeAgentOptions, McpSdkServerConfig, create_sdk_mcp_server, tool
 
 from crossgate import ArgCondition, MatchKind, MemoryStore, Policy, PolicyRule, ReviewQueue, VerdictKind
-from crossgate_claude import ClaudeGate
+from crossgate_claude import Gate
 from tests.adapters.claude.fake_cli import World
 from tests.adapters.claude.messages_api import MessagesAPI, cli_env
 from tests.conformance.tickets import TicketStore
@@ -85,9 +85,9 @@ def fake_options(tickets: TicketStore) -> ClaudeAgentOptions:
 
 
 @pytest.fixture
-def gate(queue: ReviewQueue, world: World, fake_options: ClaudeAgentOptions) -> ClaudeGate:
+def gate(queue: ReviewQueue, world: World, fake_options: ClaudeAgentOptions) -> Gate:
     """A deferring gate whose sessions run on the in-process CLI double."""
-    return ClaudeGate(queue, options=fake_options, transport=world.transport, resume_timeout=2.0)
+    return Gate(queue, options=fake_options, transport=world.transport, resume_timeout=2.0)
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from claude_agent_sdk import ClaudeAgentOptions, ResultMessage
 
 from crossgate import DecisionKind, Policy, ReviewQueue, open_store
 from crossgate.runs import Finished, Parked
-from crossgate_claude import ClaudeGate
+from crossgate_claude import Gate
 from tests.adapters.claude.conftest import ticket_server
 from tests.adapters.claude.messages_api import MessagesAPI, all_tool_results, cli_env, recorded, result_text, tool_uses
 from tests.conformance.harness import TOOL, TicketAgentDriver
@@ -31,7 +31,7 @@ RUN_MARK = "RUN "
 
 
 class ClaudeTicketDriver(TicketAgentDriver):
-    """The agent of seed 003 on the bundled Claude Code CLI, gated by ``ClaudeGate``."""
+    """The agent of seed 003 on the bundled Claude Code CLI, gated by ``Gate``."""
 
     framework: ClassVar[str] = "claude-agent-sdk"
     capabilities: ClassVar[frozenset[DecisionKind]] = frozenset(
@@ -44,7 +44,7 @@ class ClaudeTicketDriver(TicketAgentDriver):
         self.record_path = workdir / "messages.jsonl"
         self._api: MessagesAPI | None = None
 
-    def gate(self) -> ClaudeGate:
+    def gate(self) -> Gate:
         """A gate whose sessions run the real CLI against this process's scripted API."""
         if self._api is None:
             self._api = MessagesAPI(record_path=self.record_path).start()
@@ -57,7 +57,7 @@ class ClaudeTicketDriver(TicketAgentDriver):
             tools=[],
             mcp_servers={"tickets": ticket_server(self.tickets)},
         )
-        return ClaudeGate(self.queue, options=options, resume_timeout=60.0)
+        return Gate(self.queue, options=options, resume_timeout=60.0)
 
     async def start(self, ticket_ids: Sequence[str], *, run: str) -> Finished[object] | Parked:
         lines = [f"{RUN_MARK}{run}", *(f"CALL {TOOL} {json.dumps({'id': i})}" for i in ticket_ids)]

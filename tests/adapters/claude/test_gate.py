@@ -1,4 +1,4 @@
-"""ClaudeGate through the SDK's real client and control protocol, against the in-process CLI double."""
+"""Gate through the SDK's real client and control protocol, against the in-process CLI double."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from crossgate import (
 )
 from crossgate.model import EXPIRY_MESSAGE
 from crossgate.runs import Finished, Parked
-from crossgate_claude import ClaudeGate, ShadowedCallbackWarning, request_id
+from crossgate_claude import Gate, ShadowedCallbackWarning, request_id
 from tests.adapters.claude.conftest import DANGEROUS, PROTECTED
 from tests.adapters.claude.fake_cli import World
 from tests.conformance.tickets import TicketStore
@@ -60,7 +60,7 @@ def told(world: World) -> list[str]:
 
 
 async def test_approve_runs_the_approved_input_once(
-    gate: ClaudeGate, queue: ReviewQueue, world: World, tickets: TicketStore
+    gate: Gate, queue: ReviewQueue, world: World, tickets: TicketStore
 ) -> None:
     outcome = parked(await gate.run(calls(("delete_ticket", {"id": "t3"}))))
     [rid] = outcome.request_ids
@@ -84,7 +84,7 @@ async def test_approve_runs_the_approved_input_once(
     assert queue.get_parked(outcome.parked_run).status is ParkedRunStatus.RESUMED
 
 
-async def test_edit_runs_the_edited_input(gate: ClaudeGate, queue: ReviewQueue, tickets: TicketStore) -> None:
+async def test_edit_runs_the_edited_input(gate: Gate, queue: ReviewQueue, tickets: TicketStore) -> None:
     outcome = parked(await gate.run(calls(("delete_ticket", {"id": "t3"}))))
     queue.decide(outcome.request_ids[0], Edit(args={"id": "t2"}), reviewer="ann")
     assert isinstance(await gate.resume(outcome.parked_run), Finished)
@@ -94,7 +94,7 @@ async def test_edit_runs_the_edited_input(gate: ClaudeGate, queue: ReviewQueue, 
 
 
 async def test_reject_runs_nothing_and_the_model_reads_the_message_verbatim(
-    gate: ClaudeGate, queue: ReviewQueue, world: World, tickets: TicketStore
+    gate: Gate, queue: ReviewQueue, world: World, tickets: TicketStore
 ) -> None:
     outcome = parked(await gate.run(calls(("delete_ticket", {"id": "t1"}))))
     queue.decide(outcome.request_ids[0], Reject(message=REJECTION), reviewer="ann")
@@ -105,7 +105,7 @@ async def test_reject_runs_nothing_and_the_model_reads_the_message_verbatim(
 
 
 async def test_seed_scenario_t3_approved_t1_rejected_nothing_deleted_while_waiting(
-    gate: ClaudeGate, queue: ReviewQueue, world: World, tickets: TicketStore
+    gate: Gate, queue: ReviewQueue, world: World, tickets: TicketStore
 ) -> None:
     first = parked(await gate.run(calls(("delete_ticket", {"id": "t3"}), ("delete_ticket", {"id": "t1"}))))
     assert tickets.ids() == ["prod-1", "t1", "t2", "t3"]
@@ -123,7 +123,7 @@ async def test_policy_deny_never_asks_even_under_bypass_permissions(
     queue: ReviewQueue, world: World, fake_options: ClaudeAgentOptions, tickets: TicketStore
 ) -> None:
     options = ClaudeAgentOptions(mcp_servers=fake_options.mcp_servers, permission_mode="bypassPermissions")
-    gate = ClaudeGate(queue, options=options, transport=world.transport)
+    gate = Gate(queue, options=options, transport=world.transport)
     with pytest.warns(ShadowedCallbackWarning, match="bypassPermissions"):
         done = await gate.run(calls(("delete_ticket", {"id": "prod-1"}), ("Bash", {"command": "rm -rf /srv"})))
     assert isinstance(done, Finished)
@@ -141,7 +141,7 @@ async def test_ask_overrides_an_allowed_tools_entry(
     queue: ReviewQueue, world: World, fake_options: ClaudeAgentOptions, tickets: TicketStore
 ) -> None:
     options = ClaudeAgentOptions(mcp_servers=fake_options.mcp_servers, allowed_tools=["mcp__tickets__delete_ticket"])
-    gate = ClaudeGate(queue, options=options, transport=world.transport)
+    gate = Gate(queue, options=options, transport=world.transport)
     with pytest.warns(ShadowedCallbackWarning, match="mcp__tickets__delete_ticket"):
         outcome = parked(await gate.run(calls(("delete_ticket", {"id": "t3"}))))
     assert tickets.delete_runs() == 0
@@ -151,7 +151,7 @@ async def test_ask_overrides_an_allowed_tools_entry(
 
 
 def test_strict_gate_refuses_options_that_shadow_the_callback(queue: ReviewQueue) -> None:
-    gate = ClaudeGate(queue, strict=True)
+    gate = Gate(queue, strict=True)
     with pytest.raises(ConfigurationError, match="Bash"):
         gate.options(ClaudeAgentOptions(allowed_tools=["Read(*.md)", "Bash"]))
     gate.options(ClaudeAgentOptions(allowed_tools=["Bash(git status)"]))  # a scoped entry is fine
@@ -161,7 +161,7 @@ def test_options_install_a_blocking_hook_and_keep_the_callers_hooks(queue: Revie
     async def own(data: object, tool_use_id: object, context: object) -> dict[str, object]:
         return {}
 
-    gate = ClaudeGate(queue, hold=5.0)
+    gate = Gate(queue, hold=5.0)
     options = gate.options(ClaudeAgentOptions(hooks={"PreToolUse": [HookMatcher(matcher="Bash", hooks=[own])]}))
     assert options.can_use_tool is not None
     first, second = options.hooks["PreToolUse"]  # type: ignore[index]
@@ -172,7 +172,7 @@ def test_options_install_a_blocking_hook_and_keep_the_callers_hooks(queue: Revie
         gate.options(options)
 
 
-async def test_an_allowed_call_runs_without_a_request(gate: ClaudeGate, queue: ReviewQueue, world: World) -> None:
+async def test_an_allowed_call_runs_without_a_request(gate: Gate, queue: ReviewQueue, world: World) -> None:
     done = await gate.run(calls(("list_tickets", {})))
     assert isinstance(done, Finished)
     assert told(world) == ["prod-1 t1 t2 t3"]
@@ -193,7 +193,7 @@ class BrokenStore:
 async def test_an_unreachable_store_denies(
     world: World, fake_options: ClaudeAgentOptions, tickets: TicketStore
 ) -> None:
-    gate = ClaudeGate(ReviewQueue(BrokenStore()), options=fake_options, transport=world.transport)  # type: ignore[arg-type]
+    gate = Gate(ReviewQueue(BrokenStore()), options=fake_options, transport=world.transport)  # type: ignore[arg-type]
     done = await gate.run(calls(("delete_ticket", {"id": "t3"})))
     assert isinstance(done, Finished)
     assert tickets.delete_runs() == 0
@@ -205,7 +205,7 @@ async def test_an_unreachable_store_denies(
 async def test_can_use_tool_fails_closed_when_the_queue_raises(queue: ReviewQueue, tickets: TicketStore) -> None:
     from claude_agent_sdk import PermissionResultDeny, ToolPermissionContext
 
-    gate = ClaudeGate(queue, defer=False, hold=None)
+    gate = Gate(queue, defer=False, hold=None)
     options = gate.options()
     assert options.can_use_tool is not None
     queue.store.get_request = lambda rid: (_ for _ in ()).throw(RuntimeError("disk on fire"))  # type: ignore[method-assign]
@@ -222,7 +222,7 @@ async def test_expired_request_denies_with_the_expiry_message(
 ) -> None:
     quick = queue.policy.rules[2].model_copy(update={"timeout_seconds": 0.05})
     queue.policy = queue.policy.model_copy(update={"rules": (quick,)})
-    gate = ClaudeGate(queue, options=fake_options, transport=world.transport)
+    gate = Gate(queue, options=fake_options, transport=world.transport)
     outcome = parked(await gate.run(calls(("delete_ticket", {"id": "t3"}))))
     await asyncio.sleep(0.1)
     assert isinstance(await gate.resume(outcome.parked_run), Finished)
@@ -231,7 +231,7 @@ async def test_expired_request_denies_with_the_expiry_message(
     assert told(world) == [EXPIRY_MESSAGE]
 
 
-async def test_a_decision_for_another_fingerprint_is_refused(gate: ClaudeGate, queue: ReviewQueue) -> None:
+async def test_a_decision_for_another_fingerprint_is_refused(gate: Gate, queue: ReviewQueue) -> None:
     outcome = parked(await gate.run(calls(("delete_ticket", {"id": "t3"}))))
     rid = outcome.request_ids[0]
     with pytest.raises(FingerprintMismatchError):
@@ -243,7 +243,7 @@ async def test_a_decision_for_another_fingerprint_is_refused(gate: ClaudeGate, q
 
 
 async def test_a_resumed_call_with_other_input_is_denied(
-    gate: ClaudeGate, queue: ReviewQueue, world: World, tickets: TicketStore
+    gate: Gate, queue: ReviewQueue, world: World, tickets: TicketStore
 ) -> None:
     outcome = parked(await gate.run(calls(("delete_ticket", {"id": "t3"}))))
     queue.decide(outcome.request_ids[0], Approve(), reviewer="ann")
@@ -255,7 +255,7 @@ async def test_a_resumed_call_with_other_input_is_denied(
     assert "differs from the one the reviewer saw" in told(world)[0]
 
 
-async def test_a_parked_run_is_resumed_once(gate: ClaudeGate, queue: ReviewQueue, tickets: TicketStore) -> None:
+async def test_a_parked_run_is_resumed_once(gate: Gate, queue: ReviewQueue, tickets: TicketStore) -> None:
     outcome = parked(await gate.run(calls(("delete_ticket", {"id": "t3"}))))
     queue.decide(outcome.request_ids[0], Approve(), reviewer="ann")
     await gate.resume(outcome.parked_run)
@@ -265,7 +265,7 @@ async def test_a_parked_run_is_resumed_once(gate: ClaudeGate, queue: ReviewQueue
 
 
 async def test_an_applied_decision_is_not_applied_again(
-    gate: ClaudeGate, queue: ReviewQueue, world: World, tickets: TicketStore
+    gate: Gate, queue: ReviewQueue, world: World, tickets: TicketStore
 ) -> None:
     outcome = parked(await gate.run(calls(("delete_ticket", {"id": "t3"}))))
     rid = outcome.request_ids[0]
@@ -276,14 +276,14 @@ async def test_an_applied_decision_is_not_applied_again(
     assert "already applied" in told(world)[0]
 
 
-async def test_a_deferred_session_is_never_prompted(gate: ClaudeGate, fake_options: ClaudeAgentOptions) -> None:
+async def test_a_deferred_session_is_never_prompted(gate: Gate, fake_options: ClaudeAgentOptions) -> None:
     outcome = parked(await gate.run(calls(("delete_ticket", {"id": "t3"}))))
     resume_it = ClaudeAgentOptions(mcp_servers=fake_options.mcp_servers, resume=outcome.run)
     with pytest.raises(ConflictError, match="deferred call"):
         await gate.run("CALL delete_ticket {}", resume_it)
 
 
-async def test_a_resume_that_is_not_re_asked_fails_bounded(gate: ClaudeGate, queue: ReviewQueue, world: World) -> None:
+async def test_a_resume_that_is_not_re_asked_fails_bounded(gate: Gate, queue: ReviewQueue, world: World) -> None:
     outcome = parked(await gate.run(calls(("delete_ticket", {"id": "t3"}))))
     queue.decide(outcome.request_ids[0], Approve(), reviewer="ann")
     world.sessions[outcome.run].deferred = None  # the CLI lost the call: a resume would wait forever
@@ -294,9 +294,7 @@ async def test_a_resume_that_is_not_re_asked_fails_bounded(gate: ClaudeGate, que
     assert world.ran == []
 
 
-async def test_run_waits_its_budget_and_resumes_here(
-    gate: ClaudeGate, queue: ReviewQueue, tickets: TicketStore
-) -> None:
+async def test_run_waits_its_budget_and_resumes_here(gate: Gate, queue: ReviewQueue, tickets: TicketStore) -> None:
     async def reviewer() -> None:
         queue.decide((await first_pending(queue)).id, Approve(), reviewer="ann")
 
@@ -307,7 +305,7 @@ async def test_run_waits_its_budget_and_resumes_here(
     assert tickets.delete_runs("t3") == 1
 
 
-async def test_run_parks_when_the_budget_runs_out(gate: ClaudeGate, queue: ReviewQueue, tickets: TicketStore) -> None:
+async def test_run_parks_when_the_budget_runs_out(gate: Gate, queue: ReviewQueue, tickets: TicketStore) -> None:
     outcome = parked(await gate.run(calls(("delete_ticket", {"id": "t3"})), wait=0.05))
     assert queue.get(outcome.request_ids[0]).is_open
     assert tickets.delete_runs() == 0
@@ -316,7 +314,7 @@ async def test_run_parks_when_the_budget_runs_out(gate: ClaudeGate, queue: Revie
 async def test_a_held_call_is_answered_inline_without_deferring(
     queue: ReviewQueue, world: World, fake_options: ClaudeAgentOptions, tickets: TicketStore
 ) -> None:
-    gate = ClaudeGate(queue, options=fake_options, transport=world.transport, hold=5.0)
+    gate = Gate(queue, options=fake_options, transport=world.transport, hold=5.0)
 
     async def reviewer() -> None:
         queue.decide((await first_pending(queue)).id, Edit(args={"id": "t2"}), reviewer="ann")
@@ -332,7 +330,7 @@ async def test_a_held_call_is_answered_inline_without_deferring(
 async def test_inline_gate_cancels_and_denies_after_its_hold(
     queue: ReviewQueue, world: World, fake_options: ClaudeAgentOptions, tickets: TicketStore
 ) -> None:
-    gate = ClaudeGate(queue, options=fake_options, transport=world.transport, defer=False, hold=0.05)
+    gate = Gate(queue, options=fake_options, transport=world.transport, defer=False, hold=0.05)
     done = await gate.run(calls(("delete_ticket", {"id": "t3"})))
     assert isinstance(done, Finished)
     [request] = queue.list_requests().items
@@ -344,7 +342,7 @@ async def test_inline_gate_cancels_and_denies_after_its_hold(
 
 
 async def test_remember_for_the_session_adds_a_session_rule(
-    gate: ClaudeGate, queue: ReviewQueue, world: World, tickets: TicketStore
+    gate: Gate, queue: ReviewQueue, world: World, tickets: TicketStore
 ) -> None:
     outcome = parked(await gate.run(calls(("delete_ticket", {"id": "t3"}), ("delete_ticket", {"id": "t2"}))))
     session_wide = Remember(scope=RememberScope.SESSION)
@@ -358,7 +356,7 @@ async def test_remember_for_the_session_adds_a_session_rule(
 
 
 async def test_respond_answers_ask_user_question_and_is_not_offered_elsewhere(
-    gate: ClaudeGate, queue: ReviewQueue, world: World
+    gate: Gate, queue: ReviewQueue, world: World
 ) -> None:
     from crossgate import Respond
 
@@ -387,4 +385,4 @@ def test_public_api_is_short_and_sorted() -> None:
 
     assert crossgate_claude.__all__ == sorted(crossgate_claude.__all__, key=isort_key)
     assert len(crossgate_claude.__all__) <= 8
-    assert ClaudeGate.framework == "claude-agent-sdk"
+    assert Gate.framework == "claude-agent-sdk"

@@ -1,4 +1,4 @@
-"""ClaudeGate against the real bundled Claude Code CLI, offline against the scripted Messages API.
+"""Gate against the real bundled Claude Code CLI, offline against the scripted Messages API.
 
 Each CLI start costs about a second, so every test here covers several paths at once.
 """
@@ -26,7 +26,7 @@ from crossgate import (
 )
 from crossgate.decisions import AnyDecision
 from crossgate.runs import Finished, Parked
-from crossgate_claude import ClaudeGate, ShadowedCallbackWarning
+from crossgate_claude import Gate, ShadowedCallbackWarning
 from tests.adapters.claude.conftest import DANGEROUS, PROTECTED
 from tests.adapters.claude.messages_api import MessagesAPI, all_tool_results, result_text, tool_results, tool_uses
 from tests.conformance.tickets import TicketStore
@@ -81,7 +81,7 @@ def reviewer(queue: ReviewQueue, decide: Callable[[ApprovalRequest], AnyDecision
 async def test_seed_scenario_t3_approved_t1_rejected_verbatim(
     queue: ReviewQueue, cli_options: ClaudeAgentOptions, messages_api: MessagesAPI, tickets: TicketStore
 ) -> None:
-    gate = ClaudeGate(queue, options=cli_options)
+    gate = Gate(queue, options=cli_options)
     first = await gate.run(calls(("delete_ticket", {"id": "t3"}), ("delete_ticket", {"id": "t1"})))
     assert isinstance(first, Parked)
     assert tickets.ids() == ["prod-1", "t1", "t2", "t3"]  # nothing deleted while waiting
@@ -121,7 +121,7 @@ async def test_bash_edit_and_reject_and_respond_to_ask_user_question(
         return Edit(args={**request.call.args, "command": "echo two > out.txt"})
 
     options = replace(cli_options, tools=["Bash", "AskUserQuestion"])
-    gate = ClaudeGate(queue, options=options, defer=False, hold=30.0)
+    gate = Gate(queue, options=options, defer=False, hold=30.0)
     watching = reviewer(queue, decide)
     done = await gate.run(
         calls(
@@ -153,7 +153,7 @@ async def test_policy_deny_holds_under_bypass_and_ask_overrides_allowed_tools(
     options = replace(
         cli_options, permission_mode="bypassPermissions", allowed_tools=["mcp__tickets__delete_ticket", "Bash"]
     )
-    gate = ClaudeGate(queue, options=options, hold=30.0)
+    gate = Gate(queue, options=options, hold=30.0)
     watching = reviewer(queue, lambda request: Edit(args={"id": "t2"}))
     with pytest.warns(ShadowedCallbackWarning):
         done = await gate.run(
@@ -188,7 +188,7 @@ class UnreachableStore:
 async def test_an_unreachable_store_denies(
     cli_options: ClaudeAgentOptions, messages_api: MessagesAPI, tickets: TicketStore
 ) -> None:
-    gate = ClaudeGate(ReviewQueue(UnreachableStore()), options=cli_options)  # type: ignore[arg-type]
+    gate = Gate(ReviewQueue(UnreachableStore()), options=cli_options)  # type: ignore[arg-type]
     done = await gate.run(calls(("delete_ticket", {"id": "t3"})))
     assert isinstance(done, Finished)
     assert tickets.delete_runs() == 0
