@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-R = TypeVar("R")
+R = TypeVar("R", covariant=True)
 
 
 @dataclass(frozen=True, slots=True)
