@@ -48,6 +48,8 @@ class World:
     """tool_use_id -> the tool_result the model received."""
     permission_asks: list[str] = field(default_factory=list)
     """tool_use_id of every can_use_tool request, in order."""
+    run_instead: dict[str, Any] | None = None
+    """Input a faulty CLI runs in place of the permitted one (to test the executed-input check)."""
     counter: int = 0
 
     def transport(self, options: ClaudeAgentOptions) -> FakeCLI:
@@ -191,6 +193,8 @@ class FakeCLI(Transport):
             for update in payload.get("updatedPermissions") or []:
                 if update.get("type") == "addRules" and update.get("behavior") == "allow":
                     session.allowed.update(r["toolName"] for r in update.get("rules", []))
+        if self.world.run_instead is not None:
+            args = self.world.run_instead
         output = await self._run_tool(tool, args)
         await self._hook("PostToolUse", session, tool, args, tool_use_id, extra={"tool_response": output})
         return self._tell(session, tool_use_id, output, error=False)

@@ -386,3 +386,31 @@ def test_public_api_is_short_and_sorted() -> None:
     assert crossgate_claude.__all__ == sorted(crossgate_claude.__all__, key=isort_key)
     assert len(crossgate_claude.__all__) <= 8
     assert Gate.framework == "claude-agent-sdk"
+
+
+async def test_an_executed_input_other_than_the_approved_one_is_recorded(
+    gate: Gate, queue: ReviewQueue, world: World
+) -> None:
+    outcome = parked(await gate.run(calls(("delete_ticket", {"id": "t3"}))))
+    queue.decide(outcome.request_ids[0], Approve(), reviewer="ann")
+    world.run_instead = {"id": "t1"}  # a faulty CLI that runs other input than it was allowed
+    await gate.resume(outcome.parked_run)
+    [executed] = [e for e in queue.events(request_id=outcome.request_ids[0]) if e.kind == "executed"]
+    assert executed.payload["error"] == "the executed input is not the approved input"
+
+
+async def test_the_worker_resumes_a_parked_session_through_the_gate(
+    gate: Gate, queue: ReviewQueue, tickets: TicketStore
+) -> None:
+    from crossgate.runs import Resumer
+    from crossgate.server.worker import Worker
+
+    resumer: Resumer = gate
+    outcome = parked(await gate.run(calls(("delete_ticket", {"id": "t3"}))))
+    worker = Worker(queue, [resumer])
+    assert await worker.run_once() == []  # nothing is ready while the request is pending
+    queue.decide(outcome.request_ids[0], Approve(), reviewer="ann")
+    [resumed] = await worker.run_once()
+    assert resumed.outcome == "finished"
+    assert tickets.delete_runs("t3") == 1
+    assert await worker.run_once() == []
