@@ -11,7 +11,8 @@ import pytest
 
 from crossgate.errors import ConfigurationError
 from crossgate.model import DecisionKind, VerdictKind
-from crossgate.policy import POLICY_ENV, MatchKind, Policy, load_policy, policy_from_dict, resolve_policy
+from crossgate.policy import MatchKind, Policy, load_policy, policy_from_dict, resolve_policy
+from crossgate.policy.loading import POLICY_ENV
 
 from .helpers import NOW, call
 

@@ -2,11 +2,10 @@
 
 from crossgate.policy.claude import import_claude_settings, parse_claude_rule
 from crossgate.policy.langchain import import_interrupt_on
-from crossgate.policy.loading import POLICY_ENV, load_policy, policy_from_dict, resolve_policy
+from crossgate.policy.loading import load_policy, policy_from_dict, resolve_policy
 from crossgate.policy.rules import ArgCondition, MatchKind, Policy, PolicyRule, standing_rule_matches
 
 __all__ = [
-    "POLICY_ENV",
     "ArgCondition",
     "MatchKind",
     "Policy",
