@@ -148,7 +148,7 @@ def test_worker_command_resumes_decided_runs_once(tmp_path: Path) -> None:
     idle = run_cli("--db", db, "worker", *app, "--once", env=env)
     assert idle.returncode == 0, idle.stderr
     assert idle.stdout == "", "nothing is decided, so nothing resumes"
-    first, second, third = (queue.parked_runs()[i].request_ids[0] for i in range(3))
+    first, _second, third = (queue.parked_runs()[i].request_ids[0] for i in range(3))
     queue.decide(first, Approve(), reviewer="ops")
     queue.decide(third, Approve(), reviewer="ops")
     done = run_cli("--db", db, "worker", *app, "--once", env=env)
