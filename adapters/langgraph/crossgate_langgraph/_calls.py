@@ -25,16 +25,16 @@ def agent_request_id(thread: str, turn: int, call_id: str) -> str:
     return f"req_lc_{digest[:32]}"
 
 
-def turn_of(messages: Sequence[BaseMessage], call_id: str) -> int:
-    """The 1-based model turn whose AIMessage carries ``call_id`` (the latest one, if reused)."""
+def turn_of(messages: Sequence[BaseMessage], call_id: str) -> tuple[int, AIMessage]:
+    """The 1-based model turn whose AIMessage carries ``call_id`` (the latest one, if reused), and that message."""
     turn = 0
-    found = 0
+    found: tuple[int, AIMessage] | None = None
     for message in messages:
         if isinstance(message, AIMessage):
             turn += 1
             if any(c.get("id") == call_id for c in message.tool_calls):
-                found = turn
-    if not found:
+                found = (turn, message)
+    if found is None:
         raise AdapterError(f"no model message in the thread carries tool call {call_id!r}")
     return found
 

@@ -96,21 +96,26 @@ def _thread_of(config: Any) -> str:
     return str(thread)
 
 
-def _call_for(request: ToolCallRequest, agent: str | None) -> tuple[ToolCall, str]:
+def _call_for(request: ToolCallRequest, agent: str | None) -> tuple[ToolCall, str, list[str]]:
+    """The neutral call, its request id, and the request ids of every call of the same model turn."""
     tool_call = request.tool_call
     thread = _thread_of(getattr(request.runtime, "config", None))
     call_id = str(tool_call.get("id") or "")
     messages: Sequence[BaseMessage] = request.state.get("messages", []) if request.state else []
-    request_id = agent_request_id(thread, turn_of(messages, call_id), call_id)
+    turn, message = turn_of(messages, call_id)
+    siblings = [agent_request_id(thread, turn, str(c.get("id") or "")) for c in message.tool_calls]
     call = agent_call(tool_call["name"], tool_call["args"], call_id=call_id, thread=thread, agent=agent)
-    return call, request_id
+    return call, agent_request_id(thread, turn, call_id), siblings
 
 
 def _when(queue: ReviewQueue, agent: str | None) -> Callable[[ToolCallRequest], bool]:
     def when(request: ToolCallRequest) -> bool:
-        call, request_id = _call_for(request, agent)
-        if queue.store.get_request(request_id) is not None:
-            return True
+        call, request_id, siblings = _call_for(request, agent)
+        # Once a turn has paused, the calls it paused for are fixed: on resume the middleware asks this
+        # predicate again, and a different answer (a standing rule added or revoked meanwhile) would
+        # skip a reviewer's answer or, in batched mode, misalign the decisions with the calls.
+        if any(queue.store.get_request(r) is not None for r in siblings):
+            return queue.store.get_request(request_id) is not None
         return queue.evaluate(call).kind is VerdictKind.ASK
 
     return when
@@ -156,7 +161,7 @@ class CrossgateGuard(AgentMiddleware[Any, Any]):
         return self._record(request_id, await handler(request))
 
     def _check(self, request: ToolCallRequest) -> tuple[ToolMessage | None, str | None]:
-        call, request_id = _call_for(request, self.agent)
+        call, request_id, _ = _call_for(request, self.agent)
         reviewed = self.queue.store.get_request(request_id)
         if reviewed is None:
             verdict = self.queue.submit(call).verdict

@@ -167,3 +167,31 @@ async def test_batched_mode_cannot_be_answered_in_part(ops_queue, saver) -> None
     ops_queue.decide(requests["execute_sql"], Approve(), reviewer="ann")
     assert isinstance(await gate.resume(outcome.parked_run), Finished)
     assert sorted(tools.names()) == ["execute_sql", "write_file"]
+
+
+async def test_a_standing_rule_changed_while_paused_does_not_misalign_a_batch(saver) -> None:
+    from crossgate import MemoryStore, Policy, PolicyRule, VerdictKind
+
+    queue = ReviewQueue(
+        MemoryStore(), Policy(rules=(PolicyRule(name="w", verdict=VerdictKind.ASK, tool="write_file"),))
+    )
+    rule = queue.add_rule(queue.new_rule(effect=VerdictKind.ALLOW, tool="read_data"))
+    _, gate, outcome, tools, model = await start(queue, saver, "batched", WRITE, READ)
+    [request_id] = outcome.request_ids
+    queue.revoke_rule(rule.id)  # read_data would now ask: the paused turn must not change shape
+    queue.decide(request_id, Approve(), reviewer="ann")
+    done = await gate.resume(outcome.parked_run)
+    assert isinstance(done, Finished)
+    assert tools.names() == ["write_file"]  # read_data now needs review it never had: it does not run
+    assert "needs a person's approval" in str(told(model)["call_read"].content)
+
+
+async def test_a_standing_allow_added_while_paused_does_not_override_a_rejection(ops_queue, saver) -> None:
+    from crossgate import VerdictKind
+
+    _, gate, outcome, tools, model = await start(ops_queue, saver, "per_call", WRITE)
+    ops_queue.decide(outcome.request_ids[0], Reject(message="Not this file."), reviewer="ann")
+    ops_queue.add_rule(ops_queue.new_rule(effect=VerdictKind.ALLOW, tool="write_file"))
+    await gate.resume(outcome.parked_run)
+    assert tools.ran == []
+    assert "Not this file." in str(told(model)["call_write"].content)

@@ -16,6 +16,7 @@ from crossgate import (
     ConflictError,
     InvalidDecisionError,
     MemoryStore,
+    ParkedRunClaimedError,
     ParkedRunStatus,
     Policy,
     PolicyRule,
@@ -158,3 +159,15 @@ async def test_resume_before_any_decision_changes_nothing(ops_queue, saver) -> N
     assert ops_queue.get_parked(outcome.parked_run).status is ParkedRunStatus.PARKED
     assert tools.ran == []
     assert sorted(by_tool(ops_queue, outcome)) == ["execute_sql", "write_file"]
+
+
+async def test_two_concurrent_resumes_in_one_process_run_the_tool_once(ops_queue, saver) -> None:
+    agent, gate, outcome, tools, _ = await start(ops_queue, saver, "per_call", WRITE)
+    ops_queue.decide(outcome.request_ids[0], Approve(), reviewer="ann")
+    other_gate = Gate(ops_queue, agent, owner="second-gate")
+    results = await asyncio.gather(
+        gate.resume(outcome.parked_run), other_gate.resume(outcome.parked_run), return_exceptions=True
+    )
+    assert sum(isinstance(r, Finished) for r in results) == 1
+    assert sum(isinstance(r, ParkedRunClaimedError) for r in results) == 1
+    assert tools.names() == ["write_file"]
