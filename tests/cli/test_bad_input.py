@@ -147,6 +147,7 @@ CASES = [
     ("pending", ["rules", "add", "--tool", "x", "--effect", "allow", "--match", "exact"], USAGE, "go together"),
     ("pending", ["rules", "add", "--tool", "x", "--effect", "allow", "--match", "pattern"], USAGE, "--pattern"),
     ("pending", ["rules", "add", "--tool", "x", "--effect", "allow", "--scope", "run"], USAGE, "needs --run"),
+    ("pending", ["rules", "add", "--tool", "x", "--effect", "allow", "--scope", "once"], USAGE, "a run, a session"),
     (
         "pending",
         ["rules", "add", "--tool", "x", "--effect", "allow", "--match", "exact", "--args", "[1]"],

@@ -13,8 +13,10 @@ from typer.core import TyperGroup
 from crossgate.cli.context import CliContext
 from crossgate.cli.exit_codes import FAILURE, USAGE, exit_code_for, one_line
 from crossgate.errors import CrossgateError
-from crossgate.policy import POLICY_ENV
 from crossgate.stores import DB_ENV
+
+POLICY_ENV = "CROSSGATE_POLICY"
+"""Names the policy file when ``--policy`` is not given (``resolve_policy`` reads it too)."""
 
 
 def _fail(message: str, code: int) -> NoReturn:

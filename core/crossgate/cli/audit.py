@@ -19,8 +19,10 @@ def events(
     request_id: Annotated[
         str | None, typer.Option("--request", metavar="ID", help="Only this request's events.")
     ] = None,
-    after: Annotated[int, typer.Option("--after", min=0, help="Only events after this sequence number.")] = 0,
-    limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most this many events.")] = None,
+    after: Annotated[
+        int, typer.Option("--after", metavar="SEQ", min=0, help="Only events after this sequence number.")
+    ] = 0,
+    limit: Annotated[int | None, typer.Option("--limit", metavar="N", min=1, help="At most this many events.")] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Print the audit log in order."""

@@ -102,7 +102,9 @@ def edit(
 def reject(
     ctx: typer.Context,
     request_id: RequestId,
-    message: Annotated[str, typer.Option("--message", help="What the model reads; write it as an instruction.")],
+    message: Annotated[
+        str, typer.Option("--message", metavar="TEXT", help="What the model reads; write it as an instruction.")
+    ],
     remember: RememberOpt = None,
     match: MatchOpt = None,
     pattern: PatternOpt = None,
@@ -127,7 +129,9 @@ def reject(
 def respond(
     ctx: typer.Context,
     request_id: RequestId,
-    content: Annotated[str, typer.Option("--content", help="The tool's result, as the model will read it.")],
+    content: Annotated[
+        str, typer.Option("--content", metavar="TEXT", help="The tool's result, as the model will read it.")
+    ],
     note: Note = None,
     fingerprint: Fingerprint = None,
     reviewer: Reviewer = None,

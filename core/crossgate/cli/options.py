@@ -37,7 +37,9 @@ class Effect(StrEnum):
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 Reviewer = Annotated[str | None, typer.Option("--reviewer", metavar="NAME", help="Who decides. [default: the OS user]")]
-Note = Annotated[str | None, typer.Option("--note", help="A note for the audit log; the model never sees it.")]
+Note = Annotated[
+    str | None, typer.Option("--note", metavar="TEXT", help="A note for the audit log; the model never sees it.")
+]
 Fingerprint = Annotated[
     str | None,
     typer.Option(
@@ -46,7 +48,7 @@ Fingerprint = Annotated[
 ]
 RememberOpt = Annotated[
     RememberScope | None,
-    typer.Option("--remember", help="Also store a standing rule for later calls, for this long."),
+    typer.Option("--remember", help="Also store a standing rule for later calls, for this long (once: no rule)."),
 ]
 MatchOpt = Annotated[
     RememberMatch | None,

@@ -25,12 +25,14 @@ RequestId = Annotated[str, typer.Argument(metavar="ID", help="The request's id."
 
 def submit(
     ctx: typer.Context,
-    framework: Annotated[str, typer.Option("--framework", help="The SDK proposing the call.")],
-    tool: Annotated[str, typer.Option("--tool", help="The tool's name.")],
+    framework: Annotated[str, typer.Option("--framework", metavar="NAME", help="The SDK proposing the call.")],
+    tool: Annotated[str, typer.Option("--tool", metavar="NAME", help="The tool's name.")],
     args: Annotated[str, typer.Option("--args", metavar="JSON", help="The arguments, a JSON object.")] = "{}",
-    agent: Annotated[str | None, typer.Option("--agent", help="The agent proposing the call.")] = None,
-    run: Annotated[str | None, typer.Option("--run", help="The SDK-side run handle.")] = None,
-    session: Annotated[str | None, typer.Option("--session", help="The conversation the run belongs to.")] = None,
+    agent: Annotated[str | None, typer.Option("--agent", metavar="NAME", help="The agent proposing the call.")] = None,
+    run: Annotated[str | None, typer.Option("--run", metavar="RUN", help="The SDK-side run handle.")] = None,
+    session: Annotated[
+        str | None, typer.Option("--session", metavar="SESSION", help="The conversation the run belongs to.")
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Submit a tool call: print the new pending request, or the policy's allow or deny."""
@@ -52,13 +54,14 @@ def submit(
 def list_requests(
     ctx: typer.Context,
     status: Annotated[StatusFilter, typer.Option("--status", help="Which requests to show.")] = StatusFilter.PENDING,
-    framework: Annotated[str | None, typer.Option("--framework", help="Only this framework.")] = None,
-    tool: Annotated[str | None, typer.Option("--tool", help="Only this tool.")] = None,
-    agent: Annotated[str | None, typer.Option("--agent", help="Only this agent.")] = None,
-    run: Annotated[str | None, typer.Option("--run", help="Only this run.")] = None,
-    limit: Annotated[int, typer.Option("--limit", min=1, max=MAX_PAGE_SIZE, help="Page size.")] = 50,
+    framework: Annotated[str | None, typer.Option("--framework", metavar="NAME", help="Only this framework.")] = None,
+    tool: Annotated[str | None, typer.Option("--tool", metavar="NAME", help="Only this tool.")] = None,
+    agent: Annotated[str | None, typer.Option("--agent", metavar="NAME", help="Only this agent.")] = None,
+    run: Annotated[str | None, typer.Option("--run", metavar="RUN", help="Only this run.")] = None,
+    limit: Annotated[int, typer.Option("--limit", metavar="N", min=1, max=MAX_PAGE_SIZE, help="Page size.")] = 50,
     cursor: Annotated[
-        str | None, typer.Option("--cursor", callback=check_cursor, help="Where the previous page ended.")
+        str | None,
+        typer.Option("--cursor", metavar="CURSOR", callback=check_cursor, help="Where the previous page ended."),
     ] = None,
     oldest_first: Annotated[bool, typer.Option("--oldest-first", help="Oldest first (default: newest).")] = False,
     as_json: JsonFlag = False,
@@ -94,7 +97,7 @@ def show(ctx: typer.Context, request_id: RequestId, as_json: JsonFlag = False) -
 def cancel(
     ctx: typer.Context,
     request_id: RequestId,
-    reason: Annotated[str, typer.Option("--reason", help="What the model reads.")] = CANCEL_MESSAGE,
+    reason: Annotated[str, typer.Option("--reason", metavar="TEXT", help="What the model reads.")] = CANCEL_MESSAGE,
     reviewer: Reviewer = None,
     as_json: JsonFlag = False,
 ) -> None:

@@ -39,12 +39,18 @@ def add_rule(
     args: Annotated[
         str | None, typer.Option("--args", metavar="JSON", help="The exact arguments, for --match exact.")
     ] = None,
-    agent: Annotated[str | None, typer.Option("--agent", help="Only calls from this agent.")] = None,
-    framework: Annotated[str | None, typer.Option("--framework", help="Only calls from this framework.")] = None,
+    agent: Annotated[str | None, typer.Option("--agent", metavar="NAME", help="Only calls from this agent.")] = None,
+    framework: Annotated[
+        str | None, typer.Option("--framework", metavar="NAME", help="Only calls from this framework.")
+    ] = None,
     scope: Annotated[RememberScope, typer.Option("--scope", help="How long the rule stands.")] = RememberScope.FOREVER,
-    run: Annotated[str | None, typer.Option("--run", help="The run, for --scope run.")] = None,
-    session: Annotated[str | None, typer.Option("--session", help="The session, for --scope session.")] = None,
-    message: Annotated[str | None, typer.Option("--message", help="For deny: what the model reads.")] = None,
+    run: Annotated[str | None, typer.Option("--run", metavar="RUN", help="The run, for --scope run.")] = None,
+    session: Annotated[
+        str | None, typer.Option("--session", metavar="SESSION", help="The session, for --scope session.")
+    ] = None,
+    message: Annotated[
+        str | None, typer.Option("--message", metavar="TEXT", help="For deny: what the model reads.")
+    ] = None,
     reviewer: Reviewer = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -93,6 +99,8 @@ def _check_shape(
         raise typer.BadParameter("--pattern only applies to --match pattern", param_hint="'--pattern'")
     if (match is RememberMatch.EXACT) != (args is not None):
         raise typer.BadParameter("--match exact and --args go together", param_hint="'--args'")
+    if scope is RememberScope.ONCE:
+        raise typer.BadParameter("a standing rule lasts a run, a session or forever", param_hint="'--scope'")
     if scope is RememberScope.RUN and not run:
         raise typer.BadParameter("--scope run needs --run", param_hint="'--run'")
     if scope is RememberScope.SESSION and not session:
