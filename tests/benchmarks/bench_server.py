@@ -1,0 +1,223 @@
+"""Review server load: many concurrent reviewers and submitters against one ``crossgate serve`` on 127.0.0.1.
+
+    python tests/benchmarks/bench_server.py
+
+One server process (SQLite file, uvicorn), one submitter process that keeps a backlog of pending
+requests (``ReviewQueue.submit`` on the same file, as agents do), two applier threads racing to mark
+decided requests applied (as resuming adapters do), and ``CG_BENCH_CLIENTS`` reviewers (default 50),
+each with its own token, each looping: list pending (oldest first), pick one, approve it. Reviewers
+race for the same requests on purpose; the losers get 409.
+
+Reports decisions per second, p50/p99 latency of the decision and list calls, and checks the
+invariants: every request submitted is in the store (none lost), every 200 answer is exactly one
+``decided`` event (none doubled), every decided request is applied exactly once, the audit chain
+verifies. Environment: ``CG_BENCH_SECONDS`` (default 30), ``CG_BENCH_CLIENTS`` (default 50),
+``CG_BENCH_BACKLOG`` (pending requests the submitter keeps, default 200). Not collected by pytest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import multiprocessing
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+
+from crossgate import ReviewQueue, ToolCall, open_store  # noqa: E402
+from crossgate.errors import AlreadyAppliedError  # noqa: E402
+from crossgate.model import RequestStatus  # noqa: E402
+from crossgate.stores import RequestQuery  # noqa: E402
+
+SECONDS = float(os.environ.get("CG_BENCH_SECONDS", "30"))
+CLIENTS = int(os.environ.get("CG_BENCH_CLIENTS", "50"))
+BACKLOG = int(os.environ.get("CG_BENCH_BACKLOG", "200"))
+FRAMEWORKS = ("openai-agents", "claude-agent-sdk", "langgraph")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def submitter(db: str, stop_at: float, counter: Any) -> None:
+    """Keep about BACKLOG requests pending until ``stop_at``; count what was submitted."""
+    queue = ReviewQueue(open_store(db))
+    n = 0
+    while time.time() < stop_at:
+        pending = len(queue.list_requests(RequestQuery(statuses=(RequestStatus.PENDING,), limit=500)).items)
+        for _ in range(max(0, BACKLOG - pending)):
+            n += 1
+            call = ToolCall(
+                framework=FRAMEWORKS[n % 3], tool="delete_ticket", args={"id": f"T-{n}"}, run=f"run-{n % 17}"
+            )
+            queue.submit(call)
+            with counter.get_lock():
+                counter.value += 1
+        time.sleep(0.05)
+    queue.close()
+
+
+def applier(db: str, stop: threading.Event, stats: collections.Counter[str]) -> None:
+    """Mark decided requests applied, racing another applier; a second apply must be refused."""
+    queue = ReviewQueue(open_store(db))
+    while not stop.is_set():
+        decided = queue.list_requests(RequestQuery(statuses=(RequestStatus.DECIDED,), limit=100, newest_first=False))
+        for request in decided.items:
+            try:
+                queue.mark_applied(request.id, args=request.approved_args())
+                stats["applied"] += 1
+            except AlreadyAppliedError:
+                stats["apply_refused"] += 1
+        if not decided.items:
+            time.sleep(0.02)
+    queue.close()
+
+
+async def reviewer(
+    base: str, token: str, stop_at: float, lat: dict[str, list[float]], stats: collections.Counter[str]
+) -> None:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=30) as http:
+        while time.time() < stop_at:
+            t0 = time.perf_counter()
+            page = await http.get("/api/requests", params={"status": "pending", "order": "oldest", "limit": 20})
+            lat["list"].append(time.perf_counter() - t0)
+            items = page.json()["items"]
+            if not items:
+                await asyncio.sleep(0.05)
+                continue
+            target = random.choice(items)
+            t0 = time.perf_counter()
+            response = await http.post(
+                f"/api/requests/{target['id']}/decision", json={"kind": "approve", "fingerprint": target["fingerprint"]}
+            )
+            lat["decide"].append(time.perf_counter() - t0)
+            stats[f"decide_{response.status_code}"] += 1
+
+
+def pct(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))] * 1000
+
+
+def main() -> int:
+    folder = Path(tempfile.mkdtemp(prefix="crossgate-bench-server-"))
+    db = str(folder / "q.db")
+    ReviewQueue(open_store(db)).close()
+    port = free_port()
+    tokens = {f"r{i:02d}": f"reviewer-token-{i:04d}" for i in range(CLIENTS)}
+    env = {**os.environ, "CROSSGATE_TOKENS": ",".join(f"{n}:{t}" for n, t in tokens.items())}
+    cmd = [sys.executable, "-m", "crossgate.cli", "--db", db, "serve", "--port", str(port), "--log-level", "warning"]
+    server = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"{base}/api/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+            if time.monotonic() > deadline:
+                raise SystemExit("server did not start")
+        stop_at = time.time() + SECONDS
+        submitted = multiprocessing.get_context("spawn").Value("i", 0)
+        feeder = multiprocessing.get_context("spawn").Process(target=submitter, args=(db, stop_at, submitted))
+        feeder.start()
+        stop_apply = threading.Event()
+        apply_stats: collections.Counter[str] = collections.Counter()
+        appliers = [threading.Thread(target=applier, args=(db, stop_apply, apply_stats)) for _ in range(2)]
+        for thread in appliers:
+            thread.start()
+        lat: dict[str, list[float]] = {"list": [], "decide": []}
+        stats: collections.Counter[str] = collections.Counter()
+        started = time.perf_counter()
+
+        async def everyone() -> None:
+            await asyncio.gather(*(reviewer(base, t, stop_at, lat, stats) for t in tokens.values()))
+
+        asyncio.run(everyone())
+        elapsed = time.perf_counter() - started
+        feeder.join()
+        time.sleep(1.0)  # let the appliers drain what was decided last
+        stop_apply.set()
+        for thread in appliers:
+            thread.join()
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+    return report(db, submitted.value, stats, apply_stats, lat, elapsed)
+
+
+def report(
+    db: str,
+    submitted: int,
+    stats: collections.Counter[str],
+    apply_stats: collections.Counter[str],
+    lat: dict[str, list[float]],
+    elapsed: float,
+) -> int:
+    queue = ReviewQueue(open_store(db))
+    events = queue.events()
+    decided_per_request = collections.Counter(e.request_id for e in events if e.kind == "decided")
+    applied_per_request = collections.Counter(e.request_id for e in events if e.kind == "applied")
+    stored = sum(1 for e in events if e.kind == "submitted")
+    closed = [r for r in _all_requests(queue) if r.status in (RequestStatus.DECIDED, RequestStatus.APPLIED)]
+    ok = stats["decide_200"]
+    checks = {
+        "no request lost (submitted == stored)": submitted == stored,
+        "no decision doubled (each request decided at most once)": max(decided_per_request.values(), default=0) <= 1,
+        "every 200 is one decided event": ok == sum(decided_per_request.values()) == len(closed),
+        "no decision applied twice": max(applied_per_request.values(), default=0) <= 1,
+        "every decided request applied": all(r.status is RequestStatus.APPLIED for r in closed),
+        "only 200 and 409 answers": set(stats) <= {"decide_200", "decide_409"},
+        "audit chain verifies": queue.verify_audit().ok,
+    }
+    queue.close()
+    print(f"crossgate server load: {CLIENTS} reviewers, 1 submitter process, 2 appliers, {elapsed:.1f} s, SQLite")
+    print(f"  decisions accepted   {ok}  ({ok / elapsed:.1f}/s)")
+    print(f"  decisions refused    {stats['decide_409']} (409: another reviewer was first)")
+    print(
+        f"  requests submitted   {submitted}; applied {apply_stats['applied']}; second applies refused {apply_stats['apply_refused']}"
+    )
+    for name in ("decide", "list"):
+        values = lat[name]
+        print(
+            f"  {name:<7} latency     p50 {pct(values, 50):.1f} ms   p99 {pct(values, 99):.1f} ms"
+            f"   mean {statistics.fmean(values) * 1000 if values else float('nan'):.1f} ms   n={len(values)}"
+        )
+    for label, passed in checks.items():
+        print(f"  [{'ok' if passed else 'FAIL'}] {label}")
+    return 0 if all(checks.values()) else 1
+
+
+def _all_requests(queue: ReviewQueue) -> list[Any]:
+    found: list[Any] = []
+    cursor = None
+    while True:
+        page = queue.list_requests(RequestQuery(limit=500, cursor=cursor))
+        found.extend(page.items)
+        if page.next_cursor is None:
+            return found
+        cursor = page.next_cursor
+
+
+if __name__ == "__main__":
+    sys.exit(main())
