@@ -135,6 +135,18 @@ class Gate:
                 return await self.resume(outcome.parked_run)
         return outcome
 
+    async def park(self, graph: Graph, *, thread: str) -> Finished[Any] | Parked:
+        """Park a thread that is already paused without a parked run (say, the process died right
+        after the pause); submitting finds existing requests, so this is safe to repeat."""
+        self.add_graph(graph)
+        if self.queue.parked_runs(statuses=(ParkedRunStatus.PARKED, ParkedRunStatus.RESUMING), run=thread):
+            raise ConflictError(f"thread {thread} is parked already")
+        async with self._lock(thread):
+            snapshot = await graph.aget_state(thread_config(thread))
+            if snapshot.created_at is None:
+                raise ConflictError(f"thread {thread} never started in this graph's checkpointer")
+            return await self._settle(graph, thread, snapshot)
+
     async def resume(self, parked_run: str, *, partial: bool = False) -> Finished[Any] | Parked:
         """Resume a parked thread once its requests are decided; a parked run is resumed once.
 
@@ -249,9 +261,10 @@ class Gate:
                     self.queue.mark_applied(request_id, actor=self.owner)
 
     async def _settle(self, graph: Graph, thread: str, output: Any) -> Finished[Any] | Parked:
+        # A GraphOutput from ainvoke(version="v2"), or a StateSnapshot: both list the pending interrupts.
         interrupts: Sequence[Interrupt] = tuple(getattr(output, "interrupts", ()) or ())
         if not interrupts:
-            return Finished(thread, getattr(output, "value", output))
+            return Finished(thread, getattr(output, "value", getattr(output, "values", output)))
         snapshot = await graph.aget_state(thread_config(thread))
         entries = [self._submit(i, thread, snapshot.values) for i in interrupts]
         state = _ParkState(

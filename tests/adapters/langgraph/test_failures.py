@@ -171,3 +171,21 @@ async def test_two_concurrent_resumes_in_one_process_run_the_tool_once(ops_queue
     assert sum(isinstance(r, Finished) for r in results) == 1
     assert sum(isinstance(r, ParkedRunClaimedError) for r in results) == 1
     assert tools.names() == ["write_file"]
+
+
+async def test_a_thread_paused_without_a_parked_run_can_be_parked_later(ops_queue, saver) -> None:
+    tools = OpsTools()
+    agent = ops_agent(ops_queue, tools, ops_model(WRITE), saver, "per_call")
+    # The process died right after the pause: LangGraph holds the interrupt, crossgate knows nothing.
+    await agent.ainvoke(INPUT, OPS)
+    assert ops_queue.pending() == []
+    gate = Gate(ops_queue, agent)
+    parked = await gate.park(agent, thread="ops-per_call")
+    assert isinstance(parked, Parked)
+    with pytest.raises(ConflictError, match="parked already"):
+        await gate.park(agent, thread="ops-per_call")
+    ops_queue.decide(parked.request_ids[0], Approve(), reviewer="ann")
+    assert isinstance(await gate.resume(parked.parked_run), Finished)
+    assert tools.names() == ["write_file"]
+    with pytest.raises(ConflictError, match="never started"):
+        await gate.park(agent, thread="nobody")
