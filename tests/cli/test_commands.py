@@ -355,3 +355,16 @@ def test_the_policy_comes_from_the_option_or_the_environment(tmp_path: Path, via
     assert result.stdout == (
         "denied by policy (rule no-drops): Dropping tables is not allowed; tell the user a DBA must do it.\n"
     )
+
+
+def test_hidden_characters_reach_the_reviewer_escaped(cli: Cli) -> None:
+    # A model-chosen tool name or argument must not move the cursor, recolour or reverse what is shown.
+    rid = cli.submit("delete_ticket\x1b[2K", '{"id": "t3\\u202e"}')["id"]
+    cli.ok("reject", rid, "--message", "no\x1b]0;owned\x07", "--reviewer", "ann")
+    for text in (cli.ok("show", rid).stdout, cli.ok("list", "--status", "all").stdout, cli.ok("events").stdout):
+        assert "\x1b" not in text and "\u202e" not in text and "\x07" not in text
+    shown = cli.ok("show", rid).stdout
+    assert "tool         delete_ticket\\x1b[2K\n" in shown
+    assert 'args         {"id": "t3\\u202e"}\n' in shown
+    assert "decision     reject: no\\x1b]0;owned\\x07\n" in shown
+    assert cli.json("show", rid)["args"] == {"id": "t3\u202e"}  # JSON keeps the exact value

@@ -12,6 +12,7 @@ from typer.core import TyperGroup
 
 from crossgate.cli.context import CliContext
 from crossgate.cli.exit_codes import FAILURE, USAGE, exit_code_for, one_line
+from crossgate.cli.output import visible
 from crossgate.errors import CrossgateError
 from crossgate.stores import DB_ENV
 
@@ -21,7 +22,7 @@ POLICY_ENV = "CROSSGATE_POLICY"
 
 def _fail(message: str, code: int) -> NoReturn:
     # typer validates enum options through pydantic, whose messages start with "Value error, "
-    typer.echo(f"crossgate: error: {one_line(message.replace('Value error, ', ''))}", err=True)
+    typer.echo(f"crossgate: error: {visible(one_line(message.replace('Value error, ', '')))}", err=True)
     sys.exit(code)
 
 

@@ -9,7 +9,7 @@ import typer
 from crossgate.cli.context import queue_of
 from crossgate.cli.exit_codes import FAILURE, one_line
 from crossgate.cli.options import JsonFlag
-from crossgate.cli.output import event_json, print_events, print_json, say
+from crossgate.cli.output import event_json, print_events, print_json, say, visible
 
 audit_app = typer.Typer(name="audit", help="Check the hash-chained audit log.")
 
@@ -45,7 +45,7 @@ def verify(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     elif report.ok:
         say(f"audit log intact: {report.checked} events verified")
     if not report.ok:
-        typer.echo(f"crossgate: audit log tampered: {one_line(report.problem or 'unknown problem')}", err=True)
+        typer.echo(f"crossgate: audit log tampered: {visible(one_line(report.problem or 'unknown problem'))}", err=True)
         raise typer.Exit(FAILURE)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -12,22 +13,31 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from crossgate.decisions import AnyDecision
 from crossgate.model import ApprovalRequest, Edit, Event, Reject, Respond, StandingRule, Verdict
 from crossgate.queue import Submission
 
 ARGS_PREVIEW = 60
-
-
 ARGS_MIN = 12
 """On a narrow terminal the arguments column shrinks to this before the table gets wider than the screen."""
 
 
-def console(width: int | None = None) -> Console:
-    """A console on stdout, at least ``width`` columns wide (rows are cut, never wrapped)."""
-    terminal = Console()
-    if not terminal.is_terminal:
-        return Console(highlight=False, width=width or terminal.width)
-    return Console(highlight=False, width=max(terminal.width, width or 0))
+_HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp"})
+
+
+def visible(text: str) -> str:
+    """``text`` with control and invisible formatting characters written as escapes.
+
+    Arguments come from a model: a terminal escape sequence or a right-to-left override in them must
+    not change what the reviewer reads.
+    """
+    if text.isprintable():
+        return text
+    return "".join(ch.encode("unicode_escape").decode("ascii") if _is_hidden(ch) else ch for ch in text)
+
+
+def _is_hidden(ch: str) -> bool:
+    return unicodedata.category(ch) in _HIDDEN
 
 
 def print_json(data: Any) -> None:
@@ -106,14 +116,15 @@ def _print_table(headers: Sequence[str], rows: Sequence[Sequence[str | None]], f
 
     On a terminal too narrow for it, ``flexible`` shrinks (down to ``ARGS_MIN``); nothing else is cut.
     """
-    cells = [[value if value is not None else "-" for value in row] for row in rows]
+    cells = [[visible(value) if value is not None else "-" for value in row] for row in rows]
     widths = [max(len(header), *(len(row[i]) for row in cells)) for i, header in enumerate(headers)]
     gaps = 2 * (len(headers) - 1)
     terminal = Console()
     if terminal.is_terminal and flexible is not None:
         spare = terminal.width - gaps - sum(w for h, w in zip(headers, widths, strict=True) if h != flexible)
         widths = [max(ARGS_MIN, min(w, spare)) if h == flexible else w for h, w in zip(headers, widths, strict=True)]
-    out = console(sum(widths) + gaps)
+    needed = sum(widths) + gaps
+    out = Console(highlight=False, width=max(terminal.width, needed) if terminal.is_terminal else needed)
     table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
     for header, width in zip(headers, widths, strict=True):
         table.add_column(header, no_wrap=True, overflow="ellipsis", width=width)
@@ -169,7 +180,7 @@ def print_request(request: ApprovalRequest) -> None:
     _print_block(rows)
 
 
-def _decision_text(decision: Any) -> str:
+def _decision_text(decision: AnyDecision) -> str:
     text: str = decision.kind.value
     if isinstance(decision, Edit):
         text += " " + json.dumps(decision.args, ensure_ascii=False)
@@ -186,7 +197,7 @@ def _print_block(rows: Sequence[tuple[str, str | None]]) -> None:
     shown = [(key, value) for key, value in rows if value is not None]
     width = max(len(key) for key, _ in shown)
     for key, value in shown:
-        typer.echo(f"{key.ljust(width)}  {value}")
+        typer.echo(f"{key.ljust(width)}  {visible(value)}")
 
 
 def print_verdict(verdict: Verdict) -> None:
@@ -222,5 +233,5 @@ def print_events(events: Sequence[Event]) -> None:
 
 
 def say(message: str) -> None:
-    """One plain line on stdout."""
-    typer.echo(message)
+    """One line on stdout, hidden characters escaped."""
+    typer.echo(visible(message))
