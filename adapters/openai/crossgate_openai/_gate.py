@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents import Agent, FunctionTool, RunConfig, Runner, RunResult, RunResultStreaming, RunState, ToolApprovalItem
+
 from crossgate import (
     ApprovalRequest,
     Approve,
@@ -28,7 +29,6 @@ from crossgate import (
 )
 from crossgate.clock import new_id
 from crossgate.runs import Finished, Parked
-
 from crossgate_openai._capabilities import CAPABILITIES, FRAMEWORK
 from crossgate_openai._scope import RunScope, request_id_for, run_scope
 from crossgate_openai._tools import (
@@ -131,7 +131,8 @@ class Gate:
 
         A run with a request still pending (after waiting up to ``wait`` seconds) stays parked and is
         returned as ``Parked`` unchanged. Unknown ids raise NotFoundError; a run resumed before raises
-        ParkedRunClaimedError, and nothing runs twice.
+        ParkedRunClaimedError, and nothing runs twice. The SDK stores a JSON mapping context with the
+        state; any other context object must be passed again as ``context``.
         """
         agent = agent or self.agent
         if agent is None:
@@ -149,12 +150,15 @@ class Gate:
         if not self.queue.is_ready(parked):
             return Parked(parked.run, parked.id, parked.request_ids)
         # Load before claiming: a state this agent graph cannot restore must not use up the parked run.
-        state = await RunState.from_string(agent, parked.state)
+        if context is None:
+            state = await RunState.from_string(agent, parked.state)
+        else:
+            state = await RunState.from_string(agent, parked.state, context_override=context)
         self.queue.claim_parked(parked.id, owner=self.owner, lease_seconds=self.lease_seconds)
         scope = RunScope(parked.run, _text(parked.metadata.get("session")))
         try:
             self._apply_decisions(state, scope, parked.request_ids)
-            outcome = await self._drive(agent, state, scope, wait=wait, context=context, stream=stream)
+            outcome = await self._drive(agent, state, scope, wait=wait, context=None, stream=stream)
         except BaseException as exc:
             self.queue.finish_parked(
                 parked.id, owner=self.owner, status=ParkedRunStatus.FAILED, outcome=f"{type(exc).__name__}: {exc}"

@@ -34,6 +34,7 @@ from agents import (
     WebSearchTool,
 )
 from agents.tool_context import ToolContext
+
 from crossgate import (
     ApprovalRequest,
     Approve,
@@ -51,7 +52,6 @@ from crossgate import (
     parse_args,
 )
 from crossgate.decisions import validate_args
-
 from crossgate_openai._capabilities import FRAMEWORK
 from crossgate_openai._scope import RunScope, current_scope, request_id_for
 

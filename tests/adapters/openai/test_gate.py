@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from agents import Agent, RunContextWrapper, function_tool
 
 from crossgate import (
     Approve,
@@ -258,3 +260,25 @@ async def test_an_allowed_call_runs_without_a_request(make_queue: Any, tickets: 
     assert [(e.run, e.payload["ran"], e.payload["result"]) for e in executed] == [
         ("allowed", True, "deleted ticket t3")
     ]
+
+
+@pytest.mark.parametrize("kind", ["mapping", "object"])
+async def test_the_run_context_reaches_the_tool_after_a_resume(queue: ReviewQueue, kind: str) -> None:
+    seen: list[str] = []
+
+    @function_tool(name_override=TOOL)
+    def delete_ticket(ctx: RunContextWrapper[Any], id: str) -> str:
+        """Delete a ticket by id."""
+        user = ctx.context["user"] if isinstance(ctx.context, dict) else ctx.context.user
+        seen.append(user)
+        return f"deleted ticket {id} for {user}"
+
+    agent = Agent(name="Triage agent", tools=[delete_ticket], model=PlannedModel([[delete_call("t3")]]))
+    context: Any = {"user": "ann"} if kind == "mapping" else SimpleNamespace(user="ann")
+    parked = await Gate(queue).run(agent, "go", context=context)
+    queue.decide(parked.request_ids[0], Approve(), reviewer="bob")  # type: ignore[union-attr]
+    # A JSON mapping travels inside the stored state; any other object is handed to resume again.
+    again = None if kind == "mapping" else SimpleNamespace(user="ann")
+    done = await Gate(queue, agent=agent).resume(parked.parked_run, context=again)  # type: ignore[union-attr]
+    assert isinstance(done, Finished)
+    assert seen == ["ann"]
