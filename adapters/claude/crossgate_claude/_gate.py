@@ -28,7 +28,9 @@ class Gate:
     """Builds gated ``ClaudeAgentOptions`` from a ``ReviewQueue``, runs sessions, and resumes parked ones.
 
     ``hold`` is how long the CLI is held inside the hook waiting for a decision before the call is
-    deferred (0: defer at once, which loses nothing if this process dies). With ``defer=False`` the
+    deferred. With 0 (the default) a pending call is deferred at once, so a crash loses nothing: the
+    session and the request wait in the store. A process that dies during a longer hold fails closed
+    (the CLI blocks the call as a failed hook) and that call cannot be resumed. With ``defer=False`` the
     call is never deferred: ``can_use_tool`` waits up to ``hold`` seconds (None: until decided or
     expired), then cancels the request and denies. ``resume_timeout`` bounds how long a resumed session
     may take to re-ask the deferred call (the CLI otherwise waits forever). ``transport`` builds a

@@ -157,6 +157,17 @@ def test_strict_gate_refuses_options_that_shadow_the_callback(queue: ReviewQueue
     gate.options(ClaudeAgentOptions(allowed_tools=["Bash(git status)"]))  # a scoped entry is fine
 
 
+def test_gate_settings_that_cannot_work_are_refused(queue: ReviewQueue) -> None:
+    with pytest.raises(ConfigurationError, match="finite hold"):
+        Gate(queue, hold=None)
+    with pytest.raises(ConfigurationError, match="negative"):
+        Gate(queue, hold=-1.0)
+    with pytest.raises(ConfigurationError, match="hook_timeout must exceed hold"):
+        Gate(queue, hold=10.0, hook_timeout=5.0)
+    with pytest.raises(ConfigurationError, match="permission_prompt_tool_name"):
+        Gate(queue).options(ClaudeAgentOptions(permission_prompt_tool_name="stdio"))
+
+
 def test_options_install_a_blocking_hook_and_keep_the_callers_hooks(queue: ReviewQueue) -> None:
     async def own(data: object, tool_use_id: object, context: object) -> dict[str, object]:
         return {}
