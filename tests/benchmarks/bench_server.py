@@ -194,9 +194,8 @@ def report(
     print(f"crossgate server load: {CLIENTS} reviewers, 1 submitter process, 2 appliers, {elapsed:.1f} s, SQLite")
     print(f"  decisions accepted   {ok}  ({ok / elapsed:.1f}/s)")
     print(f"  decisions refused    {stats['decide_409']} (409: another reviewer was first)")
-    print(
-        f"  requests submitted   {submitted}; applied {apply_stats['applied']}; second applies refused {apply_stats['apply_refused']}"
-    )
+    applied, refused = apply_stats["applied"], apply_stats["apply_refused"]
+    print(f"  requests submitted   {submitted}; applied {applied}; second applies refused {refused}")
     for name in ("decide", "list"):
         values = lat[name]
         print(

@@ -15,9 +15,12 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import ValidationError
 
+import crossgate.server.api as api
+import crossgate.server.linkpages as linkpages
+import crossgate.server.pages as pages
+import crossgate.server.stream as stream
 from crossgate.errors import CrossgateError
 from crossgate.queue import ReviewQueue
-from crossgate.server import api, linkpages, pages, stream
 from crossgate.server.access import Authenticator
 from crossgate.server.errors import error_body
 from crossgate.server.feed import ChangeFeed

@@ -11,7 +11,7 @@ import ipaddress
 import secrets
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -83,7 +83,7 @@ def serve(
 
     if webhook_format not in ("json", "slack"):
         raise typer.BadParameter("use json or slack", param_hint="'--webhook-format'")
-    fields = load_config(tokens) if tokens else {"reviewers": reviewers_from_env()}
+    fields: dict[str, Any] = load_config(tokens) if tokens else {"reviewers": reviewers_from_env()}
     generated = None
     if not fields["reviewers"]:
         generated = secrets.token_urlsafe(18)
@@ -93,7 +93,8 @@ def serve(
     shown_host = host if _is_loopback(host) or host not in ("0.0.0.0", "::") else "127.0.0.1"
     address = f"http://{shown_host}:{port}"
     fields["base_url"] = base_url or fields.get("base_url") or address
-    extra = tuple(WebhookTarget(url=url, format=webhook_format) for url in webhook or ())  # type: ignore[arg-type]
+    fmt: Literal["json", "slack"] = "slack" if webhook_format == "slack" else "json"
+    extra = tuple(WebhookTarget(url=url, format=fmt) for url in webhook or ())
     fields["webhooks"] = (*fields.get("webhooks", ()), *extra)
     settings = ServerSettings(**fields)
     queue = _context_queue(ctx, db, policy)

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 from urllib.parse import parse_qs
 
 import anyio
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from crossgate.model import RequestStatus
+from crossgate.model import ApprovalRequest, Event, RequestStatus
 from crossgate.server import views
 from crossgate.server.access import COOKIE, Caller, decide_blocked
 from crossgate.server.state import ServerState, server_state
 from crossgate.stores.base import RequestQuery
 
+T = TypeVar("T")
 router = APIRouter(include_in_schema=False)
 HISTORY_ROWS = 100
 CLOSED = (RequestStatus.DECIDED, RequestStatus.APPLIED, RequestStatus.EXPIRED, RequestStatus.CANCELLED)
@@ -47,7 +50,7 @@ def _caller(request: Request) -> Caller:
     return server_state(request).auth.caller(request)
 
 
-async def _run(func, *args):  # type: ignore[no-untyped-def]
+async def _run(func: Callable[..., T], *args: object) -> T:
     return await anyio.to_thread.run_sync(func, *args)
 
 
@@ -76,24 +79,24 @@ async def request_page(request_id: str, request: Request) -> Response:
     return _html(request, found.call.tool, body, page="request", reviewer=caller.reviewer.name)
 
 
-def _history_rows(state: ServerState) -> tuple[list[tuple[object, list[object]]], bool, str]:
+def _history_rows(state: ServerState) -> tuple[list[tuple[ApprovalRequest, Sequence[Event]]], bool, str]:
     queue = state.queue
     page = queue.list_requests(RequestQuery(statuses=CLOSED, limit=HISTORY_ROWS))
-    rows = [(r, queue.events(request_id=r.id)) for r in page.items]
+    rows: list[tuple[ApprovalRequest, Sequence[Event]]] = [(r, queue.events(request_id=r.id)) for r in page.items]
     report = queue.verify_audit()
     text = (
         f"Audit chain intact: {report.checked} events verified."
         if report.ok
         else f"Audit chain broken: {report.problem}."
     )
-    return rows, report.ok, text  # type: ignore[return-value]
+    return rows, report.ok, text
 
 
 @router.get("/history", response_class=HTMLResponse)
 async def history_page(request: Request) -> Response:
     caller = _caller(request)
     rows, ok, text = await _run(_history_rows, server_state(request))
-    return _html(request, "History", views.history_page(rows, ok, text), page="history", reviewer=caller.reviewer.name)  # type: ignore[arg-type]
+    return _html(request, "History", views.history_page(rows, ok, text), page="history", reviewer=caller.reviewer.name)
 
 
 @router.get("/rules", response_class=HTMLResponse)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from crossgate.errors import ConfigurationError, ParkedRunClaimedError
 from crossgate.queue import ReviewQueue
-from crossgate.runs import Finished, Parked, Resumer
+from crossgate.runs import Parked, Resumer
 
 log = logging.getLogger(__name__)
 
@@ -113,9 +113,7 @@ class Worker:
             return Resumed(parked_id, framework, run, "failed", f"{type(exc).__name__}: {exc}")
         if isinstance(outcome, Parked):
             return Resumed(parked_id, framework, run, "parked", f"parked again as {outcome.parked_run}")
-        if isinstance(outcome, Finished):
-            return Resumed(parked_id, framework, run, "finished", _short(outcome.result))
-        return Resumed(parked_id, framework, run, "finished", _short(outcome))
+        return Resumed(parked_id, framework, run, "finished", _short(outcome.result))
 
     async def run(self, *, stop: asyncio.Event | None = None, until_idle: bool = False) -> list[Resumed]:
         """Work until ``stop`` is set (or, with ``until_idle``, until no parked run of a known framework is left)."""
