@@ -46,7 +46,7 @@ from crossgate.model import (
     VerdictKind,
 )
 from crossgate.policy.rules import Policy
-from crossgate.stores.base import Page, RequestQuery, Store
+from crossgate.stores.base import Page, RequestQuery, Store, claimable
 from crossgate.waiting import WaitRegistry
 
 REQUIRED_DECISIONS = (DecisionKind.APPROVE, DecisionKind.REJECT)
@@ -415,9 +415,16 @@ class ReviewQueue:
         return all(not self.get(r).is_open for r in parked.request_ids)
 
     def ready_runs(self, *, framework: str | None = None) -> list[ParkedRun]:
-        """Parked runs whose requests are all decided, expired or cancelled."""
+        """Parked runs whose requests are all decided, expired or cancelled.
+
+        Includes runs whose resumer's lease ran out (the worker died mid-resume), so another worker
+        takes them over; anything it already applied is refused by ``mark_applied`` and never runs twice.
+        """
         self.expire_overdue()
-        return [p for p in self.parked_runs(framework=framework) if self.is_ready(p)]
+        now = self.now()
+        statuses = (ParkedRunStatus.PARKED, ParkedRunStatus.RESUMING)
+        candidates = self.parked_runs(statuses=statuses, framework=framework)
+        return [p for p in candidates if claimable(p, now) and self.is_ready(p)]
 
     def claim_parked(self, parked_id: str, *, owner: str, lease_seconds: float = 300.0) -> ParkedRun:
         """Take a parked run for resuming; ParkedRunClaimedError if resumed already or leased by another."""

@@ -111,7 +111,9 @@ def test_worker_killed_mid_resume_is_finished_once_by_another_after_its_lease(
         pg_queue.claim_parked(parked_id, owner="worker-b")
     assert time.monotonic() - claimed_at < lease, "the early claim must happen while the lease still runs"
 
+    assert parked_id not in [p.id for p in pg_queue.ready_runs()]
     time.sleep(max(0.0, lease - (time.monotonic() - claimed_at)) + 0.2)
+    assert [p.id for p in pg_queue.ready_runs()] == [parked_id]  # a worker polling ready runs takes it over
     finished = CTX.Event()
     second = CTX.Process(
         target=procs.resume, args=(pg_store.url, parked_id, "worker-b", 30, str(tool_log), "never", finished)
