@@ -12,13 +12,15 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from claude_agent_sdk import ClaudeAgentOptions
+from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ToolPermissionContext
 
 from crossgate import (
     ApprovalRequest,
     Approve,
     Edit,
     Reject,
+    Remember,
+    RememberScope,
     RequestQuery,
     RequestStatus,
     Respond,
@@ -196,3 +198,27 @@ async def test_an_unreachable_store_denies(
     assert is_error
     assert "crossgate could not reach a decision" in text
     assert "could not connect to the review database" in text
+
+
+async def test_remember_for_the_session_is_honoured_by_the_cli(
+    queue: ReviewQueue, cli_options: ClaudeAgentOptions, messages_api: MessagesAPI, tickets: TicketStore
+) -> None:
+    gate = Gate(queue, options=cli_options, defer=False, hold=30.0)
+    options = gate.options()
+    assert options.can_use_tool is not None
+    gated, asked = options.can_use_tool, []
+
+    async def counting(tool: str, args: dict[str, object], context: ToolPermissionContext) -> object:
+        asked.append(args)
+        return await gated(tool, args, context)
+
+    watching = reviewer(queue, lambda request: Approve(remember=Remember(scope=RememberScope.SESSION)))
+    async with ClaudeSDKClient(replace(options, can_use_tool=counting)) as client:  # type: ignore[arg-type]
+        await client.query(calls(("delete_ticket", {"id": "t3"}), ("delete_ticket", {"id": "t2"})))
+        async for _ in client.receive_response():
+            pass
+    watching.cancel()
+    assert await watching == [json.dumps({"id": "t3"})]
+    assert asked == [{"id": "t3"}]  # the session rule let the CLI run the second delete without asking
+    assert tickets.ids() == ["prod-1", "t1"]
+    assert [e.kind for e in queue.events()].count("auto_allowed") == 1  # the standing rule, in the hook
