@@ -368,3 +368,16 @@ def test_hidden_characters_reach_the_reviewer_escaped(cli: Cli) -> None:
     assert 'args         {"id": "t3\\u202e"}\n' in shown
     assert "decision     reject: no\\x1b]0;owned\\x07\n" in shown
     assert cli.json("show", rid)["args"] == {"id": "t3\u202e"}  # JSON keeps the exact value
+
+
+def test_remembering_under_a_rule_that_keeps_asking_says_so() -> None:
+    strict = PolicyRule(name="deletes", verdict=VerdictKind.ASK, tool="delete_ticket", rememberable=False)
+    cli = Cli(ReviewQueue(MemoryStore(), Policy(rules=(strict,))), CliRunner())
+    rid = cli.submit()["id"]
+    lines = cli.ok("approve", rid, "--remember", "forever", "--reviewer", "ann").stdout.splitlines()
+    assert lines[-1] == "note: the policy still asks for calls like this one (rule deletes)"
+    assert cli.submit()["verdict"] == "ask"
+
+    other = cli.submit("read_file", '{"path": "a"}')["id"]
+    lines = cli.ok("approve", other, "--remember", "forever", "--reviewer", "ann").stdout.splitlines()
+    assert len(lines) == 2 and lines[1].startswith("remembered as standing rule rule_")

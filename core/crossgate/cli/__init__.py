@@ -1,7 +1,14 @@
 """The ``crossgate`` command line: submit, review, decide and audit tool calls from a terminal.
 
-Exit codes are listed in :mod:`crossgate.cli.exit_codes`. The optional server package adds ``serve``
-and ``worker`` through ``crossgate.server.commands.register(app)`` when it is installed.
+The database is ``--db``, else ``$CROSSGATE_DB``, else ``./crossgate.db``; the policy ``--policy``, else
+``$CROSSGATE_POLICY``, else the built-in one. Exit codes are listed in :mod:`crossgate.cli.exit_codes`;
+errors are one line on stderr. With ``--json``, a request is an object with at least ``id``, ``status``,
+``framework``, ``tool``, ``args``, ``fingerprint``, ``decision`` and ``reviewer``; ``submit`` adds
+``verdict`` (the request fields are null for allow and deny), decisions add ``standing_rule``, ``list``
+prints ``{"items": [...], "next_cursor": ...}``, and ``events``, ``expire`` and ``rules list`` print arrays.
+
+The optional server package adds ``serve`` and ``worker`` through ``crossgate.server.commands.register(app)``
+when that module exists.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from crossgate.cli.options import (
 from crossgate.cli.output import print_json, request_json, rule_json, say
 from crossgate.decisions import AnyDecision
 from crossgate.errors import InvalidDecisionError
-from crossgate.model import Approve, Edit, Reject, Remember, RememberMatch, RememberScope, Respond
+from crossgate.model import Approve, Edit, Reject, Remember, RememberMatch, RememberScope, Respond, VerdictKind
 
 RequestId = Annotated[str, typer.Argument(metavar="ID", help="The request's id.")]
 PAST_TENSE = {"approve": "approved", "edit": "edited", "reject": "rejected", "respond": "responded to"}
@@ -55,6 +55,9 @@ def _decide(ctx: typer.Context, request_id: str, decision: AnyDecision, reviewer
     say(f"{PAST_TENSE[stamped.kind.value]} {decided.id} ({decided.call.tool}) as {stamped.reviewer}")
     for rule in remembered:
         say(f"remembered as standing rule {rule.id}: {rule.effect.value} {rule.tool} ({rule.scope.value})")
+        if rule.effect is VerdictKind.ALLOW and (verdict := queue.evaluate(decided.call)).kind is VerdictKind.ASK:
+            # e.g. a policy rule marked `rememberable: false`: the reviewer should know "always" does not hold
+            say(f"note: the policy still asks for calls like this one (rule {verdict.rule or 'default'})")
 
 
 def approve(
