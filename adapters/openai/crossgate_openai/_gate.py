@@ -154,7 +154,8 @@ class Gate:
             state = await RunState.from_string(agent, parked.state)
         else:
             state = await RunState.from_string(agent, parked.state, context_override=context)
-        self.queue.claim_parked(parked.id, owner=self.owner, lease_seconds=self.lease_seconds)
+        # The lease must outlast an inline wait, or another resumer could take the run while this one waits.
+        self.queue.claim_parked(parked.id, owner=self.owner, lease_seconds=self.lease_seconds + max(wait, 0.0))
         scope = RunScope(parked.run, _text(parked.metadata.get("session")))
         try:
             self._apply_decisions(state, scope, parked.request_ids)

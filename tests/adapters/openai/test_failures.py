@@ -204,3 +204,36 @@ def test_install_leaves_the_users_tools_untouched(queue: ReviewQueue, tickets: T
     assert original.on_invoke_tool is invoker  # type: ignore[union-attr]
     assert original.needs_approval is False  # type: ignore[union-attr]
     assert type(agent.tools[0].on_invoke_tool).__name__ == "GatedInvoker"  # type: ignore[union-attr]
+
+
+async def test_a_resume_that_crashed_after_applying_never_runs_the_call_again(
+    queue: ReviewQueue, tickets: TicketStore
+) -> None:
+    agent, parked = await parked_t3(queue, tickets, run="crash")
+    request_id = parked.request_ids[0]
+    queue.decide(request_id, Approve(), reviewer="ann")
+    # A resumer claimed the run, marked the call applied, ran the delete, and died before finishing.
+    queue.claim_parked(parked.parked_run, owner="crashed-worker", lease_seconds=0.05)
+    queue.mark_applied(request_id, args={"id": "t3"})
+    tickets.delete("t3")
+    with pytest.raises(ParkedRunClaimedError, match="crashed-worker"):
+        await Gate(queue, agent=agent).resume(parked.parked_run)
+    await asyncio.sleep(0.1)
+    agent, model = agent_for(tickets, delete_call("t3"))
+    done = await Gate(queue, agent=agent).resume(parked.parked_run)  # the lease ran out: another resumer takes it
+    assert isinstance(done, Finished)
+    assert tickets.delete_runs("t3") == 1
+    [told] = tool_results(model.inputs)
+    assert "already applied" in told
+    assert queue.get_parked(parked.parked_run).status is ParkedRunStatus.RESUMED
+
+
+async def test_a_call_id_reused_for_other_arguments_is_refused(queue: ReviewQueue, tickets: TicketStore) -> None:
+    await parked_t3(queue, tickets, run="reuse")
+    agent, model = agent_for(tickets, Call(TOOL, '{"id": "t1"}', "call_t3"))
+    outcome = await Gate(queue).run(agent, "go", run="reuse")
+    assert isinstance(outcome, Finished)
+    assert tickets.delete_runs() == 0
+    [told] = tool_results(model.inputs)
+    assert "exists for other arguments" in told
+    assert len(queue.list_requests().items) == 1
