@@ -289,6 +289,8 @@ class Gate:
         shape = interrupt_shape(value)
         if shape == "crossgate":
             request = self.queue.get(value["request_id"])
+            if request.call.run != thread:
+                raise AdapterError(f"interrupt {pending.id} names request {request.id} of another thread")
             return _Pending(pending.id, shape, [request.id], [request.call.tool])
         if shape is None:
             raise AdapterError(f"interrupt {pending.id} is not a crossgate or LangChain approval; cannot park it")
