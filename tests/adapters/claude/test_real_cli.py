@@ -222,3 +222,27 @@ async def test_remember_for_the_session_is_honoured_by_the_cli(
     assert asked == [{"id": "t3"}]  # the session rule let the CLI run the second delete without asking
     assert tickets.ids() == ["prod-1", "t1"]
     assert [e.kind for e in queue.events()].count("auto_allowed") == 1  # the standing rule, in the hook
+
+
+async def test_a_revoked_standing_rule_asks_again_despite_the_cli_session_rule(
+    queue: ReviewQueue, cli_options: ClaudeAgentOptions, messages_api: MessagesAPI, tickets: TicketStore
+) -> None:
+    def decide(request: ApprovalRequest) -> AnyDecision:
+        if request.call.tool == "Bash":  # by now the CLI holds a session rule allowing delete_ticket
+            for rule in queue.rules():
+                queue.revoke_rule(rule.id, actor="ann")
+            return Approve()
+        if request.call.args == {"id": "t3"}:
+            return Approve(remember=Remember(scope=RememberScope.SESSION))
+        return Reject(message="The standing rule was revoked; t2 stays.")
+
+    gate = Gate(queue, options=cli_options, defer=False, hold=30.0)
+    watching = reviewer(queue, decide)
+    done = await gate.run(
+        calls(("delete_ticket", {"id": "t3"}), ("Bash", {"command": "true"}), ("delete_ticket", {"id": "t2"}))
+    )
+    watching.cancel()
+    assert await watching == [json.dumps(a) for a in ({"id": "t3"}, {"command": "true"}, {"id": "t2"})]
+    assert isinstance(done, Finished)
+    assert tickets.ids() == ["prod-1", "t1", "t2"]
+    assert told(messages_api)[-1] == (True, "The standing rule was revoked; t2 stays.")
