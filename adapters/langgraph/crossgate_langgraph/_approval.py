@@ -17,7 +17,7 @@ from typing import Annotated, Any, Final
 
 from langgraph.config import get_config
 from langgraph.types import interrupt
-from pydantic import AfterValidator
+from pydantic import AfterValidator, WithJsonSchema
 
 from crossgate import (
     AlreadyAppliedError,
@@ -35,8 +35,29 @@ from crossgate import (
 from crossgate.model import DECISION_ADAPTER, Decision, JsonObject
 from crossgate_langgraph._shapes import APPROVAL_INTERRUPT, AnyDecision
 
-DECISION_SCHEMA: Final[dict[str, Any]] = DECISION_ADAPTER.json_schema()
-"""JSON Schema of a neutral decision: the ``response_schema`` every crossgate interrupt carries."""
+
+def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with every ``$ref`` replaced by its definition (the decision types are not recursive)."""
+    definitions = schema.get("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            out: dict[str, Any] = {}
+            if "$ref" in node:
+                out.update(inline(definitions[node["$ref"].rsplit("/", 1)[-1]]))
+            out.update({k: inline(v) for k, v in node.items() if k not in ("$defs", "$ref", "discriminator")})
+            return out
+        if isinstance(node, list):
+            return [inline(v) for v in node]
+        return node
+
+    inlined: dict[str, Any] = inline(schema)
+    return inlined
+
+
+DECISION_SCHEMA: Final[dict[str, Any]] = _inline_refs(DECISION_ADAPTER.json_schema())
+"""JSON Schema of a neutral decision (one ``oneOf`` branch per ``kind``, no ``$ref``): the
+``response_schema`` every crossgate interrupt carries."""
 
 DENY_FALLBACK = "The policy denies this tool call, so it was not run. Do not retry it."
 
@@ -76,7 +97,8 @@ def _check_against_queue(decision: AnyDecision) -> AnyDecision:
     return recorded
 
 
-CheckedDecision = Annotated[Decision, AfterValidator(_check_against_queue)]
+# The fixed JSON Schema spares pydantic from generating it at every interrupt (about 10 ms each).
+CheckedDecision = Annotated[Decision, AfterValidator(_check_against_queue), WithJsonSchema(DECISION_SCHEMA)]
 """The type ``interrupt()`` validates resume values against (its JSON Schema is :data:`DECISION_SCHEMA`)."""
 
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import jsonschema
+import pytest
+
 import crossgate_langgraph
 from crossgate.runs import Resumer
 from crossgate_langgraph import DECISION_SCHEMA, Gate
@@ -31,8 +34,13 @@ def test_the_gate_is_a_resumer() -> None:
 
 
 def test_the_decision_schema_is_the_neutral_decision() -> None:
-    kinds = {branch["$ref"].rsplit("/", 1)[-1] for branch in DECISION_SCHEMA["oneOf"]}
-    assert kinds == {"Approve", "Edit", "Reject", "Respond"}
+    kinds = {branch["properties"]["kind"]["const"] for branch in DECISION_SCHEMA["oneOf"]}
+    assert kinds == {"approve", "edit", "reject", "respond"}
+    assert "$ref" not in str(DECISION_SCHEMA)
+    jsonschema.validate({"kind": "edit", "args": {"id": "t2"}}, DECISION_SCHEMA)
+    for refused in ({"kind": "approved"}, {"kind": "reject"}, "yes", True):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(refused, DECISION_SCHEMA)
 
 
 def test_importing_the_package_does_not_import_langchain() -> None:
