@@ -61,10 +61,10 @@ class ClaudeTicketDriver(TicketAgentDriver):
 
     async def start(self, ticket_ids: Sequence[str], *, run: str) -> Finished[object] | Parked:
         lines = [f"{RUN_MARK}{run}", *(f"CALL {TOOL} {json.dumps({'id': i})}" for i in ticket_ids)]
-        return await self.gate().run("\n".join(lines), wait=0)  # type: ignore[return-value]
+        return await self.gate().run("\n".join(lines), wait=0)
 
     async def resume(self, parked_run: str) -> Finished[object] | Parked:
-        return await self.gate().resume(parked_run)  # type: ignore[return-value]
+        return await self.gate().resume(parked_run)
 
     def resume_command(self, parked_run: str) -> list[str]:
         code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from tests.adapters.claude.driver import main; main()"
@@ -110,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             outcome = asyncio.run(driver.resume(rest[0]))
         else:
             wait = None if rest[0] == "none" else float(rest[0])
-            outcome = asyncio.run(driver.gate().run(rest[1], wait=wait))  # type: ignore[arg-type]
+            outcome = asyncio.run(driver.gate().run(rest[1], wait=wait))
         print(json.dumps(describe(outcome)), flush=True)
     finally:
         queue.close()

@@ -111,7 +111,7 @@ def sse_frames(blocks: list[dict[str, Any]], stop_reason: str, model: str) -> It
         return f"event: {name}\ndata: {json.dumps(data)}\n\n"
 
     usage = {"input_tokens": 10, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
-    message = {
+    message: dict[str, Any] = {
         "id": "msg_" + secrets.token_hex(8),
         "type": "message",
         "role": "assistant",
@@ -160,8 +160,7 @@ class MessagesAPI:
     @property
     def base_url(self) -> str:
         assert self._server is not None, "start the server first"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self._server.server_port}"
 
     def start(self) -> MessagesAPI:
         api = self

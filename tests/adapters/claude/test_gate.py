@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions, HookMatcher, ResultMessage
@@ -37,7 +38,7 @@ from tests.conformance.tickets import TicketStore
 REJECTION = "A person rejected this delete: t1 is a real customer ticket. Do not retry it."
 
 
-def calls(*lines: tuple[str, dict[str, object]]) -> str:
+def calls(*lines: tuple[str, dict[str, Any]]) -> str:
     return "\n".join(f"CALL {name} {json.dumps(args)}" for name, args in lines)
 
 
@@ -173,7 +174,7 @@ def test_options_install_a_blocking_hook_and_keep_the_callers_hooks(queue: Revie
         return {}
 
     gate = Gate(queue, hold=5.0)
-    options = gate.options(ClaudeAgentOptions(hooks={"PreToolUse": [HookMatcher(matcher="Bash", hooks=[own])]}))
+    options = gate.options(ClaudeAgentOptions(hooks={"PreToolUse": [HookMatcher(matcher="Bash", hooks=[own])]}))  # type: ignore[list-item]
     assert options.can_use_tool is not None
     first, second = options.hooks["PreToolUse"]  # type: ignore[index]
     assert first.on_failure == "block"
@@ -219,7 +220,7 @@ async def test_can_use_tool_fails_closed_when_the_queue_raises(queue: ReviewQueu
     gate = Gate(queue, defer=False, hold=None)
     options = gate.options()
     assert options.can_use_tool is not None
-    queue.store.get_request = lambda rid: (_ for _ in ()).throw(RuntimeError("disk on fire"))  # type: ignore[method-assign]
+    queue.store.get_request = lambda rid: (_ for _ in ()).throw(RuntimeError("disk on fire"))  # type: ignore[method-assign,assignment]
     answer = await options.can_use_tool(
         "mcp__tickets__delete_ticket", {"id": "t3"}, ToolPermissionContext(tool_use_id="x")
     )
@@ -347,7 +348,10 @@ async def test_inline_gate_cancels_and_denies_after_its_hold(
     [request] = queue.list_requests().items
     assert request.status is RequestStatus.CANCELLED
     assert request.call.context["display_name"] == "Delete Ticket"
-    assert request.call.context["suggestions"][0]["type"] == "addRules"
+    suggestions = request.call.context["suggestions"]
+    assert isinstance(suggestions, list)
+    assert isinstance(suggestions[0], dict)
+    assert suggestions[0]["type"] == "addRules"
     assert tickets.delete_runs() == 0
     assert "No reviewer answered within 0.05 seconds" in told(world)[0]
 

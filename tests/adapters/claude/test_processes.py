@@ -59,7 +59,9 @@ def crossgate(db_url: str, *args: str) -> subprocess.CompletedProcess[str]:
 def test_defer_decide_resume_in_three_processes(setup: tuple[ReviewQueue, TicketStore, str], tmp_path: Path) -> None:
     queue, tickets, db_url = setup
     parked = step(tmp_path, db_url, "run", "0", 'RUN three\nCALL delete_ticket {"id": "t3"}')
-    [rid] = parked["requests"]  # type: ignore[misc]
+    requests = parked["requests"]
+    assert isinstance(requests, list)
+    [rid] = [str(r) for r in requests]
     assert tickets.ids() == ["t1", "t2", "t3"]
 
     wrong = crossgate(db_url, "approve", rid, "--fingerprint", "0" * 64, "--reviewer", "ann")
@@ -105,7 +107,7 @@ async def test_a_crash_while_pending_loses_nothing(setup: tuple[ReviewQueue, Tic
     finally:
         os.killpg(waiting.pid, signal.SIGKILL)
         await waiting.communicate()
-    assert waiting.returncode == -signal.SIGKILL
+    assert await waiting.wait() == -signal.SIGKILL
     [rid] = parked.request_ids
     assert queue.get(rid).status is RequestStatus.PENDING
     assert tickets.ids() == ["t1", "t2", "t3"]

@@ -10,6 +10,7 @@ import json
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ToolPermissionContext
@@ -49,7 +50,7 @@ QUESTION = {
 }
 
 
-def calls(*lines: tuple[str, dict[str, object]]) -> str:
+def calls(*lines: tuple[str, dict[str, Any]]) -> str:
     return "\n".join(f"CALL {name} {json.dumps(args)}" for name, args in lines)
 
 
