@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -361,3 +362,17 @@ def test_unreadable_and_invalid_settings_files_name_the_file(tmp_path: Path) -> 
     broken.write_text("{'permissions': }", encoding="utf-8")
     with pytest.raises(ConfigurationError, match=r"broken\.json: not valid JSON"):
         import_claude_settings(broken)
+
+
+@pytest.mark.parametrize("verdict", ["allow", "deny"])
+@pytest.mark.parametrize(
+    "text", ["Bash(git * main)", "Bash(a * b * c)", "Bash(* --version)", "Bash(ls *)", "Bash(rm -rf *)"]
+)
+def test_bash_matching_stays_fast_on_hostile_commands(verdict: str, text: str) -> None:
+    # overlapping quantifiers would make these take minutes; the built expressions stay linear
+    rules = parse_claude_rule(text, verdict)
+    hostile = ["git " + " " * 20_000 + "x", "a " + "b " * 10_000 + "x;", " " * 20_000 + ";", "git " * 5_000 + ";"]
+    started = time.perf_counter()
+    for command in hostile:
+        rules[0].matches(call("Bash", args={"command": command}))
+    assert time.perf_counter() - started < 1.0

@@ -78,8 +78,7 @@ _SUBAGENT_TOOLS = ("Agent", "Task")
 
 # Shell metacharacters an allow rule's wildcard may not cross: operators, substitutions, redirections.
 _SHELL_SPECIAL = ";&|\n\r`$()<>"
-_ALLOW_WILD = f"[^{re.escape(_SHELL_SPECIAL)}]*"
-_DENY_WILD = r"[\s\S]*"
+_ALLOW_CHAR = f"[^{re.escape(_SHELL_SPECIAL)}]"
 # A deny pattern may start after any of these (a command word inside a compound command, a quote, a path).
 _DENY_START = r"(?:\A|(?<=[\s;&|(`'\"{/]))"
 _DENY_END = r"(?=\s*(?:\Z|[;&|\n)`'\"}]))"
@@ -336,20 +335,50 @@ def bash_command_regex(spec: str, verdict: VerdictKind | str) -> str | None:
             return None
         raise ConfigurationError(f"Bash({spec}): a pattern of only wildcards and spaces; write Bash for every command")
     deny = kind is not VerdictKind.ALLOW
-    space, wild = (r"\s+", _DENY_WILD) if deny else (r"[ \t]+", _ALLOW_WILD)
+    char = r"[\s\S]" if deny else _ALLOW_CHAR
+    space, one_space = (r"\s", r"\s") if deny else (r"[ \t]", r"[ \t]")
     pieces = pattern.split("*")
-    optional_tail = len(pieces) == 2 and pieces[1] == "" and pieces[0][-1:].isspace()
-    if optional_tail:
-        body = _literal(pieces[0].rstrip(), space) + f"(?:{space}{wild})?"
-    else:
-        body = wild.join(_literal(piece, space) for piece in pieces)
-    if deny:
-        return _DENY_START + body + _DENY_END
-    return r"\A\s*" + body + r"\s*\Z"
+    if len(pieces) == 2 and pieces[1] == "" and pieces[0][-1:].isspace():  # "ls *": word boundary, optional tail
+        body = _segment(pieces[0].rstrip(), space, one_space) + f"(?:{one_space}{char}*+)?"
+        return _DENY_START + body + _DENY_END if deny else r"\A\s*+" + body + r"\s*\Z"
+    segments = [
+        _segment(piece, space, one_space, after_wild=i > 0, before_wild=i < len(pieces) - 1)
+        for i, piece in enumerate(pieces)
+    ]
+    return _glob_regex(segments, char, deny)
 
 
-def _literal(text: str, space: str) -> str:
-    return "".join(space if token.isspace() else re.escape(token) for token in re.split(r"(\s+)", text) if token)
+def _glob_regex(segments: list[str], char: str, deny: bool) -> str:
+    """Segments joined by wildcards, built so that matching time stays linear in the command's length.
+
+    Python's ``re`` backtracks, so overlapping quantifiers (spaces, any text, spaces) would take cubic time on
+    a long run of spaces, which a model could send on purpose. Instead each middle segment is found at its leftmost
+    place and kept (an atomic group: for plain wildcards the leftmost place is never worse), a trailing
+    wildcard takes everything possessively, and a deny pattern that can match at a later start can match at
+    the first one too, so only the first start is tried.
+    """
+    first, *rest = segments
+    end = _DENY_END if deny else r"\s*\Z"
+    if not rest:
+        return (_DENY_START + first + end) if deny else (r"\A\s*+" + first + end)
+    *middle, last = rest
+    head = rf"\A(?>[\s\S]*?{_DENY_START}{first})" if deny else r"\A\s*+" + first
+    if deny and not first:  # a leading wildcard: the next segment may be anywhere
+        head = r"\A"
+    body = "".join(f"(?>{char}*?{segment})" for segment in middle)
+    tail = f"{char}*+" if not last else f"{char}*?{last}"
+    return head + body + tail + end
+
+
+def _segment(text: str, space: str, one_space: str, *, after_wild: bool = False, before_wild: bool = False) -> str:
+    """A literal piece of a Bash pattern; whitespace next to a wildcard is one character, the wildcard has the rest."""
+    lead = after_wild and text[:1].isspace()
+    trail = before_wild and text[-1:].isspace() and bool(text.strip())
+    core = text.strip() if text.strip() else ""
+    if not core:
+        return one_space if text else ""
+    inner = "".join(f"{space}++" if t.isspace() else re.escape(t) for t in re.split(r"(\s+)", core) if t)
+    return (one_space if lead else "") + inner + (one_space if trail else "")
 
 
 def path_pattern(
