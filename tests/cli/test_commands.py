@@ -219,6 +219,8 @@ def test_cancel_closes_the_request_with_a_rejection(cli: Cli) -> None:
     out = cli.json("cancel", rid, "--reviewer", "ann")
     assert out["status"] == "cancelled"
     assert out["resolution"] == {"kind": "reject", "message": CANCEL_MESSAGE, "fingerprint": out["fingerprint"]}
+    cancelled = [e for e in cli.json("events", "--request", rid) if e["kind"] == "cancelled"]
+    assert [(e["actor"], e["payload"]["reason"]) for e in cancelled] == [("ann", CANCEL_MESSAGE)]
     assert cli.ok("cancel", cli.submit()["id"]).stdout.startswith("cancelled req_")
 
 
