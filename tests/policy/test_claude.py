@@ -47,6 +47,14 @@ BASH = [
     ("Bash(git * main)", "allow", "git checkout main", True),
     ("Bash(git * main)", "allow", "git checkout dev", False),
     ("Bash(* --version)", "allow", "node --version", True),
+    ("Bash(* --version)", "allow", "node --versions", False),
+    ("Bash(git * main)", "allow", "git checkout   main", True),
+    ("Bash(a * b * c)", "allow", "a x b b y c", True),
+    ("Bash(a * b * c)", "allow", "a x b y", False),
+    ("Bash(git * main)", "deny", "echo hi; git checkout main && ls", True),
+    ("Bash(git * main)", "deny", "git checkout dev; echo main", True),  # wildcards in deny rules cross operators
+    ("Bash(a * b * c)", "deny", "a a b x c", True),
+    ("Bash(* --version)", "deny", "node --version | head", True),
     # an allow wildcard never crosses a shell operator, substitution or redirection
     ("Bash(npm test *)", "allow", "npm test && rm -rf /", False),
     ("Bash(npm test *)", "allow", "npm test; rm -rf /", False),
