@@ -124,9 +124,9 @@ class Gate:
         seconds for every decision and resumes in place when all arrived.
         """
         self.add_graph(graph)
-        if self.queue.parked_runs(statuses=(ParkedRunStatus.PARKED, ParkedRunStatus.RESUMING), run=thread):
-            raise ConflictError(f"thread {thread} is parked waiting for decisions; resume it instead")
         async with self._lock(thread):
+            if self.queue.parked_runs(statuses=(ParkedRunStatus.PARKED, ParkedRunStatus.RESUMING), run=thread):
+                raise ConflictError(f"thread {thread} is parked waiting for decisions; resume it instead")
             output = await graph.ainvoke(input, thread_config(thread), version="v2")
             outcome = await self._settle(graph, thread, output)
         if isinstance(outcome, Parked) and wait > 0:
@@ -139,9 +139,9 @@ class Gate:
         """Park a thread that is already paused without a parked run (say, the process died right
         after the pause); submitting finds existing requests, so this is safe to repeat."""
         self.add_graph(graph)
-        if self.queue.parked_runs(statuses=(ParkedRunStatus.PARKED, ParkedRunStatus.RESUMING), run=thread):
-            raise ConflictError(f"thread {thread} is parked already")
         async with self._lock(thread):
+            if self.queue.parked_runs(statuses=(ParkedRunStatus.PARKED, ParkedRunStatus.RESUMING), run=thread):
+                raise ConflictError(f"thread {thread} is parked already")
             snapshot = await graph.aget_state(thread_config(thread))
             if snapshot.created_at is None:
                 raise ConflictError(f"thread {thread} never started in this graph's checkpointer")
@@ -173,7 +173,9 @@ class Gate:
             self.queue.claim_parked(parked.id, owner=self.owner, lease_seconds=self.lease_seconds)
             try:
                 outcome = await self._resume_claimed(graph, state, requests)
-            except BaseException as exc:
+            except Exception as exc:
+                # Failed runs are not retried: the thread may have moved. A cancelled resume keeps its
+                # lease instead, and another resumer may claim it once the lease runs out.
                 self.queue.finish_parked(
                     parked.id, owner=self.owner, status=ParkedRunStatus.FAILED, outcome=f"{type(exc).__name__}: {exc}"
                 )
