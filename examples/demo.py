@@ -188,6 +188,10 @@ async def run_demo(
         server.should_exit = True
         with contextlib.suppress(asyncio.CancelledError):
             await server_task
+        for agent in agents:
+            close = getattr(agent, "close", None)
+            if close is not None:
+                close()
         queue.close()
     return report
 

@@ -151,9 +151,14 @@ class SyntheticAgent:
         return Finished(parked.run, result)
 
 
-# Real adapters plug in here: module name -> factory "module:function" in examples/ taking
-# (queue, tickets, spec, workdir) and returning a DemoAgent. Missing ones fall back to SyntheticAgent.
-REAL_AGENTS: dict[str, str] = {}
+REAL_AGENTS: dict[str, str] = {
+    "openai": "demo_sdk_agents:openai_agent",
+    "claude": "demo_sdk_agents:claude_agent",
+    "langgraph": "demo_sdk_agents:langgraph_agent",
+}
+"""Spec key -> factory ``module:function`` (in examples/) taking (queue, tickets, spec, workdir).
+
+A factory whose SDK or adapter is not installed falls back to ``SyntheticAgent``."""
 
 
 def build_agents(
@@ -182,8 +187,8 @@ def _real_agent(queue: ReviewQueue, tickets: DemoTickets, spec: AgentSpec, workd
         sys.path.insert(0, here)
     try:
         module = importlib.import_module(module_name)
+        agent: DemoAgent | None = getattr(module, attr)(queue, tickets, spec, workdir)
     except ImportError as exc:
         print(f"demo: {spec.framework}: {exc}; using the synthetic stand-in", file=sys.stderr)
         return None
-    agent: DemoAgent | None = getattr(module, attr)(queue, tickets, spec, workdir)
     return agent

@@ -1,12 +1,14 @@
 """The reviewer page in real headless Chromium: three SDKs' requests, approve, edit through the form, reject.
 
-Runs the demo (server, three agents, one queue) with a person's browser as the reviewer, so the runs
-resume after the clicks and the test checks which tickets were deleted.
+Runs the demo (server, the three real adapters' agents, one queue) with a person's browser as the
+reviewer, so the runs resume after the clicks and the test checks which tickets were deleted.
+``CROSSGATE_DEMO_SYNTHETIC=1`` swaps in the stand-in agents.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 from pathlib import Path
 
@@ -58,12 +60,12 @@ def browse(base_url: str, token: str, shots: Path) -> dict[str, str]:
         expect(page.locator(".decided")).to_be_visible(timeout=10_000)
         expect(page.locator(".decided")).to_contain_text("approve by you via web")
 
-        # edit the Claude agent's call through the generated form; a bad id is caught before sending
+        # edit the LangGraph agent's call through the generated form; a bad id is caught before sending
         page.goto(f"{base_url}/")
-        page.locator('a.req[data-framework="claude-agent-sdk"]').click()
+        page.locator('a.req[data-framework="langgraph"]').click()
         page.locator('.tab[data-kind="edit"]').click()
         id_input = page.locator('[name="arg-id"]')
-        expect(id_input).to_have_value("T-202")
+        expect(id_input).to_have_value("T-303")
         id_input.fill("not-a-ticket")
         page.locator("#decision-submit").click()
         expect(page.locator("#decision-error")).to_contain_text("id: must match")
@@ -73,13 +75,13 @@ def browse(base_url: str, token: str, shots: Path) -> dict[str, str]:
         expect(page.locator(".decided")).to_be_visible(timeout=10_000)
         expect(page.locator("table.diff")).to_contain_text("T-204")
 
-        # reject the LangGraph agent's call: the message is required
+        # reject the Claude agent's call: the message is required
         page.goto(f"{base_url}/")
-        page.locator('a.req[data-framework="langgraph"]').click()
+        page.locator('a.req[data-framework="claude-agent-sdk"]').click()
         page.locator('.tab[data-kind="reject"]').click()
         page.locator("#decision-submit").click()
         expect(page.locator("#decision-error")).to_contain_text("needs a message")
-        page.locator('textarea[name="message"]').fill("Keep this ticket; the VPN issue is still open.")
+        page.locator('textarea[name="message"]').fill("Keep this ticket; the printer issue is still open.")
         page.locator("#decision-submit").click()
         expect(page.locator(".decided")).to_be_visible(timeout=10_000)
 
@@ -114,16 +116,17 @@ async def test_reviewer_page_in_chromium(tmp_path: Path) -> None:
             reviewer=person_in_browser,
             port=0,
             workdir=tmp_path,
-            synthetic=True,
+            synthetic=os.environ.get("CROSSGATE_DEMO_SYNTHETIC") == "1",
             on_ready=on_ready,
             wait_for_reviewer=True,
         ),
         timeout=120,
     )
     assert seen["frameworks"] == "claude-agent-sdk,langgraph,openai-agents"
+    # T-101 approved and deleted; T-303 edited to T-204, which was deleted instead; T-202 rejected
     assert report.tickets_left == ["T-202", "T-303"]
     assert sorted(report.deletes_run) == ["T-101", "T-204"]
-    assert "Keep this ticket" in report.results["langgraph"]
+    assert "Keep this ticket" in report.results["claude"], report.results
     assert "reject" in seen["history"]
     assert "you via web" in seen["history"]
     assert (shots / "pending.png").stat().st_size > 10_000

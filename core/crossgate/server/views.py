@@ -269,13 +269,23 @@ def timeline(events: Iterable[Event]) -> str:
     return f'<ol class="timeline">{rows}</ol>' if rows else '<p class="muted">No events yet.</p>'
 
 
+def ran_text(request: ApprovalRequest, events: Sequence[Event]) -> str:
+    """Whether the call ran: from the adapter's ``executed`` event, else what the decision implies."""
+    executed = [ev for ev in events if ev.kind == "executed"]
+    if executed:
+        return "yes" if executed[-1].payload.get("ran") else "no"
+    resolution = request.resolution()
+    if resolution is not None and resolution.kind in (DecisionKind.REJECT, DecisionKind.RESPOND):
+        return "no"
+    return "applied" if request.applied_at else "not yet"
+
+
 def history_page(rows: Sequence[tuple[ApprovalRequest, Sequence[Event]]], audit_ok: bool, audit_text: str) -> str:
     """Closed requests with who decided what, through which channel, the edit's diff, and whether it ran."""
     body = []
     for request, events in rows:
         decided = next((ev for ev in events if ev.kind == "decided"), None)
-        executed = [ev for ev in events if ev.kind == "executed"]
-        ran = ("yes" if executed[-1].payload.get("ran") else "no") if executed else "not yet"
+        ran = ran_text(request, events)
         who = f"{e(decided.actor)} via {e(decided.channel)}" if decided else e(request.status.value)
         detail = event_detail(decided) if decided else e(request.closed_reason or "")
         body.append(
