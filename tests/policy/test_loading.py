@@ -144,7 +144,7 @@ claude_permissions:
   root: proj
   frameworks: [claude-agent-sdk]
   settings_file: .claude/settings.json
-  deny: ["Bash(rm -rf *)"]
+  deny: ["Bash(rm -rf *)", "WebFetch"]
   allow: ["Edit(/src/**)"]
 langchain_interrupt_on:
   send_email: {allowed_decisions: [approve, reject], description: Check the recipient.}
@@ -153,6 +153,7 @@ langchain_interrupt_on:
     policy = load_policy(write(tmp_path, "policy.yaml", text))
     names = [r.name for r in policy.rules]
     assert names[0] == "claude:deny:WebFetch"
+    assert names.count("claude:deny:WebFetch") == 1  # in the settings file and inline: one rule
     assert "claude:deny:Bash(rm -rf *)" in names
     assert "langchain:ask:send_email" in names and "langchain:allow:lookup" in names
     root = (tmp_path / "proj").as_posix()

@@ -129,6 +129,8 @@ def test_paths_are_normalised_before_matching(text: str, normal: str) -> None:
         ("/etc/**", "/tmp/../etc/shadow", True),
         ("/etc/**", "//etc/shadow", True),
         ("secrets/**", "secrets", False),  # gitignore: dir/** is what is inside the directory
+        ("build/", "build/out/a.o", True),  # a trailing slash is everything below
+        ("build/", "build", False),
     ],
 )
 def test_path_match_sees_the_normalised_path(pattern: str, text: str, expected: bool) -> None:

@@ -200,7 +200,8 @@ def _claude_rules(block: Any, source: str, base: Path) -> list[PolicyRule]:
         )
     if permissions:
         rules += _with_source(source, "claude_permissions", import_claude_settings, permissions, root=root, **common)
-    return rules
+    # a text both in the settings file and inline is the same rule: keep it once
+    return list({rule.name: rule for rule in rules}.values())
 
 
 def _with_source(source: str, key: str, function: Any, *args: Any, **kwargs: Any) -> list[PolicyRule]:

@@ -52,8 +52,8 @@ class MatchKind(StrEnum):
     PATH = "path"
     """gitignore-style: ``*`` stays within one path segment, ``**`` crosses segments.
 
-    The argument is normalised first (``.``, ``..`` and repeated ``/`` resolved, so ``src/../.env`` is ``.env``),
-    and so is a leading ``./`` in the pattern."""
+    The argument is normalised first (``.``, ``..`` and repeated ``/`` resolved, so ``src/../.env`` is ``.env``);
+    a leading ``./`` in the pattern is dropped and a trailing ``/`` means everything below (``dir/`` is ``dir/**``)."""
     REGEX = "regex"
     """Python regular expression, searched anywhere in the text unless anchored."""
     EQUALS = "equals"
@@ -148,6 +148,8 @@ def normalize_path(text: str) -> str:
 def _path_regex(pattern: str) -> re.Pattern[str]:
     while pattern.startswith("./"):
         pattern = pattern[2:]
+    if pattern.endswith("/"):  # gitignore: "build/" is the directory, so everything below it
+        pattern += "**"
     out: list[str] = []
     i = 0
     while i < len(pattern):
