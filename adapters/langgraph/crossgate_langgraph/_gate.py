@@ -109,6 +109,11 @@ class Gate:
     def add_graph(self, graph: Graph) -> None:
         """Let this gate resume ``graph``; names must be unique per gate."""
         name = str(getattr(graph, "name", "") or "")
+        if getattr(graph, "checkpointer", None) in (None, False):
+            raise ConfigurationError(
+                f"graph {name!r} has no checkpointer, so a paused thread could never resume; "
+                "compile it with one (see open_checkpointer)"
+            )
         if not name:
             raise ConfigurationError("the graph has no name; compile(name=...) or create_agent(name=...)")
         known = self._graphs.get(name)

@@ -189,3 +189,12 @@ async def test_a_thread_paused_without_a_parked_run_can_be_parked_later(ops_queu
     assert tools.names() == ["write_file"]
     with pytest.raises(ConflictError, match="never started"):
         await gate.park(agent, thread="nobody")
+
+
+async def test_a_graph_without_a_checkpointer_is_refused_before_it_runs(queue, tickets) -> None:
+    entered: list[str] = []
+    graph = ticket_graph(queue, tickets, None, entered)
+    with pytest.raises(ConfigurationError, match="no checkpointer"):
+        await Gate(queue).run(graph, {"ticket_id": "t3"}, thread="x")
+    assert entered == []
+    assert queue.pending() == []
