@@ -1,0 +1,91 @@
+"""The server-rendered page: only the allowed decisions, scope notices, outcomes, history and rules."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+
+from crossgate import Approve, Edit, ReviewQueue
+from tests.server.conftest import TOKENS, submit
+
+
+@pytest.fixture
+async def signed_in(client: httpx.AsyncClient) -> httpx.AsyncClient:
+    await client.get("/login", params={"token": TOKENS["alice"]})
+    return client
+
+
+def tabs(html: str) -> list[str]:
+    return re.findall(r'class="tab" data-kind="(\w+)"', html)
+
+
+async def test_only_allowed_decisions_are_offered(signed_in: httpx.AsyncClient, queue: ReviewQueue) -> None:
+    narrow = submit(queue, capabilities=("approve", "reject"))
+    wide = submit(queue, args={"id": "t2"})
+    assert tabs((await signed_in.get(f"/requests/{narrow.id}")).text) == ["approve", "reject"]
+    page = (await signed_in.get(f"/requests/{wide.id}")).text
+    assert tabs(page) == ["approve", "edit", "reject", "respond"]
+    assert "Deleting a ticket cannot be undone." in page
+    assert "Check the ticket id against the customer&#x27;s request." in page
+    assert "&quot;id&quot;: &quot;t2&quot;" in page
+    # remember offers the scopes the call supports: it has a run, and the run is its session
+    assert re.findall(r'<option value="(once|run|session|forever)"', page) == ["once", "run", "session", "forever"]
+    norun = submit(queue, run=None, args={"id": "t3"})
+    page = (await signed_in.get(f"/requests/{norun.id}")).text
+    assert re.findall(r'<option value="(once|run|session|forever)"', page) == ["once", "forever"]
+
+
+async def test_out_of_scope_and_closed_requests_show_no_form(client: httpx.AsyncClient, queue: ReviewQueue) -> None:
+    await client.get("/login", params={"token": TOKENS["bob"]})
+    other = submit(queue, framework="openai-agents")
+    page = (await client.get(f"/requests/{other.id}")).text
+    assert "decision-form" not in page
+    assert "bob may decide frameworks langgraph" in page
+    mine = submit(queue, framework="langgraph", args={"id": "t5"})
+    queue.decide(mine.id, Edit(args={"id": "t6"}), reviewer="alice", channel="web")
+    page = (await client.get(f"/requests/{mine.id}")).text
+    assert "decision-form" not in page
+    assert "by alice via web" in page
+    assert "&quot;t6&quot;" in page
+
+
+async def test_text_from_the_model_is_escaped(signed_in: httpx.AsyncClient, queue: ReviewQueue) -> None:
+    request = submit(queue, args={"id": "<script>alert(1)</script>"}, schema=None)
+    page = (await signed_in.get(f"/requests/{request.id}")).text
+    assert "<script>alert(1)</script>" not in page
+    listing = (await signed_in.get("/partials/pending")).text
+    assert "<script>alert" not in listing
+    assert "&lt;script&gt;" in listing
+
+
+async def test_pending_fragment_history_and_rules(signed_in: httpx.AsyncClient, queue: ReviewQueue) -> None:
+    first = submit(queue, framework="openai-agents")
+    second = submit(queue, framework="langgraph", args={"id": "t2"})
+    fragment = (await signed_in.get("/partials/pending")).text
+    assert fragment.count('class="req"') == 2
+    assert 'data-count="2"' in fragment
+    queue.decide(first.id, Approve(), reviewer="lena", channel="api")
+    queue.mark_applied(first.id, args=first.call.args)
+    queue.record_outcome(first.id, ran=True, result="deleted ticket t1")
+    queue.decide(second.id, Edit(args={"id": "t9"}), reviewer="alice", channel="link")
+    history = (await signed_in.get("/history")).text
+    assert "Audit chain intact" in history
+    assert "lena via api" in history
+    assert "alice via link" in history
+    assert 'class="ran ran-yes"' in history
+    assert 'class="ran ran-not-yet"' in history
+    assert '<td class="old">&quot;t2&quot;</td><td class="new">&quot;t9&quot;</td>' in history
+    assert (await signed_in.get("/partials/pending")).text.count('class="req"') == 0
+    queue.add_rule(queue.new_rule(effect="allow", tool="read_*"), actor="alice")
+    rules = (await signed_in.get("/rules")).text
+    assert "read_*" in rules
+    assert "Revoke" in rules
+
+
+async def test_unknown_request_page_is_404_html(signed_in: httpx.AsyncClient) -> None:
+    response = await signed_in.get("/requests/req_missing")
+    assert response.status_code == 404
+    assert response.headers["content-type"].startswith("text/html")
+    assert "no request with id" in response.text
