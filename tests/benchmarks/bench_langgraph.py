@@ -13,26 +13,24 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypedDict
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, interrupt
 
-from crossgate import Approve, MemoryStore, ReviewQueue, open_store  # noqa: E402
-from crossgate.runs import Finished, Parked  # noqa: E402
-from crossgate_langgraph import Gate, crossgate_middleware, open_checkpointer, request_approval  # noqa: E402
-from crossgate_langgraph.testing import ScriptedChatModel, tool_call  # noqa: E402
-from langchain.agents import create_agent  # noqa: E402
-from langchain.agents.middleware import HumanInTheLoopMiddleware  # noqa: E402
-from langchain_core.messages import AIMessage  # noqa: E402
-from langchain_core.tools import tool  # noqa: E402
-from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
-from langgraph.graph import END, START, StateGraph  # noqa: E402
-from langgraph.types import Command, interrupt  # noqa: E402
+from crossgate import Approve, MemoryStore, ReviewQueue, open_store
+from crossgate.runs import Finished, Parked
+from crossgate_langgraph import Gate, crossgate_middleware, open_checkpointer, request_approval
+from crossgate_langgraph.testing import ScriptedChatModel, tool_call
 
 RoundTrip = Callable[[str], Awaitable[None]]
 
