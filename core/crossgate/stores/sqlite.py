@@ -105,7 +105,10 @@ class SqliteStore:
 
     def setup(self) -> None:
         """Create the file and apply every migration it does not have yet."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create the folder for SQLite database {self.path}: {exc}") from exc
         with self._write() as conn:
             conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
             row = conn.execute("SELECT max(version) FROM schema_version").fetchone()
