@@ -99,11 +99,3 @@ def test_memory_store_tampering_is_detected() -> None:
     events[1] = events[1].model_copy(update={"actor": "mallory"})
     assert queue.verify_audit().bad_seq == 2
 
-
-def test_sqlite_store_in_an_uncreatable_folder_is_a_store_error(tmp_path: Path) -> None:
-    from crossgate import StoreError
-
-    blocker = tmp_path / "file"
-    blocker.write_text("not a folder")
-    with pytest.raises(StoreError, match="cannot create"):
-        SqliteStore(blocker / "sub" / "q.db").setup()
