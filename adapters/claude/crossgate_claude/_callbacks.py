@@ -45,6 +45,10 @@ HELD_TOO_LONG = (
     "No reviewer answered within {seconds:g} seconds while this tool call was held, so it was not run. "
     "Do not retry it; tell the user it needs a person's approval."
 )
+ONE_DEFERRAL = (
+    "Another tool call of this turn is already waiting for a person's review, so this call was not run. "
+    "Make it again after that one is decided."
+)
 MISMATCH = "This tool call differs from the one the reviewer saw, so it was not run. Do not retry it."
 
 
@@ -125,6 +129,11 @@ class Binding:
             request = await self.queue.wait(rid, self.gate.hold)
         if not request.is_open:
             return hook_output("ask", request.reason)
+        if any(p.run == (session or tool_use_id) for p in self.parked):
+            # The CLI keeps one deferred call per turn and drops the others from the session, so a
+            # second deferral in the same turn is refused openly instead of being lost.
+            self.queue.cancel(rid, reason=ONE_DEFERRAL, actor="crossgate")
+            return hook_output("deny", ONE_DEFERRAL)
         state = {
             "session_id": session,
             "tool_use_id": tool_use_id,

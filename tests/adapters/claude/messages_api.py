@@ -1,10 +1,11 @@
 """A scripted Anthropic Messages API on 127.0.0.1 for running the real Claude Code CLI offline.
 
 The model is driven by the first user prompt: every line ``CALL <tool> <json>`` is one tool call, made
-one per model turn in order; once every call has its ``tool_result``, the model answers with text and
-``end_turn``. ``<tool>`` may be the bare name of an SDK MCP tool (``delete_ticket`` matches
-``mcp__tickets__delete_ticket``). Every request body is recorded, in memory and, when ``record_path``
-is given, as one JSON line per request, so a test can read what another process's CLI sent.
+one per model turn in order (an ``ALSO <tool> <json>`` line adds a parallel call to the turn before);
+once every call has its ``tool_result``, the model answers with text and ``end_turn``. ``<tool>`` may
+be the bare name of an SDK MCP tool (``delete_ticket`` matches ``mcp__tickets__delete_ticket``).
+Every request body is recorded, in memory and, when ``record_path`` is given, as one JSON line per
+request, so a test can read what another process's CLI sent.
 
 ``cli_env`` isolates the CLI: its config, home and temp files go under one folder, and every kind of
 non-essential traffic is off, so nothing leaves 127.0.0.1.
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 CALL_PREFIX = "CALL "
+ALSO_PREFIX = "ALSO "
 FINAL_TEXT = "All requested tool calls were answered."
 
 
@@ -44,14 +46,24 @@ def cli_env(base_url: str, root: Path) -> dict[str, str]:
     }
 
 
-def scripted_calls(prompt: str) -> list[tuple[str, dict[str, Any]]]:
-    """The ``CALL <tool> <json>`` lines of a prompt, in order."""
-    calls = []
+def scripted_turns(prompt: str) -> list[list[tuple[str, dict[str, Any]]]]:
+    """The model turns a prompt scripts: one per ``CALL`` line, and ``ALSO`` lines join the turn before."""
+    turns: list[list[tuple[str, dict[str, Any]]]] = []
     for line in prompt.splitlines():
-        if line.startswith(CALL_PREFIX):
-            name, _, raw = line[len(CALL_PREFIX) :].strip().partition(" ")
-            calls.append((name, json.loads(raw) if raw.strip() else {}))
-    return calls
+        for prefix in (CALL_PREFIX, ALSO_PREFIX):
+            if line.startswith(prefix):
+                name, _, raw = line[len(prefix) :].strip().partition(" ")
+                call = (name, json.loads(raw) if raw.strip() else {})
+                if prefix == ALSO_PREFIX and turns:
+                    turns[-1].append(call)
+                else:
+                    turns.append([call])
+    return turns
+
+
+def scripted_calls(prompt: str) -> list[tuple[str, dict[str, Any]]]:
+    """Every scripted call of a prompt, in order."""
+    return [call for turn in scripted_turns(prompt) for call in turn]
 
 
 def _text_of(content: Any) -> str:
@@ -87,20 +99,23 @@ class ScriptedModel:
         """Content blocks and stop reason for the request ``body``."""
         messages = body.get("messages", [])
         first_user = next((m for m in messages if m.get("role") == "user"), None)
-        calls = scripted_calls(_text_of(first_user.get("content")) if first_user else "")
+        turns = scripted_turns(_text_of(first_user.get("content")) if first_user else "")
         made = sum(
             1
             for m in messages
-            if m.get("role") == "assistant" and isinstance(m.get("content"), list)
-            for b in m["content"]
-            if isinstance(b, dict) and b.get("type") == "tool_use"
+            if m.get("role") == "assistant"
+            and isinstance(m.get("content"), list)
+            and any(isinstance(b, dict) and b.get("type") == "tool_use" for b in m["content"])
         )
         tools = [t.get("name", "") for t in body.get("tools", [])]
-        if made < len(calls):
-            name, args = calls[made]
-            resolved = next((t for t in tools if t == name or t.endswith("__" + name)), name)
-            block = {"type": "tool_use", "id": "toolu_" + secrets.token_hex(10), "name": resolved, "input": args}
-            return [block], "tool_use"
+        if made < len(turns):
+            blocks = []
+            for name, args in turns[made]:
+                resolved = next((t for t in tools if t == name or t.endswith("__" + name)), name)
+                blocks.append(
+                    {"type": "tool_use", "id": "toolu_" + secrets.token_hex(10), "name": resolved, "input": args}
+                )
+            return blocks, "tool_use"
         return [{"type": "text", "text": FINAL_TEXT}], "end_turn"
 
 

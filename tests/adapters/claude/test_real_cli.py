@@ -247,3 +247,23 @@ async def test_a_revoked_standing_rule_asks_again_despite_the_cli_session_rule(
     assert isinstance(done, Finished)
     assert tickets.ids() == ["prod-1", "t1", "t2"]
     assert told(messages_api)[-1] == (True, "The standing rule was revoked; t2 stays.")
+
+
+async def test_of_two_parallel_calls_one_is_deferred_and_the_other_refused_openly(
+    queue: ReviewQueue, cli_options: ClaudeAgentOptions, messages_api: MessagesAPI, tickets: TicketStore
+) -> None:
+    # The CLI keeps only one deferred call per turn and silently drops the others from the session.
+    gate = Gate(queue, options=cli_options)
+    parked = await gate.run('CALL delete_ticket {"id": "t3"}\nALSO delete_ticket {"id": "t1"}')
+    assert isinstance(parked, Parked)
+    [first, second] = queue.list_requests(RequestQuery(newest_first=False)).items
+    assert (first.call.args, first.status) == ({"id": "t3"}, RequestStatus.PENDING)
+    assert (second.call.args, second.status) == ({"id": "t1"}, RequestStatus.CANCELLED)
+    assert parked.request_ids == (first.id,)
+    queue.decide(first.id, Approve(), reviewer="ann")
+    assert isinstance(await gate.resume(parked.parked_run), Finished)
+    assert tickets.ids() == ["prod-1", "t1", "t2"]
+    results = told(messages_api)
+    assert results[0] == (False, "deleted ticket t3")
+    assert results[1][0] is True
+    assert "already waiting for a person's review" in results[1][1]
