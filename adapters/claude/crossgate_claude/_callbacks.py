@@ -18,7 +18,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from claude_agent_sdk import PermissionResultAllow, ToolPermissionContext
+from claude_agent_sdk import PermissionResultAllow, PermissionResultDeny, ToolPermissionContext
 
 from crossgate import FingerprintMismatchError, ParkedRun, RequestStatus, ReviewQueue, VerdictKind, fingerprint
 from crossgate.errors import ConflictError
@@ -225,9 +225,11 @@ class Binding:
                 # Exactly once, and before the CLI runs anything: a crash after this point runs nothing twice.
                 self.queue.mark_applied(rid, args=args, actor=FRAMEWORK)
             except ConflictError as exc:
-                return deny(f"This decision cannot be applied ({_short(exc)}), so the tool call was not run.")
+                result = deny(f"This decision cannot be applied ({_short(exc)}), so the tool call was not run.")
         elif request.status is RequestStatus.APPLIED:
-            return deny("This decision was already applied once; nothing runs twice.")
+            result = deny("This decision was already applied once; nothing runs twice.")
+        if isinstance(result, PermissionResultDeny):
+            self.queue.record_outcome(rid, ran=False, result=result.message)
         return result
 
     # PostToolUse --------------------------------------------------------------------------------

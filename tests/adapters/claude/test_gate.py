@@ -103,6 +103,9 @@ async def test_reject_runs_nothing_and_the_model_reads_the_message_verbatim(
     assert tickets.delete_runs() == 0
     assert next(iter(world.told.values()))["is_error"] is True
     assert told(world) == [REJECTION]
+    [executed] = [e for e in queue.events(request_id=outcome.request_ids[0]) if e.kind == "executed"]
+    assert executed.payload["ran"] is False
+    assert executed.payload["result"] == REJECTION
 
 
 async def test_seed_scenario_t3_approved_t1_rejected_nothing_deleted_while_waiting(
