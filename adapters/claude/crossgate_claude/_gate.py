@@ -92,7 +92,7 @@ class Gate:
             self._refuse_if_deferred(base.resume)
         bound, binding = self._bind(base)
         result = await self._turn(bound, binding, prompt)
-        return await self._outcome(result, binding, wait)
+        return await self._outcome(result, wait)
 
     async def resume(self, parked_run: str, *, wait: float | None = 0.0) -> Finished[ResultMessage] | Parked:
         """Continue a parked session once its request is decided: reconnect with ``resume`` and no prompt.
@@ -125,7 +125,7 @@ class Gate:
                 )
             raise
         self.queue.finish_parked(parked_run, owner=owner, outcome=result.stop_reason or result.subtype)
-        return await self._outcome(result, binding, wait)
+        return await self._outcome(result, wait)
 
     # internals ----------------------------------------------------------------------------------
     def _bind(self, base: ClaudeAgentOptions, **overrides: Any) -> tuple[ClaudeAgentOptions, Binding]:
@@ -166,20 +166,27 @@ class Gate:
             result = await drain
         return result  # noqa: RET504  (mypy: the client context may swallow exceptions)
 
-    async def _outcome(
-        self, result: ResultMessage, binding: Binding, wait: float | None
-    ) -> Finished[ResultMessage] | Parked:
+    def outcome(self, result: ResultMessage) -> Finished[ResultMessage] | Parked:
+        """What a turn that ended with ``result`` means: finished, or parked on the call crossgate deferred.
+
+        For sessions driven with your own client and :meth:`options`: on ``Parked``, disconnect (never
+        prompt the session again) and :meth:`resume` later.
+        """
         if result.stop_reason != TOOL_DEFERRED and result.terminal_reason != TOOL_DEFERRED:
             return Finished(run=result.session_id, result=result)
         deferred = result.deferred_tool_use
+        candidates = self.queue.parked_runs(framework=FRAMEWORK, run=result.session_id)
         parked = next(
-            (p for p in reversed(binding.parked) if deferred is None or p.metadata.get("tool_use_id") == deferred.id),
+            (p for p in reversed(candidates) if deferred is None or p.metadata.get("tool_use_id") == deferred.id),
             None,
         )
         if parked is None:
             raise AdapterError(f"the CLI deferred {deferred.id if deferred else 'a call'} that crossgate did not defer")
-        outcome = Parked(run=parked.run, parked_run=parked.id, request_ids=parked.request_ids)
-        if wait == 0:
+        return Parked(run=parked.run, parked_run=parked.id, request_ids=parked.request_ids)
+
+    async def _outcome(self, result: ResultMessage, wait: float | None) -> Finished[ResultMessage] | Parked:
+        outcome = self.outcome(result)
+        if isinstance(outcome, Finished) or wait == 0:
             return outcome
         loop = asyncio.get_running_loop()
         deadline = None if wait is None else loop.time() + wait

@@ -432,3 +432,20 @@ async def test_the_worker_resumes_a_parked_session_through_the_gate(
     assert resumed.outcome == "finished"
     assert tickets.delete_runs("t3") == 1
     assert await worker.run_once() == []
+
+
+async def test_own_client_with_gated_options_then_outcome_and_resume(
+    gate: Gate, queue: ReviewQueue, world: World, fake_options: ClaudeAgentOptions, tickets: TicketStore
+) -> None:
+    from claude_agent_sdk import ClaudeSDKClient
+
+    options = gate.options(fake_options)
+    async with ClaudeSDKClient(options, transport=world.transport(options)) as client:
+        await client.query(calls(("delete_ticket", {"id": "t3"})))
+        messages = [message async for message in client.receive_response()]
+    assert isinstance(messages[-1], ResultMessage)
+    outcome = parked(gate.outcome(messages[-1]))
+    assert tickets.delete_runs() == 0
+    queue.decide(outcome.request_ids[0], Approve(), reviewer="ann")
+    assert isinstance(await gate.resume(outcome.parked_run), Finished)
+    assert tickets.delete_runs("t3") == 1
