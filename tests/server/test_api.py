@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import httpx
 
-from crossgate import ReviewQueue, ToolCall
+from crossgate import MemoryStore, PolicyRule, ReviewQueue, ToolCall, VerdictKind
 from crossgate.model import RequestStatus
-from tests.server.conftest import auth, submit
+from crossgate.server import ServerSettings
+from crossgate.server.app import create_app
+from tests.server.conftest import POLICY, auth, submit
 
 
 async def test_health_is_public_and_counts_pending(client: httpx.AsyncClient, queue: ReviewQueue) -> None:
@@ -91,24 +93,25 @@ async def test_second_decision_is_409_and_changes_nothing(client: httpx.AsyncCli
     assert decision.kind == "approve"
 
 
-async def test_expired_request_is_409(client: httpx.AsyncClient, queue: ReviewQueue) -> None:
-    request = submit(queue)
-    queue._clock = lambda: request.created_at + timedelta(hours=1)
-    expiring = queue.submit(
-        ToolCall(framework="langgraph", tool="delete_ticket", args={"id": "t9"}, run="r"),
-    )
-    assert expiring.request is not None
-    queue.store.update_request(
-        expiring.request.model_copy(update={"expires_at": request.created_at}),
-        (RequestStatus.PENDING,),
-        queue._event("test_backdate"),
-    )
-    response = await client.post(
-        f"/api/requests/{expiring.request.id}/decision", json={"kind": "approve"}, headers=auth("alice")
-    )
-    assert response.status_code == 409
-    assert response.json()["error"] == "request_expired"
-    assert queue.get(expiring.request.id).decision is None
+async def test_expired_request_is_409(settings: ServerSettings) -> None:
+    now = [datetime(2026, 1, 1, tzinfo=UTC)]
+    policy = POLICY.with_rules(PolicyRule(name="quick", verdict=VerdictKind.ASK, tool="wipe_*", timeout_seconds=60))
+    queue = ReviewQueue(MemoryStore(), policy, clock=lambda: now[0])
+    request = submit(queue, tool="wipe_disk", args={"id": "d1"}, schema=None)
+    assert request.expires_at == now[0] + timedelta(seconds=60)
+    now[0] += timedelta(seconds=61)
+    app = create_app(queue, settings)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+        url = f"/api/requests/{request.id}/decision"
+        response = await client.post(url, json={"kind": "approve"}, headers=auth("alice"))
+        assert response.status_code == 409
+        assert response.json()["error"] == "request_expired"
+        assert queue.get(request.id).decision is None
+        queue.expire_overdue()
+        again = await client.post(url, json={"kind": "approve"}, headers=auth("alice"))
+        assert again.status_code == 409
+        assert queue.get(request.id).status is RequestStatus.EXPIRED
+    queue.close()
 
 
 async def test_invalid_decisions_are_422_and_change_nothing(client: httpx.AsyncClient, queue: ReviewQueue) -> None:

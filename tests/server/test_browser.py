@@ -130,3 +130,32 @@ async def test_reviewer_page_in_chromium(tmp_path: Path) -> None:
     assert "reject" in seen["history"]
     assert "you via web" in seen["history"]
     assert (shots / "pending.png").stat().st_size > 10_000
+
+
+def test_pending_list_updates_live_without_reloading(tmp_path: Path) -> None:
+    """A request submitted (and then decided) by someone else appears (and goes) without a reload."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from crossgate import Approve, ReviewQueue, ToolCall
+    from crossgate.server.app import create_app
+    from crossgate.stores import open_store
+    from tests.server.conftest import POLICY, TOKENS, make_settings
+    from tests.server.live import live_server
+
+    queue = ReviewQueue(open_store(str(tmp_path / "q.db")), POLICY)
+    with live_server(create_app(queue, make_settings(sweep_seconds=0.1))) as base, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page()
+        page.goto(f"{base}/login?token={TOKENS['alice']}")
+        expect(page.locator("#pending .empty")).to_be_visible()
+        page.evaluate("window.__marker = 'same page'")
+        call = ToolCall(framework="langgraph", tool="delete_ticket", args={"id": "t8"}, run="r8", agent="support")
+        request = queue.submit(call).request
+        assert request is not None
+        expect(page.locator("a.req")).to_have_count(1, timeout=10_000)
+        expect(page.locator(".count")).to_have_text("1")
+        queue.decide(request.id, Approve(), reviewer="lena")
+        expect(page.locator("a.req")).to_have_count(0, timeout=10_000)
+        assert page.evaluate("window.__marker") == "same page", "the list must update in place"
+        browser.close()
+    queue.close()
