@@ -92,14 +92,17 @@ class Gate:
             self._refuse_if_deferred(base.resume)
         bound, binding = self._bind(base)
         result = await self._turn(bound, binding, prompt)
-        return await self._outcome(result, wait)
+        return await self._outcome(result, wait, base)
 
-    async def resume(self, parked_run: str, *, wait: float | None = 0.0) -> Finished[ResultMessage] | Parked:
+    async def resume(
+        self, parked_run: str, *, options: ClaudeAgentOptions | None = None, wait: float | None = 0.0
+    ) -> Finished[ResultMessage] | Parked:
         """Continue a parked session once its request is decided: reconnect with ``resume`` and no prompt.
 
         The CLI re-asks permission for the deferred ``tool_use_id`` and ``can_use_tool`` answers from the
-        stored decision. A run whose request is still pending comes back as ``Parked`` unchanged; a run
-        resumed before raises ``ParkedRunClaimedError``.
+        stored decision. ``options`` (default: the gate's) must offer the parked session's tools. A run
+        whose request is still pending comes back as ``Parked`` unchanged; a run resumed before raises
+        ``ParkedRunClaimedError``.
         """
         parked = self.queue.get_parked(parked_run)
         if parked.framework != FRAMEWORK:
@@ -109,13 +112,14 @@ class Gate:
             return Parked(run=parked.run, parked_run=parked.id, request_ids=parked.request_ids)
         owner = f"{FRAMEWORK}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         claimed = self.queue.claim_parked(parked_run, owner=owner, lease_seconds=self.lease_seconds)
+        base = options or self.base_options
         try:
             state = json.loads(claimed.state)
             session, tool_use_id = str(state["session_id"]), str(state["tool_use_id"])
             overrides: dict[str, Any] = {}
-            if self.base_options.cwd is None and state.get("cwd"):
+            if base.cwd is None and state.get("cwd"):
                 overrides["cwd"] = state["cwd"]
-            bound, binding = self._bind(self.base_options, resume=session, **overrides)
+            bound, binding = self._bind(base, resume=session, **overrides)
             binding.session, binding.expect = session, tool_use_id
             result = await self._turn(bound, binding, None)
         except BaseException as exc:
@@ -125,7 +129,7 @@ class Gate:
                 )
             raise
         self.queue.finish_parked(parked_run, owner=owner, outcome=result.stop_reason or result.subtype)
-        return await self._outcome(result, wait)
+        return await self._outcome(result, wait, base)
 
     # internals ----------------------------------------------------------------------------------
     def _bind(self, base: ClaudeAgentOptions, **overrides: Any) -> tuple[ClaudeAgentOptions, Binding]:
@@ -184,7 +188,9 @@ class Gate:
             raise AdapterError(f"the CLI deferred {deferred.id if deferred else 'a call'} that crossgate did not defer")
         return Parked(run=parked.run, parked_run=parked.id, request_ids=parked.request_ids)
 
-    async def _outcome(self, result: ResultMessage, wait: float | None) -> Finished[ResultMessage] | Parked:
+    async def _outcome(
+        self, result: ResultMessage, wait: float | None, options: ClaudeAgentOptions
+    ) -> Finished[ResultMessage] | Parked:
         outcome = self.outcome(result)
         if isinstance(outcome, Finished) or wait == 0:
             return outcome
@@ -195,7 +201,7 @@ class Gate:
             if (await self.queue.wait(rid, remaining)).is_open:
                 return outcome
         remaining = None if deadline is None else max(0.0, deadline - loop.time())
-        return await self.resume(outcome.parked_run, wait=remaining)
+        return await self.resume(outcome.parked_run, options=options, wait=remaining)
 
 
 async def _result_of(client: ClaudeSDKClient) -> ResultMessage:
