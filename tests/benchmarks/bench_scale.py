@@ -164,7 +164,52 @@ def listing(kind: str, pg_url: str | None) -> tuple[float, list[list[str]]]:
                     timings.append(time.perf_counter() - started)
             assert len(page.items) == 50, (name, len(page.items))
             rows.append([kind, name, ms(statistics.median(timings)), ms(percentile(timings, 0.99))])
+        timings, plan = raw_inbox(kind, url)
+        rows.append(
+            [
+                kind,
+                "newest 50 pending, raw driver, rows unparsed",
+                ms(statistics.median(timings)),
+                ms(percentile(timings, 0.99)),
+            ]
+        )
+        PLANS.append(f"{kind}: {plan}")
     return loaded, rows
+
+
+PLANS: list[str] = []
+
+
+def raw_inbox(kind: str, url: str) -> tuple[list[float], str]:
+    """The inbox query straight through the driver (what the database costs), and its plan."""
+    timings: list[float] = []
+    if kind == "sqlite":
+        conn = sqlite3.connect(url)
+        text = "SELECT position, body FROM requests WHERE status IN (?) ORDER BY position DESC LIMIT ?"
+        plan = " / ".join(row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + text, ("pending", 51)))
+        for i in range(REPEATS + 5):
+            started = time.perf_counter()
+            rows = conn.execute(text, ("pending", 51)).fetchall()
+            if i >= 5:
+                timings.append(time.perf_counter() - started)
+        conn.close()
+    else:
+        import psycopg
+
+        from crossgate.stores.postgres import split_url
+
+        conninfo, schema = split_url(url)
+        with psycopg.connect(conninfo, autocommit=True, options=f"-c search_path={schema}") as pg:
+            text = "SELECT position, data FROM requests WHERE status = %s ORDER BY position DESC LIMIT %s"
+            explained = pg.execute("EXPLAIN (ANALYZE, COSTS OFF) " + text, ("pending", 51)).fetchall()
+            plan = " / ".join(line.strip() for (line,) in explained[:2]) + " / " + explained[-1][0].strip()
+            for i in range(REPEATS + 5):
+                started = time.perf_counter()
+                rows = pg.execute(text, ("pending", 51)).fetchall()
+                if i >= 5:
+                    timings.append(time.perf_counter() - started)
+    assert len(rows) == 51
+    return timings, plan
 
 
 # waiters -----------------------------------------------------------------------------------------
@@ -266,6 +311,7 @@ def main() -> None:
     print(f"## listing a page of 50 with {ROWS:,} requests stored ({ROWS // PENDING_EVERY:,} pending) (ms)\n")
     print("; ".join(loads) + "\n")
     print(table(["store", "page", "p50", "p99"], rows) + "\n")
+    print("Plans of the inbox query: " + "; ".join(PLANS) + "\n")
 
     rows = []
     for kind in ["memory", *kinds]:

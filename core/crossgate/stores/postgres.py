@@ -268,21 +268,7 @@ class PostgresStore:
         return self._get("get_request", request_id, ApprovalRequest)
 
     def list_requests(self, query: RequestQuery) -> Page[ApprovalRequest]:
-        filters: list[sql.Composable] = []
-        params: dict[str, Any] = {"limit": query.limit + 1}
-        if query.statuses:
-            filters.append(sql.SQL("status = ANY(%(statuses)s)"))
-            params["statuses"] = [s.value for s in query.statuses]
-        for column in ("framework", "tool", "agent", "run"):
-            value = getattr(query, column)
-            if value is not None:
-                filters.append(sql.SQL("{} = %({})s").format(sql.Identifier(column), sql.SQL(column)))
-                params[column] = value
-        if query.cursor is not None:
-            filters.append(sql.SQL("position < %(after)s" if query.newest_first else "position > %(after)s"))
-            params["after"] = decode_cursor(query.cursor)
-        where = sql.SQL("WHERE ") + sql.SQL(" AND ").join(filters) if filters else sql.SQL("")
-        statement = _q("list_requests").format(where=where, direction=sql.SQL("DESC" if query.newest_first else "ASC"))
+        statement, params = list_statement(query)
         with self._conn("list requests") as conn:
             rows = conn.execute(statement, params).fetchall()
         items = [_load(ApprovalRequest, data) for _, data in rows[: query.limit]]
@@ -472,6 +458,31 @@ class _Listener:
             if not self._closed:
                 time.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
+
+
+def list_statement(query: RequestQuery) -> tuple[sql.Composed, dict[str, Any]]:
+    """The SQL and parameters of one page of ``query`` (public for plan checks)."""
+    filters: list[sql.Composable] = []
+    params: dict[str, Any] = {"limit": query.limit + 1}
+    if len(query.statuses) == 1:
+        # Plain equality, not ANY: only then does the planner read (status, position) in order and stop
+        # after one page, instead of walking positions and filtering, which is slow when few are pending.
+        filters.append(sql.SQL("status = %(status)s"))
+        params["status"] = query.statuses[0].value
+    elif query.statuses:
+        filters.append(sql.SQL("status = ANY(%(statuses)s)"))
+        params["statuses"] = [s.value for s in query.statuses]
+    for column in ("framework", "tool", "agent", "run"):
+        value = getattr(query, column)
+        if value is not None:
+            filters.append(sql.SQL("{} = %({})s").format(sql.Identifier(column), sql.SQL(column)))
+            params[column] = value
+    if query.cursor is not None:
+        filters.append(sql.SQL("position < %(after)s" if query.newest_first else "position > %(after)s"))
+        params["after"] = decode_cursor(query.cursor)
+    where = sql.SQL("WHERE ") + sql.SQL(" AND ").join(filters) if filters else sql.SQL("")
+    direction = sql.SQL("DESC" if query.newest_first else "ASC")
+    return _q("list_requests").format(where=where, direction=direction), params
 
 
 def _one(cursor: psycopg.Cursor[Any]) -> tuple[Any, ...]:
