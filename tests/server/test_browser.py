@@ -154,8 +154,16 @@ def test_pending_list_updates_live_without_reloading(tmp_path: Path) -> None:
         assert request is not None
         expect(page.locator("a.req")).to_have_count(1, timeout=10_000)
         expect(page.locator(".count")).to_have_text("1")
+        second = queue.submit(call.model_copy(update={"args": {"id": "t9"}})).request
+        assert second is not None
+        expect(page.locator("a.req")).to_have_count(2, timeout=10_000)
         queue.decide(request.id, Approve(), reviewer="lena")
-        expect(page.locator("a.req")).to_have_count(0, timeout=10_000)
+        expect(page.locator("a.req")).to_have_count(1, timeout=10_000)
         assert page.evaluate("window.__marker") == "same page", "the list must update in place"
+        # a request page that someone else decides shows the outcome by itself
+        page.locator("a.req").click()
+        expect(page.locator("#decision-form")).to_be_visible()
+        queue.decide(second.id, Approve(), reviewer="lena", channel="cli")
+        expect(page.locator(".decided")).to_contain_text("by lena via cli", timeout=10_000)
         browser.close()
     queue.close()

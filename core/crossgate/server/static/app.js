@@ -45,8 +45,11 @@
   if (page === "request" && dataNode) {
     const data = JSON.parse(dataNode.textContent);
     let submitting = false;
+    const pending = document.getElementById("request").dataset.status === "pending";
     listen((change) => {
-      if (change.request_id === data.id && change.kind !== "submitted" && !submitting) window.location.reload();
+      // Reload once when someone else settles this request; later events (applied, executed) show in History.
+      const settles = ["decided", "expired", "cancelled"].includes(change.kind);
+      if (pending && settles && change.request_id === data.id && !submitting) window.location.reload();
     });
     const form = document.getElementById("decision-form");
     if (form) setupDecision(form, data, () => { submitting = true; });
