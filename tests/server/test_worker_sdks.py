@@ -1,0 +1,66 @@
+"""The worker resumes parked runs of all three real adapters once reviewers decided them over HTTP."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from crossgate import ReviewQueue
+from crossgate.model import ParkedRunStatus
+from crossgate.policy import resolve_policy
+from crossgate.runs import Parked
+from crossgate.server.app import create_app
+from crossgate.server.worker import Worker
+from crossgate.stores import open_store
+from tests.server.conftest import auth, make_settings
+from tests.server.demo_loader import EXAMPLES, load_demo
+
+pytestmark = [pytest.mark.slow, pytest.mark.claude_cli]
+
+
+async def test_worker_resumes_openai_claude_and_langgraph_runs(tmp_path: Path) -> None:
+    load_demo()
+    import demo_agents
+    import demo_sdk_agents
+
+    queue = ReviewQueue(open_store(str(tmp_path / "q.db")), resolve_policy(EXAMPLES / "policy.yaml"))
+    tickets = demo_agents.DemoTickets(tmp_path / "tickets.db")
+    tickets.seed(demo_agents.TICKETS)
+    specs = {spec.key: spec for spec in demo_agents.SPECS}
+    agents = [
+        demo_sdk_agents.openai_agent(queue, tickets, specs["openai"], tmp_path),
+        demo_sdk_agents.claude_agent(queue, tickets, specs["claude"], tmp_path),
+        demo_sdk_agents.langgraph_agent(queue, tickets, specs["langgraph"], tmp_path),
+    ]
+    try:
+        for key, agent in zip(specs, agents, strict=True):
+            assert isinstance(await agent.start(f"w-{key}"), Parked)
+        assert {p.framework for p in queue.parked_runs()} == {"openai-agents", "claude-agent-sdk", "langgraph"}
+        worker = Worker(queue, agents, poll_seconds=0.1)
+        assert await worker.run_once() == [], "nothing is decided yet, so nothing resumes"
+        app = create_app(queue, make_settings())
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://t", headers=auth("alice")) as http:
+                for request in queue.pending():
+                    spec = next(s for s in specs.values() if s.framework == request.call.framework)
+                    body = load_demo().scripted_decision(spec, request.model_dump(mode="json"))
+                    assert (await http.post(f"/api/requests/{request.id}/decision", json=body)).status_code == 200
+        results = await worker.run(until_idle=True)
+        assert sorted((r.framework, r.outcome) for r in results) == [
+            ("claude-agent-sdk", "finished"),
+            ("langgraph", "finished"),
+            ("openai-agents", "finished"),
+        ]
+        assert tickets.ids() == ["T-202", "T-303"]
+        assert sorted(tickets.delete_runs()) == ["T-101", "T-204"]
+        statuses = {p.status for p in queue.parked_runs(statuses=tuple(ParkedRunStatus))}
+        assert statuses == {ParkedRunStatus.RESUMED}
+        assert await worker.run_once() == [], "a parked run is resumed once"
+    finally:
+        for agent in agents:
+            if hasattr(agent, "close"):
+                agent.close()
+        queue.close()
