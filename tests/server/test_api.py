@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 
 from crossgate import MemoryStore, PolicyRule, ReviewQueue, ToolCall, VerdictKind
+from crossgate.errors import StoreError
 from crossgate.model import RequestStatus
 from crossgate.server import ServerSettings
 from crossgate.server.app import create_app
@@ -236,3 +237,28 @@ async def test_bad_query_values_are_422(client: httpx.AsyncClient) -> None:
         assert response.status_code == 422, (params, response.text)
         assert set(response.json()) == {"error", "message", "status"}
     assert (await client.get("/api/events", params={"after": -1}, headers=auth("alice"))).status_code == 422
+
+
+async def test_unexpected_failure_is_a_json_500_without_details(queue: ReviewQueue, settings: ServerSettings) -> None:
+    def broken() -> None:
+        raise RuntimeError("secret internals")
+
+    queue.verify_audit = broken  # type: ignore[method-assign]
+    app = create_app(queue, settings)
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+        response = await client.get("/api/audit/verify", headers=auth("alice"))
+    assert response.status_code == 500
+    assert response.json() == {"error": "internal_error", "message": "the server failed; see its log", "status": 500}
+
+
+async def test_store_failure_is_503(queue: ReviewQueue, settings: ServerSettings) -> None:
+    def broken() -> None:
+        raise StoreError("database is locked")
+
+    queue.verify_audit = broken  # type: ignore[method-assign]
+    app = create_app(queue, settings)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+        response = await client.get("/api/audit/verify", headers=auth("alice"))
+    assert response.status_code == 503
+    assert response.json()["error"] == "store"

@@ -81,6 +81,7 @@ def create_app(
     app.add_exception_handler(CrossgateError, _error_response)
     app.add_exception_handler(ValidationError, _error_response)
     app.add_exception_handler(RequestValidationError, _validation_response)
+    app.add_exception_handler(Exception, _error_response)
     app.include_router(api.router)
     app.include_router(stream.router)
     app.include_router(linkpages.router)
