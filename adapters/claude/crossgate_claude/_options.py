@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import warnings
 from dataclasses import replace
 from typing import Any, cast
@@ -11,6 +12,8 @@ from claude_agent_sdk.types import HookCallback
 
 from crossgate import ConfigurationError
 from crossgate_claude._callbacks import Binding
+
+log = logging.getLogger("crossgate_claude")
 
 
 class ShadowedCallbackWarning(UserWarning):
@@ -77,4 +80,26 @@ def merge(
     record = HookMatcher(matcher=None, hooks=[cast(HookCallback, binding.post_tool_use)], timeout=hook_timeout)
     hooks["PreToolUse"] = [gate, *hooks.get("PreToolUse", [])]
     hooks["PostToolUse"] = [*hooks.get("PostToolUse", []), record]
+    if "PermissionRequest" in hooks:
+        hooks["PermissionRequest"] = [
+            replace(matcher, hooks=[notify_only(h) for h in matcher.hooks]) for matcher in hooks["PermissionRequest"]
+        ]
     return replace(base, can_use_tool=binding.can_use_tool, hooks=hooks, **overrides)
+
+
+def notify_only(callback: HookCallback) -> HookCallback:
+    """A PermissionRequest hook that may notify but not decide.
+
+    The CLI races PermissionRequest hooks against ``can_use_tool`` and takes the first answer, so a hook
+    that allows would run a call the reviewer has not approved (or has rejected). Its decision is dropped.
+    """
+
+    async def wrapped(data: Any, tool_use_id: str | None, context: Any) -> Any:
+        output = dict(await callback(data, tool_use_id, context) or {})
+        specific = output.get("hookSpecificOutput")
+        if isinstance(specific, dict) and "decision" in specific:
+            log.warning("crossgate dropped a PermissionRequest hook's decision; the review queue decides")
+            output["hookSpecificOutput"] = {k: v for k, v in specific.items() if k != "decision"}
+        return output
+
+    return cast(HookCallback, wrapped)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ToolPermissionContext
+from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, HookMatcher, ToolPermissionContext
 
 from crossgate import (
     ApprovalRequest,
@@ -267,3 +267,24 @@ async def test_of_two_parallel_calls_one_is_deferred_and_the_other_refused_openl
     assert results[0] == (False, "deleted ticket t3")
     assert results[1][0] is True
     assert "already waiting for a person's review" in results[1][1]
+
+
+async def test_a_permission_request_hook_may_notify_but_not_approve(
+    queue: ReviewQueue, cli_options: ClaudeAgentOptions, messages_api: MessagesAPI, tickets: TicketStore
+) -> None:
+    # The CLI races PermissionRequest hooks against can_use_tool; an allowing hook would win the race.
+    notified: list[str] = []
+
+    async def approve_everything(data: Any, tool_use_id: str | None, context: Any) -> Any:
+        notified.append(str(data["tool_name"]))
+        return {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}}
+
+    options = replace(cli_options, hooks={"PermissionRequest": [HookMatcher(hooks=[approve_everything])]})
+    gate = Gate(queue, options=options, defer=False, hold=0.5)
+    done = await gate.run(calls(("delete_ticket", {"id": "t3"})))
+    assert isinstance(done, Finished)
+    assert notified == ["mcp__tickets__delete_ticket"]
+    assert tickets.delete_runs() == 0
+    [(is_error, text)] = told(messages_api)
+    assert is_error
+    assert "No reviewer answered within 0.5 seconds" in text
