@@ -35,7 +35,7 @@ class OpenAIDemoAgent:
     framework = "openai-agents"
     label = "openai-agents via crossgate_openai (ScriptedModel)"
 
-    def __init__(self, queue: ReviewQueue, tickets: DemoTickets, spec: AgentSpec) -> None:
+    def __init__(self, queue: ReviewQueue, tickets: DemoTickets, spec: AgentSpec, *, resume_only: bool = False) -> None:
         from agents import Agent, function_tool, set_tracing_disabled
         from agents.testing import ScriptedModel
         from agents.testing.model import assistant_message, function_call
@@ -49,16 +49,10 @@ class OpenAIDemoAgent:
             """Delete a ticket by id. This cannot be undone."""
             return tickets.delete(id)
 
-        model = ScriptedModel(
-            [
-                [
-                    function_call(
-                        "delete_ticket", {"id": spec.ticket, "reason": "duplicate"}, call_id=f"call_{spec.key}"
-                    )
-                ],
-                [assistant_message(f"Done with ticket {spec.ticket}.")],
-            ]
-        )
+        # The scripted model answers turn by turn; a process that only resumes starts after the tool call.
+        call = function_call("delete_ticket", {"id": spec.ticket, "reason": "duplicate"}, call_id=f"call_{spec.key}")
+        steps = [[call], [assistant_message(f"Done with ticket {spec.ticket}.")]]
+        model = ScriptedModel(steps[1:] if resume_only else steps)
         self.agent = Agent(
             name=spec.agent, instructions="Delete duplicate tickets.", tools=[delete_ticket], model=model
         )

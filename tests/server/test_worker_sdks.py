@@ -64,3 +64,55 @@ async def test_worker_resumes_openai_claude_and_langgraph_runs(tmp_path: Path) -
             if hasattr(agent, "close"):
                 agent.close()
         queue.close()
+
+
+def test_worker_command_resumes_runs_another_process_started(tmp_path: Path) -> None:
+    import asyncio
+    import os
+    import subprocess
+    import sys
+
+    from crossgate import Approve, Edit, Reject
+    from tests.server.demo_loader import ROOT
+
+    load_demo()
+    import demo_agents
+    import demo_sdk_agents
+
+    db = str(tmp_path / "q.db")
+    queue = ReviewQueue(open_store(db), resolve_policy(EXAMPLES / "policy.yaml"))
+    tickets = demo_agents.DemoTickets(tmp_path / "tickets.db")
+    tickets.seed(demo_agents.TICKETS)
+    specs = {spec.key: spec for spec in demo_agents.SPECS}
+    agents = [
+        demo_sdk_agents.openai_agent(queue, tickets, specs["openai"], tmp_path),
+        demo_sdk_agents.claude_agent(queue, tickets, specs["claude"], tmp_path),
+        demo_sdk_agents.langgraph_agent(queue, tickets, specs["langgraph"], tmp_path),
+    ]
+
+    async def start_all() -> None:
+        for key, agent in zip(specs, agents, strict=True):
+            assert isinstance(await agent.start(f"p-{key}"), Parked)
+
+    asyncio.run(start_all())
+    agents[1].close()  # the starting process is gone; the worker brings its own Messages API
+    for request in queue.pending():
+        framework = request.call.framework
+        if framework == "openai-agents":
+            queue.decide(request.id, Approve(), reviewer="ann")
+        elif framework == "claude-agent-sdk":
+            queue.decide(request.id, Edit(args={**request.call.args, "id": "T-204"}), reviewer="ann")
+        else:
+            queue.decide(request.id, Reject(message="Keep it."), reviewer="ann")
+    env = {**os.environ, "DEMO_WORKDIR": str(tmp_path)}
+    args = ["--db", db, "--policy", str(EXAMPLES / "policy.yaml"), "worker"]
+    args += ["--app", "tests.server.worker_sdk_app:resumers", "--until-idle", "--poll", "0.2"]
+    done = subprocess.run(
+        [sys.executable, "-m", "crossgate.cli", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    finished = sorted(line.split()[1] for line in done.stdout.splitlines() if line.startswith("finished"))
+    assert finished == ["claude-agent-sdk", "langgraph", "openai-agents"], done.stdout + done.stderr
+    assert tickets.ids() == ["T-202", "T-303"]
+    assert sorted(tickets.delete_runs()) == ["T-101", "T-204"]
+    queue.close()
