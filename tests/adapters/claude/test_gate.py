@@ -449,3 +449,27 @@ async def test_own_client_with_gated_options_then_outcome_and_resume(
     queue.decide(outcome.request_ids[0], Approve(), reviewer="ann")
     assert isinstance(await gate.resume(outcome.parked_run), Finished)
     assert tickets.delete_runs("t3") == 1
+
+
+async def test_an_edit_is_checked_against_the_tools_schema(
+    queue: ReviewQueue, world: World, fake_options: ClaudeAgentOptions, tickets: TicketStore
+) -> None:
+    from crossgate import InvalidArgumentsError
+
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {"id": {"type": "string", "pattern": "^t[0-9]+$"}},
+        "required": ["id"],
+        "additionalProperties": False,
+    }
+    gate = Gate(queue, options=fake_options, transport=world.transport, args_schemas={"delete_ticket": schema})
+    outcome = parked(await gate.run(calls(("delete_ticket", {"id": "t3"}))))
+    rid = outcome.request_ids[0]
+    assert queue.get(rid).args_schema == schema
+    with pytest.raises(InvalidArgumentsError):
+        queue.decide(rid, Edit(args={"id": "t3", "cascade": True}), reviewer="ann")
+    assert queue.get(rid).status is RequestStatus.PENDING
+    queue.decide(rid, Edit(args={"id": "t1"}), reviewer="ann")
+    assert isinstance(await gate.resume(outcome.parked_run), Finished)
+    assert tickets.delete_runs() == 1
+    assert tickets.delete_runs("t1") == 1
