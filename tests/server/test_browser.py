@@ -165,5 +165,26 @@ def test_pending_list_updates_live_without_reloading(tmp_path: Path) -> None:
         expect(page.locator("#decision-form")).to_be_visible()
         queue.decide(second.id, Approve(), reviewer="lena", channel="cli")
         expect(page.locator(".decided")).to_contain_text("by lena via cli", timeout=10_000)
+        # no schema: the edit form falls back to a JSON text area, checked before sending; remember a scope
+        third = queue.submit(call.model_copy(update={"tool": "delete_user", "args": {"user": "u1"}})).request
+        assert third is not None
+        page.goto(f"{base}/requests/{third.id}")
+        page.locator('.tab[data-kind="edit"]').click()
+        area = page.locator('textarea[name="args-json"]')
+        expect(area).to_have_value('{\n  "user": "u1"\n}')
+        area.fill('{"user": ')
+        page.locator("#decision-submit").click()
+        expect(page.locator("#decision-error")).to_contain_text("not valid JSON")
+        area.fill('["u2"]')
+        page.locator("#decision-submit").click()
+        expect(page.locator("#decision-error")).to_contain_text("must be a JSON object")
+        area.fill('{"user": "u2"}')
+        page.locator('select[name="scope"]').select_option("run")
+        page.locator("#decision-submit").click()
+        expect(page.locator(".decided")).to_contain_text("edit by alice via web", timeout=10_000)
+        decided = queue.get(third.id)
+        assert decided.approved_args() == {"user": "u2"}
+        (rule,) = queue.rules()
+        assert (rule.tool, rule.scope.value, rule.run, rule.created_by) == ("delete_user", "run", "r8", "alice")
         browser.close()
     queue.close()
