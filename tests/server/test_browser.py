@@ -8,6 +8,7 @@ reviewer, so the runs resume after the clicks and the test checks which tickets 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import shutil
 from pathlib import Path
@@ -31,7 +32,8 @@ pytestmark = [
     pytest.mark.browser,
     pytest.mark.slow,
     pytest.mark.skipif(
-        CHROMIUM is None, reason="needs Debian's chromium: apt-get install -y chromium (and pip install playwright)"
+        CHROMIUM is None or importlib.util.find_spec("playwright") is None,
+        reason="needs Debian's chromium and Playwright: apt-get install -y chromium; pip install playwright",
     ),
 ]
 
