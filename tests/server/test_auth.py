@@ -194,3 +194,20 @@ def test_bad_token_files_are_refused(tmp_path: Path, text: str, problem: str) ->
 def test_env_tokens_need_name_and_token() -> None:
     with pytest.raises(ConfigurationError, match="name:token"):
         reviewers_from_env({"CROSSGATE_TOKENS": "just-a-token"})
+
+
+def test_settings_refuse_contradictions() -> None:
+    from crossgate.server import ServerSettings, WebhookTarget
+    from crossgate.server.settings import reviewer
+
+    alice = reviewer("alice", "alice-token-1")
+    with pytest.raises(ConfigurationError, match="unique"):
+        ServerSettings(reviewers=(alice, reviewer("alice", "other-token-1")))
+    with pytest.raises(ConfigurationError, match="share a token"):
+        ServerSettings(reviewers=(alice, reviewer("bob", "alice-token-1")))
+    with pytest.raises(ConfigurationError, match="once"):
+        ServerSettings(webhooks=(WebhookTarget(url="http://127.0.0.1:9/h"), WebhookTarget(url="http://127.0.0.1:9/h")))
+    with pytest.raises(ConfigurationError, match="not a configured reviewer"):
+        ServerSettings(reviewers=(alice,), link_reviewer="bob")
+    with pytest.raises(ConfigurationError, match="16 bytes"):
+        ServerSettings(secret=b"short")

@@ -166,6 +166,9 @@ class ServerSettings:
             raise ConfigurationError(f"reviewer names must be unique; repeated: {', '.join(duplicates)}")
         if len({r.token_sha256 for r in self.reviewers}) != len(self.reviewers):
             raise ConfigurationError("two reviewers share a token; give each reviewer their own")
+        urls = [w.url for w in self.webhooks]
+        if len(set(urls)) != len(urls):
+            raise ConfigurationError("each webhook URL may appear once; list its events together")
         if self.link_reviewer is not None and self.link_reviewer not in names:
             raise ConfigurationError(f"link_reviewer {self.link_reviewer!r} is not a configured reviewer")
         if len(self.secret) < 16:
