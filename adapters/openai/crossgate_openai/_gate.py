@@ -13,6 +13,7 @@ from typing import Any
 from agents import Agent, FunctionTool, RunConfig, Runner, RunResult, RunResultStreaming, RunState, ToolApprovalItem
 
 from crossgate import (
+    AdapterError,
     ApprovalRequest,
     Approve,
     ConfigurationError,
@@ -159,7 +160,9 @@ class Gate:
         scope = RunScope(parked.run, _text(parked.metadata.get("session")))
         try:
             self._apply_decisions(state, scope, parked.request_ids)
-            outcome = await self._drive(agent, state, scope, wait=wait, context=None, stream=stream)
+            outcome = await self._drive(
+                agent, state, scope, wait=wait, context=None, stream=stream, already_answered=parked.request_ids
+            )
         except BaseException as exc:
             self.queue.finish_parked(
                 parked.id, owner=self.owner, status=ParkedRunStatus.FAILED, outcome=f"{type(exc).__name__}: {exc}"
@@ -171,10 +174,19 @@ class Gate:
 
     # the loop -----------------------------------------------------------------------------------
     async def _drive(
-        self, agent: Agent[Any], start: Any, scope: RunScope, *, wait: float, context: Any, stream: bool
+        self,
+        agent: Agent[Any],
+        start: Any,
+        scope: RunScope,
+        *,
+        wait: float,
+        context: Any,
+        stream: bool,
+        already_answered: Sequence[str] = (),
     ) -> Outcome:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
+        answered: set[str] = set(already_answered)
         while True:
             result = await self._run_sdk(agent, start, scope, context=context, stream=stream)
             if not result.interruptions:
@@ -183,6 +195,9 @@ class Gate:
             request_ids: list[str] = []
             for item in state.get_interruptions():
                 answer = self._translate(item, scope)
+                if isinstance(answer, str) and answer in answered:
+                    # The SDK asks again for a call it was given an answer for: never loop, fail closed.
+                    raise AdapterError(f"the SDK asked again for request {answer} after its decision was applied")
                 if isinstance(answer, str):
                     request_ids.append(answer)
                 elif answer.approve:
@@ -193,6 +208,7 @@ class Gate:
             if any(self.queue.get(r).is_open for r in request_ids):
                 return self._park(agent, state, scope, request_ids, stream=stream)
             self._apply_decisions(state, scope, request_ids)
+            answered.update(request_ids)
             start = state
 
     async def _run_sdk(
@@ -260,9 +276,11 @@ class Gate:
         if not isinstance(resolution, Reject):
             return
         state.reject(item, rejection_message=resolution.message)
+        if request.status is RequestStatus.APPLIED:
+            return
         if request.status is RequestStatus.DECIDED:
             self.queue.mark_applied(request.id, actor=FRAMEWORK)
-            self.queue.record_outcome(request.id, ran=False, result=resolution.message)
+        self.queue.record_outcome(request.id, ran=False, result=resolution.message)
 
     def _park(
         self, agent: Agent[Any], state: RunState[Any, Any], scope: RunScope, request_ids: list[str], *, stream: bool

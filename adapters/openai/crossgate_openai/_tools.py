@@ -44,6 +44,7 @@ from crossgate import (
     InvalidArgumentsError,
     NotFoundError,
     Reject,
+    RequestStatus,
     Respond,
     ReviewQueue,
     ToolCall,
@@ -135,6 +136,7 @@ class GatedInvoker:
         self.tool = tool.name
         self.schema = tool.params_json_schema
         self.original = original
+        self.is_agent_tool = bool(getattr(tool, "_is_agent_tool", False))
 
     async def __call__(self, ctx: ToolContext[Any], raw: str) -> Any:
         queue = self.binding.queue
@@ -191,6 +193,10 @@ class GatedInvoker:
             queue.record_outcome(request.id, ran=False, result=message)
             return message
         run_args = request.approved_args()
+        if self.is_agent_tool and request.status is RequestStatus.APPLIED and _resumes_nested_run(ctx):
+            # An approved as_tool call is invoked again to continue its paused inner run; the inner
+            # agent's own tools stay gated by their own requests.
+            return await self._execute(ctx, raw, request.id, call)
         try:
             queue.mark_applied(request.id, args=run_args, actor=FRAMEWORK)
         except CrossgateError as exc:
@@ -213,6 +219,18 @@ class GatedInvoker:
             raise
         queue.record_outcome(request_id, ran=True, result=str(output), call=call)
         return output
+
+
+def _resumes_nested_run(ctx: ToolContext[Any]) -> bool:
+    """True if the SDK holds a paused inner run for this ``as_tool`` call (so this call continues it)."""
+    try:
+        from agents.agent_tool_state import get_agent_tool_state_scope, peek_agent_tool_run_result
+    except ImportError:  # a private SDK module: without it, fail closed and refuse the re-entry
+        return False
+    if ctx.tool_call is None:
+        return False
+    pending = peek_agent_tool_run_result(ctx.tool_call, scope_id=get_agent_tool_state_scope(ctx))
+    return pending is not None
 
 
 def install(agent: Agent[Any], binding: GateBinding) -> list[Agent[Any]]:

@@ -84,6 +84,8 @@ async def test_an_expired_request_answers_as_a_rejection(make_queue: Any, ticket
     assert queue.get(parked.request_ids[0]).status is RequestStatus.EXPIRED
     assert tickets.delete_runs() == 0
     assert tool_results(model.inputs) == [EXPIRY_MESSAGE]
+    [executed] = [e for e in queue.events(request_id=parked.request_ids[0]) if e.kind == "executed"]
+    assert executed.payload == {"ran": False, "result": EXPIRY_MESSAGE, "error": None}
 
 
 async def test_an_unknown_parked_run_is_not_found(queue: ReviewQueue, tickets: TicketStore) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from agents import Agent, handoff
 
-from crossgate import Approve, Reject, RequestStatus, ReviewQueue
+from crossgate import Approve, Policy, Reject, RequestStatus, ReviewQueue
 from crossgate.runs import Finished, Parked
 from crossgate_openai import Gate
 from tests.adapters.openai.conftest import REJECTION
@@ -92,3 +92,24 @@ async def test_a_handoff_targets_approval_surfaces_and_resumes(
     assert done.result.final_output == "Deleted."
     assert tickets.ids() == ["t1", "t2"]
     assert tool_results(deleter_model2.inputs) == ["deleted ticket t3"]
+
+
+@STREAM
+async def test_an_approved_as_tool_call_continues_its_inner_run_after_an_inner_approval(
+    make_queue: Any, tickets: TicketStore, stream: bool
+) -> None:
+    queue = make_queue(Policy())  # every call asks, the agent tool itself too
+    manager, _, _ = as_tool_graph(tickets)
+    outcome = await Gate(queue).run(manager, "Clean up.", stream=stream)
+    asked = []
+    while isinstance(outcome, Parked):
+        for request in (queue.get(r) for r in outcome.request_ids):
+            asked.append((request.call.agent, request.call.tool))
+            queue.decide(request.id, Approve(), reviewer="ann")
+        manager, outer_model, inner_model = as_tool_graph(tickets)  # as a fresh process would build it
+        outcome = await Gate(queue, agent=manager).resume(outcome.parked_run, stream=stream)
+    assert asked == [("Manager", "clean_up"), ("Cleaner", "delete_ticket")]
+    assert outcome.result.final_output == "All done."
+    assert tickets.delete_runs("t3") == 1
+    assert tool_results(inner_model.inputs) == ["deleted ticket t3"]
+    assert tool_results(outer_model.inputs, "clean_up") == ["Cleanup finished."]
