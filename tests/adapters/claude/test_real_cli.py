@@ -109,7 +109,7 @@ async def test_seed_scenario_t3_approved_t1_rejected_verbatim(
     assert [queue.get(r).status for r in (*first.request_ids, *second.request_ids)] == [RequestStatus.APPLIED] * 2
 
 
-async def test_bash_edit_and_reject_and_respond_to_ask_user_question(
+async def test_bash_approve_edit_reject_and_respond_to_ask_user_question(
     queue: ReviewQueue, cli_options: ClaudeAgentOptions, messages_api: MessagesAPI
 ) -> None:
     work = Path(str(cli_options.cwd))
@@ -121,6 +121,8 @@ async def test_bash_edit_and_reject_and_respond_to_ask_user_question(
         command = str(request.call.args["command"])
         if command.startswith("rm"):
             return Reject(message=RM_REJECTION)
+        if "approved" in command:
+            return Approve()
         return Edit(args={**request.call.args, "command": "echo two > out.txt"})
 
     options = replace(cli_options, tools=["Bash", "AskUserQuestion"])
@@ -131,10 +133,12 @@ async def test_bash_edit_and_reject_and_respond_to_ask_user_question(
             ("Bash", {"command": "echo one > out.txt"}),
             ("Bash", {"command": "rm -rf build"}),
             ("AskUserQuestion", QUESTION),
+            ("Bash", {"command": "echo approved > approved.txt"}),
         )
     )
     watching.cancel()
-    assert len(await watching) == 3
+    assert len(await watching) == 4
+    assert (work / "approved.txt").read_text() == "approved\n"
     assert isinstance(done, Finished)
     assert (work / "out.txt").read_text() == "two\n"
     assert (work / "build").is_dir()
