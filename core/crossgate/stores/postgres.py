@@ -219,10 +219,14 @@ class PostgresStore:
     # writing -------------------------------------------------------------------------------------
     @contextlib.contextmanager
     def _write(self, action: str) -> Iterator[psycopg.Cursor[Any]]:
+        # Each compare-and-set or insert locks the chain head in the same statement, so a write is BEGIN,
+        # that statement, the event, COMMIT. (Pipeline mode saves two round trips but costs more Python
+        # than it saves on a busy machine; measured with tests/benchmarks/bench_stores.py.)
         with self._conn(action) as conn, conn.transaction(), conn.cursor() as cur:
             yield cur
 
     def _append(self, cur: psycopg.Cursor[Any], new: NewEvent, head: tuple[int, str] | None = None) -> Event:
+        """Seal ``new`` after ``head`` (the locked chain head; locked here when not given) and queue its insert."""
         seq, prev = head or _one(cur.execute(_q("lock_head")))
         event = seal(new, seq=seq + 1, prev_hash=prev)
         cur.execute(
@@ -242,9 +246,7 @@ class PostgresStore:
     def _insert(self, query: str, row: dict[str, Any], new: NewEvent, what: str) -> Event:
         try:
             with self._write(f"store {what}") as cur:
-                head = _one(cur.execute(_q("lock_head")))
-                cur.execute(_q(query), {**row, "position": head[0] + 1})
-                event = self._append(cur, new, head)
+                event = self._append(cur, new, _one(cur.execute(_q(query), row)))
         except StoreError as exc:
             if isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
                 raise ConflictError(f"{what} already exists") from exc.__cause__
@@ -254,9 +256,10 @@ class PostgresStore:
 
     def _change(self, query: str, row: dict[str, Any], new: NewEvent, action: str) -> Event | None:
         with self._write(action) as cur:
-            if cur.execute(_q(query), row).fetchone() is None:
+            head = cur.execute(_q(query), row).fetchone()
+            if head is None:
                 return None
-            event = self._append(cur, new)
+            event = self._append(cur, new, (head[0], head[1]))
         self._listener.observe(event.seq)
         return event
 
@@ -334,8 +337,7 @@ class PostgresStore:
             if row is None:
                 return None
             claimed = claimed_copy(_load(ParkedRun, row[0]), owner, now, lease_until)
-            cur.execute(_q("update_parked_run"), _parked_row(claimed))
-            sealed = self._append(cur, event)
+            sealed = self._append(cur, event, _one(cur.execute(_q("update_parked_run"), _parked_row(claimed))))
         self._listener.observe(sealed.seq)
         return claimed
 
@@ -347,8 +349,7 @@ class PostgresStore:
             if row is None:
                 return None
             finished = finished_copy(_load(ParkedRun, row[0]), status, outcome, now)
-            cur.execute(_q("update_parked_run"), _parked_row(finished))
-            sealed = self._append(cur, event)
+            sealed = self._append(cur, event, _one(cur.execute(_q("update_parked_run"), _parked_row(finished))))
         self._listener.observe(sealed.seq)
         return finished
 

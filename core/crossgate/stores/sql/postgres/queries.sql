@@ -16,7 +16,8 @@ SELECT version FROM schema_version ORDER BY version;
 INSERT INTO schema_version (version, name) VALUES (%(version)s, %(name)s);
 
 -- name: lock_head
--- Every write takes this lock; inserts take it first, updates after their compare-and-set.
+-- Every write locks the chain head until it commits: inserts first, updates right after their
+-- compare-and-set (so a losing compare-and-set locks nothing). One order, so no deadlocks.
 SELECT seq, hash FROM audit_head FOR UPDATE;
 
 -- name: read_head
@@ -34,17 +35,29 @@ WITH head AS (
 SELECT pg_notify(%(channel)s, event.seq::text) FROM event, head;
 
 -- name: insert_request
-INSERT INTO requests (id, position, status, framework, tool, agent, run, expires_at, data)
-VALUES (%(id)s, %(position)s, %(status)s, %(framework)s, %(tool)s, %(agent)s, %(run)s, %(expires_at)s, %(data)s);
+-- Locks the head, then stores the request at the next position; returns the head it locked.
+WITH head AS (
+    SELECT seq, hash FROM audit_head FOR UPDATE
+), inserted AS (
+    INSERT INTO requests (id, position, status, framework, tool, agent, run, expires_at, data)
+    SELECT %(id)s, head.seq + 1, %(status)s, %(framework)s, %(tool)s, %(agent)s, %(run)s, %(expires_at)s, %(data)s
+    FROM head
+    RETURNING position
+)
+SELECT head.seq, head.hash FROM head, inserted;
 
 -- name: get_request
 SELECT data FROM requests WHERE id = %(id)s;
 
 -- name: update_request
--- Compare-and-set: only a request whose status is still one of the expected ones changes.
-UPDATE requests SET status = %(status)s, expires_at = %(expires_at)s, data = %(data)s
-WHERE id = %(id)s AND status = ANY(%(expected)s)
-RETURNING position;
+-- Compare-and-set: only a request whose status is still one of the expected ones changes. Returns the
+-- locked head when it did, no row when it did not.
+WITH changed AS (
+    UPDATE requests SET status = %(status)s, expires_at = %(expires_at)s, data = %(data)s
+    WHERE id = %(id)s AND status = ANY(%(expected)s)
+    RETURNING position
+)
+SELECT seq, hash FROM audit_head WHERE EXISTS (SELECT FROM changed) FOR UPDATE;
 
 -- name: list_requests
 SELECT position, data FROM requests {where} ORDER BY position {direction} LIMIT %(limit)s;
@@ -55,7 +68,14 @@ WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= %(now)s
 ORDER BY position LIMIT %(limit)s;
 
 -- name: insert_rule
-INSERT INTO standing_rules (id, position, revoked_at, data) VALUES (%(id)s, %(position)s, %(revoked_at)s, %(data)s);
+WITH head AS (
+    SELECT seq, hash FROM audit_head FOR UPDATE
+), inserted AS (
+    INSERT INTO standing_rules (id, position, revoked_at, data)
+    SELECT %(id)s, head.seq + 1, %(revoked_at)s, %(data)s FROM head
+    RETURNING position
+)
+SELECT head.seq, head.hash FROM head, inserted;
 
 -- name: get_rule
 SELECT data FROM standing_rules WHERE id = %(id)s;
@@ -64,13 +84,23 @@ SELECT data FROM standing_rules WHERE id = %(id)s;
 SELECT data FROM standing_rules WHERE %(include_revoked)s OR revoked_at IS NULL ORDER BY position;
 
 -- name: revoke_rule
-UPDATE standing_rules SET revoked_at = %(revoked_at)s, data = %(data)s
-WHERE id = %(id)s AND revoked_at IS NULL
-RETURNING position;
+WITH changed AS (
+    UPDATE standing_rules SET revoked_at = %(revoked_at)s, data = %(data)s
+    WHERE id = %(id)s AND revoked_at IS NULL
+    RETURNING position
+)
+SELECT seq, hash FROM audit_head WHERE EXISTS (SELECT FROM changed) FOR UPDATE;
 
 -- name: insert_parked_run
-INSERT INTO parked_runs (id, position, framework, run, status, lease_owner, lease_until, data)
-VALUES (%(id)s, %(position)s, %(framework)s, %(run)s, %(status)s, %(lease_owner)s, %(lease_until)s, %(data)s);
+WITH head AS (
+    SELECT seq, hash FROM audit_head FOR UPDATE
+), inserted AS (
+    INSERT INTO parked_runs (id, position, framework, run, status, lease_owner, lease_until, data)
+    SELECT %(id)s, head.seq + 1, %(framework)s, %(run)s, %(status)s, %(lease_owner)s, %(lease_until)s, %(data)s
+    FROM head
+    RETURNING position
+)
+SELECT head.seq, head.hash FROM head, inserted;
 
 -- name: get_parked_run
 SELECT data FROM parked_runs WHERE id = %(id)s;
@@ -91,8 +121,14 @@ WHERE id = %(id)s AND status = 'resuming' AND lease_owner = %(owner)s
 FOR UPDATE;
 
 -- name: update_parked_run
-UPDATE parked_runs SET status = %(status)s, lease_owner = %(lease_owner)s, lease_until = %(lease_until)s, data = %(data)s
-WHERE id = %(id)s;
+-- The row is locked already (lock_*_parked_run); returns the head, locked.
+WITH changed AS (
+    UPDATE parked_runs
+    SET status = %(status)s, lease_owner = %(lease_owner)s, lease_until = %(lease_until)s, data = %(data)s
+    WHERE id = %(id)s
+    RETURNING position
+)
+SELECT seq, hash FROM audit_head WHERE EXISTS (SELECT FROM changed) FOR UPDATE;
 
 -- name: list_events
 SELECT data FROM events WHERE seq > %(after)s ORDER BY seq LIMIT %(limit)s;
