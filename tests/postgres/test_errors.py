@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import psycopg
 import pytest
@@ -42,11 +43,11 @@ def test_connections_the_server_dropped_are_replaced_without_an_error(
     request = pg_queue.submit(ToolCall(framework="langgraph", tool="delete_ticket", args={"id": "t1"})).request
     assert request is not None
     with psycopg.connect(pg_store._conninfo, autocommit=True) as admin:
-        admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '' AND pid <> "
-            "pg_backend_pid() AND query NOT ILIKE '%%LISTEN%%' AND datname = current_database() "
-            "AND backend_type = 'client backend' AND state = 'idle'"
-        )
+        killed = admin.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = %s",
+            (f"crossgate-{pg_store.schema}",),
+        ).fetchone()
+    assert killed is not None and killed[0] >= 1
     time.sleep(IDLE_CHECK_SECONDS + 0.1)
     assert pg_queue.get(request.id) == request  # the pool checks a connection idle that long
     assert pg_queue.get(request.id) == request
@@ -116,3 +117,53 @@ def test_audit_head_catches_a_deleted_last_event_and_a_changed_one(
         conn.execute("DELETE FROM events WHERE seq = 2")
     deleted = pg_queue.verify_audit()
     assert not deleted.ok and "recorded head is event 2" in (deleted.problem or "")
+
+
+def test_url_options_are_kept_and_spaces_survive() -> None:
+    store = PostgresStore("postgresql://u@h/db?options=-c%20statement_timeout%3D5000&application_name=me", schema="s")
+    assert store._connect_kwargs["options"] == "-c statement_timeout=5000 -c search_path=s -c TimeZone=UTC"
+    assert store._connect_kwargs["application_name"] == "me"
+    assert "options=-c%20statement_timeout%3D5000" in store.url and store.url.endswith("schema=s")
+    with pytest.raises(ConfigurationError, match="not a PostgreSQL URL"):
+        PostgresStore("postgresql://u@h/db?bogus=1")
+
+
+def test_wake_ups_survive_a_dropped_listen_connection(pg_store: PostgresStore) -> None:
+    import threading
+
+    from crossgate.model import NewEvent
+
+    writer = PostgresStore(pg_store.url)  # another store: its writes reach pg_store only through the server
+    try:
+
+        def append_later(kind: str) -> threading.Timer:
+            timer = threading.Timer(0.2, lambda: writer.append_event(NewEvent(kind=kind, at=writer_now())))
+            timer.start()
+            return timer
+
+        assert pg_store.wait_for_change(0, timeout=0.1) == 0  # starts the listener
+        with psycopg.connect(pg_store._conninfo, autocommit=True) as admin:
+            killed = admin.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = %s",
+                (f"crossgate-{pg_store.schema}-listen",),
+            ).fetchone()
+        assert killed == (1,)
+        timer = append_later("during_outage")
+        started = time.monotonic()
+        assert pg_store.wait_for_change(0, timeout=5) == 1
+        assert time.monotonic() - started < 2
+        timer.join()
+        time.sleep(0.5)  # the listener is back
+        timer = append_later("after_reconnect")
+        started = time.monotonic()
+        assert pg_store.wait_for_change(1, timeout=5) == 2
+        assert time.monotonic() - started < 1
+        timer.join()
+    finally:
+        writer.close()
+
+
+def writer_now() -> Any:
+    from crossgate.clock import utc_now
+
+    return utc_now()

@@ -26,7 +26,7 @@ from datetime import datetime
 from functools import cache
 from importlib import resources
 from typing import Any, TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ValidationError
 
@@ -117,7 +117,7 @@ def split_url(url: str, schema: str | None = None) -> tuple[str, str]:
         raise ConfigurationError(
             f"schema name {chosen!r}: use lowercase letters, digits and underscores, at most 48 characters"
         )
-    return urlunsplit(parts._replace(query=urlencode(rest))), chosen
+    return urlunsplit(parts._replace(query=urlencode(rest, quote_via=quote))), chosen
 
 
 @contextlib.contextmanager
@@ -145,8 +145,13 @@ class PostgresStore:
         self.url = url if schema is None else _with_schema(url, self.schema)
         """The URL that opens this store again (in another process, say), schema included."""
         self._channel = f"crossgate_{self.schema}"
-        options = f"-c search_path={self.schema} -c TimeZone=UTC"
-        self._connect_kwargs: dict[str, Any] = {"options": options, "connect_timeout": connect_timeout}
+        given = _conninfo_params(self._conninfo)
+        options = f"{given.get('options', '')} -c search_path={self.schema} -c TimeZone=UTC".strip()
+        self._connect_kwargs: dict[str, Any] = {
+            "options": options,  # the URL's own options are kept; ours come last and win
+            "connect_timeout": given.get("connect_timeout", connect_timeout),
+            "application_name": given.get("application_name", f"crossgate-{self.schema}"),
+        }
         self._pool = ConnectionPool(
             self._conninfo,
             min_size=min_size,
@@ -161,11 +166,16 @@ class PostgresStore:
         self._open_lock = threading.Lock()
         self._opened = False
         self._last_used: weakref.WeakKeyDictionary[psycopg.Connection[Any], float] = weakref.WeakKeyDictionary()
-        self._listener = _Listener(self._connect, self._channel)
+        self._listener = _Listener(self._connect_listener, self._channel)
 
     # connections ---------------------------------------------------------------------------------
     def _connect(self) -> psycopg.Connection[Any]:
         return psycopg.connect(self._conninfo, autocommit=True, **self._connect_kwargs)
+
+    def _connect_listener(self) -> psycopg.Connection[Any]:
+        # Named so that an operator (or a test) can tell the one LISTEN connection per store apart.
+        name = f"{self._connect_kwargs['application_name'][:56]}-listen"
+        return psycopg.connect(self._conninfo, autocommit=True, **{**self._connect_kwargs, "application_name": name})
 
     def _check(self, conn: psycopg.Connection[Any]) -> None:
         # A connection idle for a while may have outlived a server restart or failover: one empty round
@@ -500,10 +510,17 @@ def _load(model: type[M], data: str) -> M:
         raise StoreError(f"a stored {model.__name__} no longer parses: {exc}") from exc
 
 
+def _conninfo_params(conninfo: str) -> dict[str, Any]:
+    try:
+        return psycopg.conninfo.conninfo_to_dict(conninfo)
+    except psycopg.ProgrammingError as exc:
+        raise ConfigurationError(f"not a PostgreSQL URL: {exc}") from exc
+
+
 def _with_schema(url: str, schema: str) -> str:
     parts = urlsplit(url)
     params = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "schema"]
-    return urlunsplit(parts._replace(query=urlencode([*params, ("schema", schema)])))
+    return urlunsplit(parts._replace(query=urlencode([*params, ("schema", schema)], quote_via=quote)))
 
 
 def _request_row(request: ApprovalRequest) -> dict[str, Any]:
