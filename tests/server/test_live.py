@@ -67,8 +67,9 @@ def test_stream_shows_changes_made_by_another_process(tmp_path: Path) -> None:
         assert submitted["framework"] == "claude-agent-sdk"
         decided = http.post(f"/api/requests/{request_id}/decision", json={"kind": "reject", "message": "not now"})
         assert decided.status_code == 200
-        # a client that reconnects with Last-Event-ID gets what it missed, in order
-        with http.stream("GET", "/api/stream", headers={"Last-Event-ID": str(submitted["seq"])}) as again:
+        # a page that reconnects keeps its ?after= but sends Last-Event-ID: it gets only what it missed
+        headers = {"Last-Event-ID": str(submitted["seq"])}
+        with http.stream("GET", "/api/stream", params={"after": 0}, headers=headers) as again:
             (missed,) = read_events(again, 1)
         assert (missed["kind"], missed["actor"], missed["channel"], missed["decision"]) == (
             "decided",

@@ -89,3 +89,11 @@ async def test_unknown_request_page_is_404_html(signed_in: httpx.AsyncClient) ->
     assert response.status_code == 404
     assert response.headers["content-type"].startswith("text/html")
     assert "no request with id" in response.text
+
+
+async def test_pages_tell_the_stream_where_they_start(signed_in: httpx.AsyncClient, queue: ReviewQueue) -> None:
+    # a change between rendering and the stream connecting must not be missed: the page carries the head
+    submit(queue)
+    head = queue.store.audit_head()[0]
+    for path in ("/", "/history", "/rules"):
+        assert f'data-head="{head}"' in (await signed_in.get(path)).text, path

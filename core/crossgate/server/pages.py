@@ -38,12 +38,23 @@ def error_page(request: Request, status: int, message: str) -> Response:
 
 
 def _html(
-    request: Request, title: str, body: str, *, page: str, reviewer: str | None, status: int = 200
+    request: Request,
+    title: str,
+    body: str,
+    *,
+    page: str,
+    reviewer: str | None,
+    status: int = 200,
+    head: int | None = None,
 ) -> HTMLResponse:
     app_title = server_state(request).settings.title
-    return HTMLResponse(
-        views.layout(title, body, page=page, reviewer=reviewer, app_title=app_title), status_code=status
-    )
+    html = views.layout(title, body, page=page, reviewer=reviewer, app_title=app_title, head=head)
+    return HTMLResponse(html, status_code=status)
+
+
+async def _head(request: Request) -> int:
+    """The event log's head, read before a page's data (see ``views.layout``)."""
+    return (await _run(server_state(request).queue.store.audit_head))[0]
 
 
 def _caller(request: Request) -> Caller:
@@ -57,8 +68,10 @@ async def _run(func: Callable[..., T], *args: object) -> T:
 @router.get("/", response_class=HTMLResponse)
 async def pending_page(request: Request) -> Response:
     caller = _caller(request)
+    head = await _head(request)
     requests = await _run(server_state(request).queue.pending)
-    return _html(request, "Pending", views.pending_page(requests), page="pending", reviewer=caller.reviewer.name)
+    body = views.pending_page(requests)
+    return _html(request, "Pending", body, page="pending", reviewer=caller.reviewer.name, head=head)
 
 
 @router.get("/partials/pending", response_class=HTMLResponse)
@@ -72,11 +85,12 @@ async def pending_fragment(request: Request) -> Response:
 async def request_page(request_id: str, request: Request) -> Response:
     caller = _caller(request)
     queue = server_state(request).queue
+    head = await _head(request)
     found = await _run(queue.get, request_id)
     events = await anyio.to_thread.run_sync(lambda: queue.events(request_id=request_id))
     blocked = decide_blocked(caller.reviewer, found)
     body = views.request_page(found, events, blocked=blocked)
-    return _html(request, found.call.tool, body, page="request", reviewer=caller.reviewer.name)
+    return _html(request, found.call.tool, body, page="request", reviewer=caller.reviewer.name, head=head)
 
 
 def _history_rows(state: ServerState) -> tuple[list[tuple[ApprovalRequest, Sequence[Event]]], bool, str]:
@@ -95,15 +109,19 @@ def _history_rows(state: ServerState) -> tuple[list[tuple[ApprovalRequest, Seque
 @router.get("/history", response_class=HTMLResponse)
 async def history_page(request: Request) -> Response:
     caller = _caller(request)
+    head = await _head(request)
     rows, ok, text = await _run(_history_rows, server_state(request))
-    return _html(request, "History", views.history_page(rows, ok, text), page="history", reviewer=caller.reviewer.name)
+    body = views.history_page(rows, ok, text)
+    return _html(request, "History", body, page="history", reviewer=caller.reviewer.name, head=head)
 
 
 @router.get("/rules", response_class=HTMLResponse)
 async def rules_page(request: Request) -> Response:
     caller = _caller(request)
+    head = await _head(request)
     rules = await anyio.to_thread.run_sync(lambda: server_state(request).queue.rules(include_revoked=True))
-    return _html(request, "Standing rules", views.rules_page(rules), page="rules", reviewer=caller.reviewer.name)
+    body = views.rules_page(rules)
+    return _html(request, "Standing rules", body, page="rules", reviewer=caller.reviewer.name, head=head)
 
 
 def _login_refused(request: Request) -> Response:

@@ -69,8 +69,8 @@ async def stream(
 ) -> EventSourceResponse:
     """Live queue changes as server-sent events; ``data`` is a JSON summary of one logged event."""
     start = after
-    if start is None and last_event_id and last_event_id.isdigit():
-        start = int(last_event_id)
+    if last_event_id and last_event_id.isdigit():  # a reconnect: resume after what the client already has
+        start = max(start or 0, int(last_event_id))
     if start is None:
         start = (await anyio.to_thread.run_sync(state.queue.store.audit_head))[0]
     return EventSourceResponse(_events(state, request, start), ping=max(1, int(state.settings.stream_ping_seconds)))

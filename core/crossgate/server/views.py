@@ -25,8 +25,14 @@ def e(value: object) -> str:
     return escape("" if value is None else str(value), quote=True)
 
 
-def layout(title: str, body: str, *, page: str, reviewer: str | None, app_title: str = "crossgate") -> str:
-    """The page frame: header with navigation, the body, the script."""
+def layout(
+    title: str, body: str, *, page: str, reviewer: str | None, app_title: str = "crossgate", head: int | None = None
+) -> str:
+    """The page frame: header with navigation, the body, the script.
+
+    ``head`` is the event log's sequence number read before the page's data, so the live stream
+    starts right after it and no change between rendering and connecting is missed.
+    """
     nav = "".join(
         f'<a href="{href}" class="{"active" if key == page else ""}">{label}</a>'
         for key, href, label in (
@@ -43,7 +49,7 @@ def layout(title: str, body: str, *, page: str, reviewer: str | None, app_title:
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{e(title)} · {e(app_title)}</title><link rel="stylesheet" href="/static/style.css"></head>
-<body data-page="{e(page)}"><header class="top"><a class="brand" href="/">{e(app_title)}</a>
+<body data-page="{e(page)}" data-head="{"" if head is None else head}"><header class="top"><a class="brand" href="/">{e(app_title)}</a>
 <nav>{nav if reviewer else ""}</nav><div class="session">{who}</div></header>
 <main>{body}</main><script src="/static/app.js" defer></script></body></html>"""
 

@@ -8,7 +8,9 @@
   // ---- live updates ------------------------------------------------------------------------
   function listen(onChange) {
     if (!window.EventSource) return;
-    const source = new EventSource("/api/stream");
+    // Start right after the state this page shows; on reconnect the browser sends Last-Event-ID.
+    const head = document.body.dataset.head;
+    const source = new EventSource("/api/stream" + (head ? "?after=" + encodeURIComponent(head) : ""));
     source.onmessage = (message) => {
       try { onChange(JSON.parse(message.data)); } catch (err) { console.error(err); }
     };
