@@ -10,8 +10,9 @@ For SQLite and PostgreSQL:
   WAL with ``synchronous=FULL``; PostgreSQL ``synchronous_commit=on``). The two alternate in short rounds
   in one run, so machine noise hits both alike; the table gives the ratio.
 - wake-up latency, from the start of ``decide`` until the waiting ``ReviewQueue.wait`` returns: with the
-  waiter in the deciding process, and in another process (where the store provides the wake-up:
-  SQLite polls, PostgreSQL uses LISTEN/NOTIFY).
+  waiter in the deciding process, in another process (where the store provides the wake-up: SQLite
+  polls, PostgreSQL uses LISTEN/NOTIFY), and in another process while the decision is a reviewer's
+  POST to a ``crossgate serve`` process.
 
 Environment: ``CROSSGATE_BENCH_POSTGRES_URL`` (else ``CROSSGATE_TEST_POSTGRES_URL``; PostgreSQL rows are
 skipped if neither answers), ``CG_BENCH_REQUESTS`` (requests per side per store, default 150),
@@ -25,8 +26,11 @@ import hashlib
 import json
 import multiprocessing
 import os
+import signal
+import socket
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -302,27 +306,72 @@ def cross_process_wakeups(kind: str, pg_url: str | None, decide_times: list[floa
     """Seconds from the start of ``decide`` in this process to the return of ``wait`` in another."""
     with fresh_store(kind, pg_url) as (store, url):
         queue = ReviewQueue(store)
-        inbox, outbox = CTX.Queue(), CTX.Queue()
-        waiter = CTX.Process(target=waiter_process, args=(url, inbox, outbox))
-        waiter.start()
-        latencies: list[float] = []
         try:
-            for i in range(WAKE_ROUNDS):
-                request_id = _submit(queue, i)
-                inbox.put(request_id)
-                assert outbox.get(timeout=60) == "waiting"
-                time.sleep(0.02)  # the waiter registers before the decision lands
-                started = time.perf_counter()
-                queue.decide(request_id, Approve(), reviewer="ann")
-                decide_times.append(time.perf_counter() - started)
-                status, woke = outbox.get(timeout=30)
-                assert status == "decided"
-                latencies.append(woke - started)
+            return _wake_rounds(queue, url, lambda rid: queue.decide(rid, Approve(), reviewer="ann"), decide_times)
         finally:
-            inbox.put(None)
-            waiter.join(30)
             queue._waits.close()
-        return latencies
+
+
+SERVER_TOKEN = "bench-token-0001"
+
+
+def server_wakeups(kind: str, pg_url: str | None, decide_times: list[float]) -> list[float]:
+    """Seconds from a reviewer's POST to ``crossgate serve`` (process A) to the return of ``wait`` in process B."""
+    import httpx
+
+    with fresh_store(kind, pg_url) as (store, url):
+        queue = ReviewQueue(store)
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        env = {**os.environ, "CROSSGATE_TOKENS": f"ann:{SERVER_TOKEN}"}
+        command = [sys.executable, "-m", "crossgate.cli", "serve", "--db", url, "--port", str(port)]
+        server = subprocess.Popen([*command, "--log-level", "warning"], env=env, stdout=subprocess.DEVNULL)
+        client = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {SERVER_TOKEN}"})
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    if client.get("/api/health").status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    if time.monotonic() > deadline:
+                        raise
+                time.sleep(0.1)
+
+            def decide(request_id: str) -> None:
+                response = client.post(f"/api/requests/{request_id}/decision", json={"kind": "approve"})
+                response.raise_for_status()
+
+            return _wake_rounds(queue, url, decide, decide_times)
+        finally:
+            client.close()
+            server.send_signal(signal.SIGINT)
+            server.wait(15)
+            queue._waits.close()
+
+
+def _wake_rounds(queue: ReviewQueue, url: str, decide: Callable[[str], None], decide_times: list[float]) -> list[float]:
+    inbox, outbox = CTX.Queue(), CTX.Queue()
+    waiter = CTX.Process(target=waiter_process, args=(url, inbox, outbox))
+    waiter.start()
+    latencies: list[float] = []
+    try:
+        for i in range(WAKE_ROUNDS):
+            request_id = _submit(queue, i)
+            inbox.put(request_id)
+            assert outbox.get(timeout=60) == "waiting"
+            time.sleep(0.02)  # the waiter registers before the decision lands
+            started = time.perf_counter()
+            decide(request_id)
+            decide_times.append(time.perf_counter() - started)
+            status, woke = outbox.get(timeout=30)
+            assert status == "decided"
+            latencies.append(woke - started)
+    finally:
+        inbox.put(None)
+        waiter.join(30)
+    return latencies
 
 
 # reporting ---------------------------------------------------------------------------------------
@@ -360,8 +409,12 @@ def main() -> None:
 
     rows = []
     for kind in ["memory", *kinds]:
-        for where, measure in (("same process", in_process_wakeups), ("other process", cross_process_wakeups)):
-            if kind == "memory" and where == "other process":
+        for where, measure in (
+            ("same process", in_process_wakeups),
+            ("other process", cross_process_wakeups),
+            ("other process, decided through crossgate serve", server_wakeups),
+        ):
+            if kind == "memory" and where != "same process":
                 continue
             decide_times: list[float] = []
             lat = measure(kind, pg_url, decide_times)
