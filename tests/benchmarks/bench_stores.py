@@ -16,7 +16,7 @@ For SQLite and PostgreSQL:
 
 Environment: ``CROSSGATE_BENCH_POSTGRES_URL`` (else ``CROSSGATE_TEST_POSTGRES_URL``; PostgreSQL rows are
 skipped if neither answers), ``CG_BENCH_REQUESTS`` (requests per side per store, default 150),
-``CG_BENCH_WAKE_ROUNDS`` (default 40). Not collected by pytest.
+``CG_BENCH_WAKE_ROUNDS`` (default 200). Not collected by pytest.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from crossgate.clock import utc_now
 from crossgate.model import ApprovalRequest, RequestStatus
 
 REQUESTS = int(os.environ.get("CG_BENCH_REQUESTS", "150"))
-WAKE_ROUNDS = int(os.environ.get("CG_BENCH_WAKE_ROUNDS", "40"))
+WAKE_ROUNDS = int(os.environ.get("CG_BENCH_WAKE_ROUNDS", "200"))
 ROUNDS = 5
 CTX = multiprocessing.get_context("spawn")
 
