@@ -208,6 +208,8 @@ async def _until_runs_end(runs: Awaitable[list[Finished[object]]], review: async
             watched.discard(review)
             if not review.cancelled() and review.exception() is not None:
                 gathered.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await gathered
                 raise RuntimeError("the reviewer failed before the runs finished") from review.exception()
 
 
