@@ -59,3 +59,14 @@ async def test_demo_auto_with_stand_in_agents(tmp_path: Path) -> None:
     }
     executed = [payload["ran"] for kind, _, payload in _events(tmp_path) if kind == "executed"]
     assert sorted(executed) == [False, True, True]
+
+
+async def test_a_failing_reviewer_fails_the_demo_instead_of_hanging_it(tmp_path: Path) -> None:
+    demo = load_demo()
+
+    async def broken(_base_url: str, _token: str) -> None:
+        raise ValueError("reviewer crashed")
+
+    with pytest.raises(RuntimeError, match="the reviewer failed") as caught:
+        await demo.run_demo(reviewer=broken, port=0, workdir=tmp_path, synthetic=True)
+    assert isinstance(caught.value.__cause__, ValueError)
