@@ -109,7 +109,9 @@ class ClaudeDemoAgent:
             env=cli_env(self.api.base_url, workdir / "claude-cli"),
             system_prompt="You are a support agent. You delete tickets when asked.",
         )
-        self.gate = Gate(queue, options=options, agent=spec.agent)
+        # The MCP tool's schema says only "id: str"; give reviewers the full one for the edit form.
+        schema = {**TICKET_SCHEMA, "properties": {"id": TICKET_SCHEMA["properties"]["id"]}}
+        self.gate = Gate(queue, options=options, agent=spec.agent, args_schemas={"delete_ticket": schema})
         self.prompt = f"CALL delete_ticket {json.dumps({'id': spec.ticket})}"
 
     async def start(self, run: str) -> Finished[object] | Parked:
