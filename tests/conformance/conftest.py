@@ -49,6 +49,26 @@ def store(store_factory: StoreFactory) -> Iterator[Store]:
 
 
 @pytest.fixture
-def queue(store: Store) -> ReviewQueue:
-    """A queue on a fresh store with the default policy (everything asks)."""
-    return ReviewQueue(store, Policy())
+def queue(store: Store) -> Iterator[ReviewQueue]:
+    """A queue on a fresh store with the default policy (everything asks); its watcher stops before the store closes."""
+    made = ReviewQueue(store, Policy())
+    yield made
+    made.close()
+
+
+QueueFactory = Callable[..., ReviewQueue]
+
+
+@pytest.fixture
+def queue_with(store: Store) -> Iterator[QueueFactory]:
+    """Build queues on the fresh store with a given policy (and clock); each is closed before the store."""
+    made: list[ReviewQueue] = []
+
+    def build(policy: Policy, **kwargs: object) -> ReviewQueue:
+        queue = ReviewQueue(store, policy, **kwargs)  # type: ignore[arg-type]
+        made.append(queue)
+        return queue
+
+    yield build
+    for queue in made:
+        queue.close()

@@ -36,12 +36,12 @@ from crossgate import (
     Respond,
     ReviewQueue,
     SelfDecisionError,
-    Store,
     ToolCall,
     VerdictKind,
     parse_decision,
 )
 from crossgate.model import EXPIRY_MESSAGE
+from tests.conformance.conftest import QueueFactory
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -99,11 +99,11 @@ def test_a_decision_the_request_does_not_allow_is_refused(queue: ReviewQueue) ->
     assert snapshot(queue, request.id) == before
 
 
-def test_policy_rule_narrows_allowed_decisions_but_approve_and_reject_remain(store: Store) -> None:
+def test_policy_rule_narrows_allowed_decisions_but_approve_and_reject_remain(queue_with: QueueFactory) -> None:
     rule = PolicyRule(
         name="sql", verdict=VerdictKind.ASK, tool="delete_ticket", allowed_decisions=(DecisionKind.RESPOND,)
     )
-    queue = ReviewQueue(store, Policy(rules=(rule,)))
+    queue = queue_with(Policy(rules=(rule,)))
     request = submit(queue)
     assert request.allowed_decisions == (DecisionKind.APPROVE, DecisionKind.REJECT, DecisionKind.RESPOND)
     with pytest.raises(DecisionNotAllowedError):
@@ -155,7 +155,7 @@ def test_a_bad_args_schema_is_a_configuration_error_and_creates_nothing(queue: R
 
 
 # verdicts without a human --------------------------------------------------------------------------
-def test_allow_and_deny_verdicts_are_recorded_without_a_request(store: Store) -> None:
+def test_allow_and_deny_verdicts_are_recorded_without_a_request(queue_with: QueueFactory) -> None:
     policy = Policy(
         rules=(
             PolicyRule(
@@ -168,7 +168,7 @@ def test_allow_and_deny_verdicts_are_recorded_without_a_request(store: Store) ->
             PolicyRule(name="reads", verdict=VerdictKind.ALLOW, tool="read_*"),
         )
     )
-    queue = ReviewQueue(store, policy)
+    queue = queue_with(policy)
     denied = queue.submit(call("t1"))
     allowed = queue.submit(call("t1", tool="read_ticket"))
     assert denied.request is None
@@ -287,10 +287,10 @@ def test_park_refuses_unknown_requests(queue: ReviewQueue) -> None:
 
 
 # expiry and cancel --------------------------------------------------------------------------------
-def test_expired_requests_refuse_decisions_and_answer_as_rejections(store: Store) -> None:
+def test_expired_requests_refuse_decisions_and_answer_as_rejections(queue_with: QueueFactory) -> None:
     rule = PolicyRule(name="quick", verdict=VerdictKind.ASK, tool="*", timeout_seconds=60)
     clock = FakeClock()
-    queue = ReviewQueue(store, Policy(rules=(rule,)), clock=clock)
+    queue = queue_with(Policy(rules=(rule,)), clock=clock)
     request = submit(queue)
     assert request.expires_at == clock.moment + timedelta(seconds=60)
     clock.advance(61)
@@ -349,9 +349,9 @@ async def test_many_waiters_on_one_request_all_wake(queue: ReviewQueue) -> None:
     assert {r.status for r in results} == {RequestStatus.DECIDED}
 
 
-async def test_wait_expires_an_overdue_request(store: Store) -> None:
+async def test_wait_expires_an_overdue_request(queue_with: QueueFactory) -> None:
     rule = PolicyRule(name="quick", verdict=VerdictKind.ASK, tool="*", timeout_seconds=0.05)
-    queue = ReviewQueue(store, Policy(rules=(rule,)))
+    queue = queue_with(Policy(rules=(rule,)))
     request = submit(queue)
     waited = await queue.wait(request.id, timeout=10)
     assert waited.status is RequestStatus.EXPIRED
@@ -401,14 +401,14 @@ def test_remember_once_creates_no_standing_rule(queue: ReviewQueue) -> None:
     assert queue.rules() == []
 
 
-def test_a_standing_allow_never_lifts_a_policy_deny(store: Store) -> None:
+def test_a_standing_allow_never_lifts_a_policy_deny(queue_with: QueueFactory) -> None:
     deny = PolicyRule(
         name="no-deletes-of-t1",
         verdict=VerdictKind.DENY,
         tool="delete_ticket",
         where=({"arg": "id", "kind": "equals", "value": "t1"},),
     )
-    queue = ReviewQueue(store, Policy(rules=(deny,)))
+    queue = queue_with(Policy(rules=(deny,)))
     request = submit(queue, "t3")
     queue.decide(request.id, Approve(remember=Remember()), reviewer="ann")
     assert queue.evaluate(call("t3")).kind is VerdictKind.ALLOW

@@ -58,13 +58,19 @@ class SqliteStore:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
+        self._connections: list[tuple[threading.Thread, sqlite3.Connection]] = []
         self._connections_lock = threading.Lock()
+        self._closed = False
         self._write_lock = _process_write_lock(self.path)
 
     # connections --------------------------------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if self._closed:
+            if conn is not None:
+                conn.close()
+                self._local.conn = None
+            raise StoreError(f"the SQLite store {self.path} is closed")
         if conn is None:
             try:
                 conn = sqlite3.connect(
@@ -77,7 +83,7 @@ class SqliteStore:
                 raise StoreError(f"cannot open SQLite database {self.path}: {exc}") from exc
             self._local.conn = conn
             with self._connections_lock:
-                self._connections.append(conn)
+                self._connections.append((threading.current_thread(), conn))
         return conn
 
     @contextmanager
@@ -128,12 +134,21 @@ class SqliteStore:
         return int(self._read("SELECT coalesce(max(version), 0) FROM schema_version")[0][0])
 
     def close(self) -> None:
-        """Close every connection this store opened."""
+        """Close the store: this thread's connection and those of finished threads now, others on their next use.
+
+        Closing a connection while another thread is inside a query can crash the interpreter, so a
+        live thread closes its own connection when it next touches the store (and gets StoreError).
+        """
         with self._connections_lock:
-            for conn in self._connections:
-                conn.close()
-            self._connections.clear()
-        self._local = threading.local()
+            self._closed = True
+            keep: list[tuple[threading.Thread, sqlite3.Connection]] = []
+            for owner, conn in self._connections:
+                if owner is threading.current_thread() or not owner.is_alive():
+                    conn.close()
+                else:
+                    keep.append((owner, conn))
+            self._connections = keep
+        self._local.conn = None
 
     # events -------------------------------------------------------------------------------------
     def _append(self, conn: sqlite3.Connection, new: NewEvent) -> Event:
