@@ -192,7 +192,7 @@ def test_a_database_that_cannot_be_opened_exits_1(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["--db", str(blocker / "q.db"), "list"], env=clean_env())
     assert result.exit_code == 1
     assert result.stdout == ""
-    assert result.stderr.startswith("crossgate: error: cannot open the database")
+    assert result.stderr.startswith("crossgate: error: cannot create the folder for SQLite database")
     assert len(result.stderr.splitlines()) == 1
 
 

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 
 import typer
 
-from crossgate.errors import StoreError
 from crossgate.policy import resolve_policy
 from crossgate.queue import ReviewQueue
 from crossgate.stores import open_store, resolve_db
@@ -34,11 +33,7 @@ class CliContext:
         if self.queue is None:
             policy = resolve_policy(self.policy)
             target = resolve_db(self.db)
-            try:
-                store = open_store(target)
-            except OSError as exc:  # a folder that cannot be created, a file that cannot be read
-                raise StoreError(f"cannot open the database {target}: {exc.strerror or exc}") from exc
-            self.queue = ReviewQueue(store, policy)
+            self.queue = ReviewQueue(open_store(target), policy)
             self._owned = True
         return self.queue
 
