@@ -68,6 +68,18 @@ async def test_get_one_and_unknown(client: httpx.AsyncClient, queue: ReviewQueue
     assert missing.json() == {"error": "not_found", "message": "no request with id 'req_nope'", "status": 404}
 
 
+async def test_decision_schema_lists_the_allowed_answers(client: httpx.AsyncClient, queue: ReviewQueue) -> None:
+    request = submit(queue)
+    response = await client.get(f"/api/requests/{request.id}/decision-schema", headers=auth("alice"))
+    assert response.status_code == 200
+    kinds = [branch["properties"]["kind"]["const"] for branch in response.json()["oneOf"]]
+    assert kinds == [k.value for k in request.allowed_decisions]
+    missing = await client.get("/api/requests/req_nope/decision-schema", headers=auth("alice"))
+    assert missing.status_code == 404
+    anonymous = await client.get(f"/api/requests/{request.id}/decision-schema")
+    assert anonymous.status_code == 401
+
+
 async def test_approve_records_reviewer_and_channel(client: httpx.AsyncClient, queue: ReviewQueue) -> None:
     request = submit(queue)
     body = {"kind": "approve", "fingerprint": request.fingerprint, "note": "checked"}

@@ -36,6 +36,7 @@ def test_document_lists_every_operation() -> None:
         "/api/requests",
         "/api/requests/{request_id}",
         "/api/requests/{request_id}/decision",
+        "/api/requests/{request_id}/decision-schema",
         "/api/requests/{request_id}/links",
         "/api/requests/{request_id}/events",
         "/api/rules",

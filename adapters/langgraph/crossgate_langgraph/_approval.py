@@ -32,30 +32,11 @@ from crossgate import (
     VerdictKind,
     canonical_json,
 )
-from crossgate.model import DECISION_ADAPTER, Decision, JsonObject
+from crossgate.model import Decision, JsonObject
+from crossgate.schemas import decision_schema
 from crossgate_langgraph._shapes import APPROVAL_INTERRUPT, AnyDecision
 
-
-def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
-    """The schema with every ``$ref`` replaced by its definition (the decision types are not recursive)."""
-    definitions = schema.get("$defs", {})
-
-    def inline(node: Any) -> Any:
-        if isinstance(node, dict):
-            out: dict[str, Any] = {}
-            if "$ref" in node:
-                out.update(inline(definitions[node["$ref"].rsplit("/", 1)[-1]]))
-            out.update({k: inline(v) for k, v in node.items() if k not in ("$defs", "$ref", "discriminator")})
-            return out
-        if isinstance(node, list):
-            return [inline(v) for v in node]
-        return node
-
-    inlined: dict[str, Any] = inline(schema)
-    return inlined
-
-
-DECISION_SCHEMA: Final[dict[str, Any]] = _inline_refs(DECISION_ADAPTER.json_schema())
+DECISION_SCHEMA: Final[dict[str, Any]] = decision_schema()
 """JSON Schema of a neutral decision (one ``oneOf`` branch per ``kind``, no ``$ref``): the
 ``response_schema`` every crossgate interrupt carries."""
 

@@ -11,6 +11,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from crossgate.decisions import check_open
 from crossgate.errors import NotFoundError
 from crossgate.model import ApprovalRequest, DecisionKind, Event, RequestStatus, StandingRule
+from crossgate.schemas import decision_schema
 from crossgate.server.access import Caller, decide_blocked, require_scope
 from crossgate.server.errors import ForbiddenError
 from crossgate.server.schemas import (
@@ -112,6 +113,12 @@ def list_requests(
 def get_request(request_id: str, state: StateDep, caller: CallerDep) -> RequestOut:
     """One request."""
     return request_view(state.queue.get(request_id), caller)
+
+
+@router.get("/requests/{request_id}/decision-schema", tags=["requests"], responses={404: _ERRORS[404]})
+def get_decision_schema(request_id: str, state: StateDep, caller: CallerDep) -> dict[str, object]:
+    """JSON Schema of the answers this request allows (edit arguments checked against the tool's schema)."""
+    return decision_schema(state.queue.get(request_id))
 
 
 @router.post(
