@@ -21,7 +21,7 @@ $(STAMP): requirements-dev.txt core/pyproject.toml $(ADAPTERS)
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python examples/demo.py
+	$(BIN)/python examples/demo.py $(if $(AUTO),--auto,)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
