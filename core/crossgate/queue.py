@@ -152,14 +152,29 @@ class ReviewQueue:
         """One page of requests (newest first unless the query says otherwise)."""
         return self.store.list_requests(query or RequestQuery())
 
-    def pending(self, **filters: Any) -> list[ApprovalRequest]:
-        """Every pending request, oldest first, with optional exact-match filters."""
+    def pending(
+        self,
+        *,
+        framework: str | None = None,
+        tool: str | None = None,
+        agent: str | None = None,
+        run: str | None = None,
+    ) -> list[ApprovalRequest]:
+        """Every pending request, oldest first, optionally only those of one framework, tool, agent or run."""
         items: list[ApprovalRequest] = []
         cursor: str | None = None
         while True:
-            page = self.list_requests(
-                RequestQuery(statuses=(RequestStatus.PENDING,), newest_first=False, limit=500, cursor=cursor, **filters)
+            query = RequestQuery(
+                statuses=(RequestStatus.PENDING,),
+                framework=framework,
+                tool=tool,
+                agent=agent,
+                run=run,
+                newest_first=False,
+                limit=500,
+                cursor=cursor,
             )
+            page = self.list_requests(query)
             items.extend(page.items)
             if page.next_cursor is None:
                 return items
