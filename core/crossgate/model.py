@@ -6,7 +6,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, field_validator
 
 from crossgate.fingerprint import canonical_json, fingerprint
 
@@ -150,6 +150,13 @@ class Reject(_DecisionBase):
 
     kind: Literal[DecisionKind.REJECT] = DecisionKind.REJECT
     message: str = Field(min_length=1)
+
+    @field_validator("message")
+    @classmethod
+    def _message_has_text(cls, message: str) -> str:
+        if not message.strip():
+            raise ValueError("a rejection needs a message: it is what the model reads")
+        return message
 
 
 class Respond(_DecisionBase):

@@ -129,6 +129,7 @@ def test_malformed_decision_data_never_becomes_a_decision() -> None:
         {"kind": "approve", "extra": 1},
         {"kind": "reject"},
         {"kind": "reject", "message": ""},
+        {"kind": "reject", "message": "  \n "},
         {"kind": "edit", "args": ["t1"]},
         {"kind": "yes"},
         "approve",
