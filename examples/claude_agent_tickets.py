@@ -8,8 +8,8 @@ the session id is stored), a reviewer decides, and the session is resumed with t
 scripted reviewer here approves t3 and rejects everything else with a message the model reads.
 
 Without ``ANTHROPIC_API_KEY`` it runs offline: the bundled Claude Code CLI talks to a scripted Messages
-API on 127.0.0.1 (the test fixture in ``tests/adapters/claude/messages_api.py``), with its config, home
-and temp files in a temporary folder. With the key set it uses the real API and model.
+API on 127.0.0.1 (``crossgate_claude.testing``), with its config, home and temp files in a
+temporary folder. With the key set it uses the real API and model.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 import tempfile
 from collections.abc import Sequence
 from contextlib import ExitStack
@@ -30,7 +29,6 @@ from crossgate import Approve, Policy, PolicyRule, Reject, ReviewQueue, VerdictK
 from crossgate.runs import Finished, Parked
 from crossgate_claude import Gate
 
-ROOT = Path(__file__).resolve().parents[1]
 REJECTION = "A person rejected this delete: only spam tickets may be deleted. Do not retry it."
 POLICY = Policy(
     rules=(PolicyRule(name="deletes-need-a-person", verdict=VerdictKind.ASK, tool="delete_ticket"),),
@@ -105,8 +103,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             env: dict[str, str] = {}
             prompt = LIVE_PROMPT
         else:
-            sys.path.insert(0, str(ROOT))
-            from tests.adapters.claude.messages_api import MessagesAPI, cli_env
+            from crossgate_claude.testing import MessagesAPI, cli_env
 
             api = stack.enter_context(MessagesAPI())
             env, prompt = cli_env(api.base_url, folder / "cli"), OFFLINE_PROMPT

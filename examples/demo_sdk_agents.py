@@ -2,7 +2,7 @@
 
 - OpenAI Agents SDK: ``crossgate_openai.Gate`` around an ``Agent`` driven by the SDK's ``ScriptedModel``.
 - Claude Agent SDK: ``crossgate_claude.Gate`` running the real bundled Claude Code CLI against the local
-  scripted Messages API of ``tests/adapters/claude/messages_api.py`` (on 127.0.0.1).
+  scripted Messages API of ``crossgate_claude.testing`` (on 127.0.0.1).
 - LangGraph: ``crossgate_langgraph.Gate`` around a one-node graph that calls ``request_approval``, with a
   SQLite checkpointer.
 
@@ -12,7 +12,6 @@ Each factory returns None when its SDK or adapter is not installed; the demo the
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -21,8 +20,6 @@ from demo_agents import TICKET_SCHEMA, AgentSpec, DemoTickets
 from crossgate import ReviewQueue
 from crossgate.runs import Finished, Parked
 from crossgate.stores import RequestQuery
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _final(run: str, outcome: Finished[Any] | Parked, text: str) -> Finished[object] | Parked:
@@ -85,10 +82,7 @@ class ClaudeDemoAgent:
         from claude_agent_sdk import ClaudeAgentOptions, create_sdk_mcp_server, tool
 
         from crossgate_claude import Gate
-
-        if str(ROOT) not in sys.path:
-            sys.path.insert(0, str(ROOT))
-        from tests.adapters.claude.messages_api import MessagesAPI, cli_env
+        from crossgate_claude.testing import MessagesAPI, cli_env
 
         self.results: list[str] = []
 

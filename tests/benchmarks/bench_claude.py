@@ -41,7 +41,7 @@ from claude_agent_sdk import (
 from crossgate import Approve, MemoryStore, Policy, PolicyRule, ReviewQueue, Store, Submission, ToolCall, VerdictKind
 from crossgate.stores.sqlite import SqliteStore
 from crossgate_claude import Gate
-from tests.adapters.claude.messages_api import MessagesAPI, ScriptedModel, cli_env
+from crossgate_claude.testing import MessagesAPI, ScriptedModel, cli_env
 
 PROMPT = 'CALL delete_ticket {"id": "t1"}'
 ASK = Policy(rules=(PolicyRule(name="ask", verdict=VerdictKind.ASK, tool="delete_ticket"),))

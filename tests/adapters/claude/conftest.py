@@ -11,8 +11,8 @@ from claude_agent_sdk import ClaudeAgentOptions, McpSdkServerConfig, create_sdk_
 
 from crossgate import ArgCondition, MatchKind, MemoryStore, Policy, PolicyRule, ReviewQueue, VerdictKind
 from crossgate_claude import Gate
+from crossgate_claude.testing import MessagesAPI, cli_env
 from tests.adapters.claude.fake_cli import World
-from tests.adapters.claude.messages_api import MessagesAPI, cli_env
 from tests.conformance.tickets import TicketStore
 
 PROTECTED = "Ticket prod-1 belongs to production; it is never deleted by an agent. Tell the user."

@@ -21,8 +21,8 @@ from claude_agent_sdk import ClaudeAgentOptions, ResultMessage
 from crossgate import DecisionKind, Policy, ReviewQueue, open_store
 from crossgate.runs import Finished, Parked
 from crossgate_claude import Gate
+from crossgate_claude.testing import MessagesAPI, all_tool_results, cli_env, recorded, result_text, tool_uses
 from tests.adapters.claude.conftest import ticket_server
-from tests.adapters.claude.messages_api import MessagesAPI, all_tool_results, cli_env, recorded, result_text, tool_uses
 from tests.conformance.harness import TOOL, TicketAgentDriver
 from tests.conformance.tickets import TicketStore
 

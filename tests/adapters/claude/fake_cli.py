@@ -7,7 +7,7 @@ through ``mcp_message``; a ``defer`` ends the turn with ``tool_deferred`` and a 
 ``resume`` and no prompt replays the hook and re-asks permission for the same ``tool_use_id``. It is
 not the CLI's policy engine, so the real-CLI tests cover the same paths once more.
 
-The scripted model is the one of ``messages_api``: ``CALL <tool> <json>`` lines, one call per turn.
+The scripted model is the one of ``crossgate_claude.testing``: ``CALL <tool> <json>`` lines, one call per turn.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 
 from claude_agent_sdk import ClaudeAgentOptions, Transport
 
-from tests.adapters.claude.messages_api import FINAL_TEXT, scripted_calls
+from crossgate_claude.testing import FINAL_TEXT, scripted_calls
 
 
 @dataclass

@@ -30,8 +30,8 @@ from crossgate import (
 from crossgate.decisions import AnyDecision
 from crossgate.runs import Finished, Parked
 from crossgate_claude import Gate, ShadowedCallbackWarning
+from crossgate_claude.testing import MessagesAPI, all_tool_results, result_text, tool_results, tool_uses
 from tests.adapters.claude.conftest import DANGEROUS, PROTECTED
-from tests.adapters.claude.messages_api import MessagesAPI, all_tool_results, result_text, tool_results, tool_uses
 from tests.conformance.tickets import TicketStore
 
 pytestmark = [pytest.mark.claude_cli, pytest.mark.slow]

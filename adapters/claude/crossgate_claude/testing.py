@@ -1,14 +1,28 @@
-"""A scripted Anthropic Messages API on 127.0.0.1 for running the real Claude Code CLI offline.
+"""A scripted Anthropic Messages API on 127.0.0.1 for offline tests of Claude agents.
 
-The model is driven by the first user prompt: every line ``CALL <tool> <json>`` is one tool call, made
-one per model turn in order (an ``ALSO <tool> <json>`` line adds a parallel call to the turn before);
-once every call has its ``tool_result``, the model answers with text and ``end_turn``. ``<tool>`` may
-be the bare name of an SDK MCP tool (``delete_ticket`` matches ``mcp__tickets__delete_ticket``).
-Every request body is recorded, in memory and, when ``record_path`` is given, as one JSON line per
-request, so a test can read what another process's CLI sent.
+``MessagesAPI`` serves the Messages API the bundled Claude Code CLI calls, so a Claude Agent SDK agent
+(gated by crossgate or not) runs through the real CLI and SDK with no network and no API key::
+
+    from crossgate_claude.testing import MessagesAPI, cli_env
+
+    with MessagesAPI() as api:
+        options = ClaudeAgentOptions(env=cli_env(api.base_url, tmp_path / "cli"), ...)
+        ...  # the prompt 'CALL delete_ticket {"id": "t3"}' makes the model call that tool
+
+The model (``ScriptedModel``) is driven by the first user prompt: every line ``CALL <tool> <json>`` is
+one tool call, made one per model turn in order (an ``ALSO <tool> <json>`` line adds a parallel call to
+the turn before); once every call has its ``tool_result``, the model answers ``FINAL_TEXT`` and
+``end_turn``. ``<tool>`` may be the bare name of an SDK MCP tool (``delete_ticket`` matches
+``mcp__tickets__delete_ticket``). The model is stateless, so a session resumed by another CLI process
+gets the same script. Every request body is recorded, in ``MessagesAPI.requests`` and, with
+``record_path``, as one JSON line per request, so a test can read what another process's CLI sent
+(``recorded``); ``tool_uses``, ``tool_results`` and ``all_tool_results`` read the model's calls and
+what it was told back.
 
 ``cli_env`` isolates the CLI: its config, home and temp files go under one folder, and every kind of
 non-essential traffic is off, so nothing leaves 127.0.0.1.
+
+This module is not imported by ``crossgate_claude`` itself; it uses only the standard library.
 """
 
 from __future__ import annotations
@@ -20,6 +34,21 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+__all__ = [
+    "FINAL_TEXT",
+    "MessagesAPI",
+    "ScriptedModel",
+    "all_tool_results",
+    "cli_env",
+    "recorded",
+    "result_text",
+    "scripted_calls",
+    "scripted_turns",
+    "sse_frames",
+    "tool_results",
+    "tool_uses",
+]
 
 CALL_PREFIX = "CALL "
 ALSO_PREFIX = "ALSO "
@@ -174,10 +203,13 @@ class MessagesAPI:
 
     @property
     def base_url(self) -> str:
-        assert self._server is not None, "start the server first"
+        """``http://127.0.0.1:<port>``, for ``cli_env`` or ``ANTHROPIC_BASE_URL``."""
+        if self._server is None:
+            raise RuntimeError("start the MessagesAPI before asking for its base_url")
         return f"http://127.0.0.1:{self._server.server_port}"
 
     def start(self) -> MessagesAPI:
+        """Serve on a free port of 127.0.0.1 in a daemon thread; returns self."""
         api = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -220,6 +252,7 @@ class MessagesAPI:
         return self
 
     def stop(self) -> None:
+        """Shut the server down (idempotent)."""
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
