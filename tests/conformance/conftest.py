@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from crossgate import MemoryStore, Policy, ReviewQueue, Store
-from crossgate.stores.sqlite import SqliteStore
+from crossgate.stores.sqlite import Durability, SqliteStore
 
 StoreFactory = Callable[[], Store]
 
@@ -17,9 +17,9 @@ def _memory(tmp_path: Path) -> StoreFactory:
     return MemoryStore
 
 
-def _sqlite(tmp_path: Path) -> StoreFactory:
+def _sqlite(tmp_path: Path, durability: Durability = "full") -> StoreFactory:
     counter = iter(range(1_000_000))
-    return lambda: SqliteStore(tmp_path / f"store-{next(counter)}.db")
+    return lambda: SqliteStore(tmp_path / f"store-{next(counter)}.db", durability=durability)
 
 
 def _postgres(tmp_path: Path) -> StoreFactory:
@@ -30,7 +30,14 @@ def _postgres(tmp_path: Path) -> StoreFactory:
     return postgres_store_factory()
 
 
-STORE_KINDS: dict[str, Callable[[Path], StoreFactory]] = {"memory": _memory, "sqlite": _sqlite, "postgres": _postgres}
+STORE_KINDS: dict[str, Callable[[Path], StoreFactory]] = {
+    "memory": _memory,
+    "sqlite": _sqlite,
+    # The lighter SQLite durabilities only change when commits reach the disk: every scenario must behave the same.
+    "sqlite-decisions": lambda tmp_path: _sqlite(tmp_path, "decisions"),
+    "sqlite-normal": lambda tmp_path: _sqlite(tmp_path, "normal"),
+    "postgres": _postgres,
+}
 
 
 @pytest.fixture(params=[pytest.param(k, marks=[pytest.mark.postgres] if k == "postgres" else []) for k in STORE_KINDS])

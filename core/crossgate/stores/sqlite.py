@@ -1,8 +1,27 @@
 """``SqliteStore``: the embedded default, one database file in WAL mode.
 
 Every write is one ``BEGIN IMMEDIATE`` transaction holding SQLite's write lock, so compare-and-set and
-the hash chain are serialised across threads and processes. ``synchronous=FULL`` makes every committed
-decision survive a power cut. Each thread gets its own connection.
+the hash chain are serialised across threads and processes. Each thread gets its own connection.
+
+How much a commit survives is the store's ``durability``:
+
+- ``"full"`` (default): every commit runs with ``PRAGMA synchronous=FULL``, which in WAL mode syncs the
+  WAL file after each commit. Every committed write survives a power cut.
+- ``"normal"``: every commit runs with ``synchronous=NORMAL``: no sync at commit (SQLite syncs only around
+  checkpoints). Every committed write survives a crash of the process (SIGKILL included: the write is in
+  the operating system's cache); after a power cut or kernel crash the newest commits may be gone.
+  SQLite still guarantees the file is consistent: what survives is a prefix of the commits.
+- ``"decisions"``: ``synchronous=NORMAL``, except the writes in ``DURABLE_WRITES``, which run with
+  ``synchronous=FULL``: ``update_request`` (decide, mark applied, expire, cancel), ``revoke_rule``, and
+  ``setup``. See ``DURABLE_WRITES`` for what a power cut can lose and why the invariants hold.
+
+Why ``decisions`` is sound: the WAL is append-only, and a FULL commit syncs the whole WAL file, so it
+also makes every earlier commit in it durable, NORMAL ones included, whichever connection or process
+wrote them. Recovery replays WAL frames from the start only while their running checksums hold, so what
+survives a power cut is always a prefix of the commit order: the commits up to (at least) the last
+FULL one, plus possibly some later NORMAL ones. Nothing in the middle can go missing. ``synchronous`` is
+a per-connection setting that SQLite refuses to change inside a transaction ("Safety level may not be
+changed inside a transaction"), so the store sets it on the thread's connection just before ``BEGIN``.
 """
 
 from __future__ import annotations
@@ -11,15 +30,15 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from crossgate.audit import seal
-from crossgate.errors import ConflictError, StoreError
+from crossgate.errors import ConfigurationError, ConflictError, StoreError
 from crossgate.model import (
     ApprovalRequest,
     Event,
@@ -44,6 +63,40 @@ BUSY_TIMEOUT_MS = 30_000
 POLL_SECONDS = 0.01
 """How often the one watcher thread per queue looks for other processes' changes."""
 
+Durability = Literal["full", "decisions", "normal"]
+DURABILITIES: tuple[Durability, ...] = get_args(Durability)
+
+SYNC_FULL = 2
+SYNC_NORMAL = 1
+"""The values ``PRAGMA synchronous`` reports."""
+
+DURABLE_WRITES = frozenset({"setup", "update_request", "revoke_rule"})
+"""The writes that commit with ``synchronous=FULL`` under ``durability="decisions"``.
+
+What a power cut (or kernel crash) can lose under ``decisions``: the NORMAL commits made after the last
+FULL one, and only those (a tail; see the module docstring). Those are: new requests (``submitted``),
+parked runs, claims and finishes of parked runs, standing rules added (by hand or by ``remember``), and
+bare events (policy ``allowed``/``denied`` records, call outcomes). Why the invariants hold:
+
+- A decided request is never lost: the decision is a FULL commit, and it returns only after the sync,
+  so a reviewer who was told "decided" is right after any power cut. The same holds for an expiry or a
+  cancellation, and for a revoked standing rule (losing one would silently grant again).
+- An applied mark is never lost: ``mark_applied`` is a FULL commit and adapters run the tool only after
+  it returns, so after a power cut the request is still ``applied`` and the compare-and-set refuses to
+  apply it again: no approved call runs twice.
+- A lost ``submitted``/``parked`` tail is work nobody acted on durably: no decision or application
+  followed it (a FULL commit would have made it durable), so it belongs to runs whose process died with
+  the machine. Such a run asks again when it is restarted; a reviewer may have seen the request in a
+  listing before the cut, but could not have decided it.
+- A lost claim or finish of a parked run leaves the state a process crash at that point leaves in any
+  mode: the run is parked (or its lease runs out) and a worker resumes it again; the gated tool's
+  applied mark keeps it from running twice. (Ungated steps after it may run again, as after a crash.)
+- A lost rule added by ``remember`` fails safe: the next matching call asks again.
+- Lost tail events (a policy ``allowed`` record, a call's outcome) are audit records of things that
+  happened just before the cut; the audit chain stays verifiable, because the chain head and each event
+  commit in one transaction and what survives is a prefix.
+"""
+
 
 def migrations() -> list[tuple[int, str]]:
     """The numbered forward migrations, in order: ``(version, sql)``."""
@@ -55,8 +108,15 @@ def migrations() -> list[tuple[int, str]]:
 class SqliteStore:
     """The ``Store`` protocol on one SQLite file."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, durability: Durability = "full") -> None:
+        if durability not in DURABILITIES:
+            raise ConfigurationError(
+                f"unknown SQLite durability {durability!r}: expected one of {', '.join(DURABILITIES)}"
+            )
         self.path = Path(path)
+        self.durability: Durability = durability
+        # A test seam: called inside each write transaction, right after BEGIN, with the write's name.
+        self._write_hook: Callable[[str, sqlite3.Connection], None] | None = None
         self._local = threading.local()
         self._connections: list[tuple[threading.Thread, sqlite3.Connection]] = []
         self._connections_lock = threading.Lock()
@@ -77,26 +137,40 @@ class SqliteStore:
                     self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
                 )
                 conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=FULL")
+                level = SYNC_NORMAL if self.durability == "normal" else SYNC_FULL
+                conn.execute(f"PRAGMA synchronous={level}")
                 conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             except sqlite3.Error as exc:
                 raise StoreError(f"cannot open SQLite database {self.path}: {exc}") from exc
             self._local.conn = conn
+            self._local.sync = level
             with self._connections_lock:
                 self._connections.append((threading.current_thread(), conn))
         return conn
 
+    def sync_level(self, write: str) -> int:
+        """The ``PRAGMA synchronous`` value the write named ``write`` commits with under this durability."""
+        if self.durability == "full" or (self.durability == "decisions" and write in DURABLE_WRITES):
+            return SYNC_FULL
+        return SYNC_NORMAL
+
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(self, write: str) -> Iterator[sqlite3.Connection]:
         # Threads of one process queue on a lock instead of SQLite's busy handler, whose sleeping
         # retries give writers a long latency tail; BEGIN IMMEDIATE still serialises processes.
         with self._write_lock:
             conn = self._conn()
+            level = self.sync_level(write)
             try:
+                if self._local.sync != level:
+                    conn.execute(f"PRAGMA synchronous={level}")  # refused inside a transaction: set it before BEGIN
+                    self._local.sync = level
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
                 raise StoreError(f"SQLite write failed: {exc}") from exc
             try:
+                if self._write_hook is not None:
+                    self._write_hook(write, conn)
                 yield conn
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -119,7 +193,7 @@ class SqliteStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot create the folder for SQLite database {self.path}: {exc}") from exc
-        with self._write() as conn:
+        with self._write("setup") as conn:
             conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
             row = conn.execute("SELECT max(version) FROM schema_version").fetchone()
             current = row[0] or 0
@@ -174,7 +248,7 @@ class SqliteStore:
         return event
 
     def append_event(self, event: NewEvent) -> Event:
-        with self._write() as conn:
+        with self._write("append_event") as conn:
             return self._append(conn, event)
 
     def list_events(self, *, after: int = 0, limit: int | None = None, request_id: str | None = None) -> list[Event]:
@@ -206,7 +280,7 @@ class SqliteStore:
     # requests -----------------------------------------------------------------------------------
     def insert_request(self, request: ApprovalRequest, event: NewEvent) -> Event:
         call = request.call
-        with self._write() as conn:
+        with self._write("insert_request") as conn:
             try:
                 conn.execute(
                     "INSERT INTO requests (id, status, framework, tool, agent, run, expires_at, body)"
@@ -257,7 +331,7 @@ class SqliteStore:
     def update_request(
         self, request: ApprovalRequest, expected: Sequence[RequestStatus], event: NewEvent
     ) -> Event | None:
-        with self._write() as conn:
+        with self._write("update_request") as conn:
             updated = conn.execute(
                 f"UPDATE requests SET status = ?, expires_at = ?, body = ?"
                 f" WHERE id = ? AND status IN ({', '.join('?' for _ in expected)})",
@@ -281,7 +355,7 @@ class SqliteStore:
 
     # standing rules -----------------------------------------------------------------------------
     def insert_rule(self, rule: StandingRule, event: NewEvent) -> Event:
-        with self._write() as conn:
+        with self._write("insert_rule") as conn:
             try:
                 conn.execute(
                     "INSERT INTO standing_rules (id, revoked, body) VALUES (?, ?, ?)",
@@ -300,7 +374,7 @@ class SqliteStore:
         return [StandingRule.model_validate_json(body) for (body,) in self._read(sql + " ORDER BY position")]
 
     def revoke_rule(self, rule: StandingRule, event: NewEvent) -> Event | None:
-        with self._write() as conn:
+        with self._write("revoke_rule") as conn:
             updated = conn.execute(
                 "UPDATE standing_rules SET revoked = 1, body = ? WHERE id = ? AND revoked = 0",
                 (rule.model_dump_json(), rule.id),
@@ -309,7 +383,7 @@ class SqliteStore:
 
     # parked runs --------------------------------------------------------------------------------
     def insert_parked_run(self, parked: ParkedRun, event: NewEvent) -> Event:
-        with self._write() as conn:
+        with self._write("insert_parked_run") as conn:
             try:
                 conn.execute(
                     "INSERT INTO parked_runs (id, status, framework, run, body) VALUES (?, ?, ?, ?, ?)",
@@ -353,7 +427,7 @@ class SqliteStore:
     def claim_parked_run(
         self, parked_id: str, owner: str, now: datetime, lease_until: datetime, event: NewEvent
     ) -> ParkedRun | None:
-        with self._write() as conn:
+        with self._write("claim_parked_run") as conn:
             current = self._locked_parked(conn, parked_id)
             if current is None or not claimable(current, now):
                 return None
@@ -365,7 +439,7 @@ class SqliteStore:
     def finish_parked_run(
         self, parked_id: str, owner: str, status: ParkedRunStatus, outcome: str | None, now: datetime, event: NewEvent
     ) -> ParkedRun | None:
-        with self._write() as conn:
+        with self._write("finish_parked_run") as conn:
             current = self._locked_parked(conn, parked_id)
             if current is None or not holds_lease(current, owner):
                 return None
