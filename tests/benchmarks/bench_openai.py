@@ -1,6 +1,8 @@
 """Benchmark: one gated call's full approval round trip, crossgate (SQLite store) against the SDK's own.
 
-    python tests/benchmarks/bench_openai.py [iterations]
+    python tests/benchmarks/bench_openai.py [iterations] [variant ...]
+
+With variant names (see ``VARIANTS``) only those run, e.g. to count one variant's fsyncs under strace.
 
 Both sides use the same scripted model and the same tool, and the same pause, store and resume shape:
 
@@ -8,6 +10,8 @@ Both sides use the same scripted model and the same tool, and the same pause, st
   ``state.approve``, ``Runner.run`` to the final answer;
 - crossgate: ``Gate.run`` (policy, request, RunState stored as a parked run in SQLite), ``queue.decide``,
   ``Gate.resume`` (claim, restore, approve, the gated tool's binding check, mark applied, outcome, finish).
+  That is seven store writes; crossgate runs once per SQLite durability (``full``: seven synced commits;
+  ``decisions``: two, the decision and the applied mark; ``normal``: none) and once on the memory store.
 
 The two alternate in one process, so machine noise hits both alike. Not collected by pytest.
 """
@@ -110,17 +114,23 @@ VARIANTS = {
     "native": "SDK native (to_string)",
     "native_saved": "SDK native + state in SQLite",
     "crossgate": "crossgate (SQLite store)",
+    "crossgate_decisions": "crossgate (SQLite, decisions)",
+    "crossgate_normal": "crossgate (SQLite, normal)",
     "crossgate_memory": "crossgate (memory store)",
 }
 
 
-async def measure(iterations: int, folder: Path) -> dict[str, list[float]]:
+async def measure(iterations: int, folder: Path, only: list[str] | None = None) -> dict[str, list[float]]:
     variants = {
         "native": native_round_trip(),
         "native_saved": native_persisted_round_trip(str(folder / "native.db")),
         "crossgate": crossgate_round_trip(str(folder / "crossgate.db")),
+        "crossgate_decisions": crossgate_round_trip(f"sqlite:///{folder / 'decisions.db'}?durability=decisions"),
+        "crossgate_normal": crossgate_round_trip(f"sqlite:///{folder / 'normal.db'}?durability=normal"),
         "crossgate_memory": crossgate_round_trip("memory:"),
     }
+    if only:
+        variants = {name: variants[name] for name in only}
     samples: dict[str, list[float]] = {name: [] for name in variants}
     for i in range(WARMUP + iterations):
         order = list(variants) if i % 2 == 0 else list(reversed(variants))
@@ -137,16 +147,25 @@ def main(argv: list[str] | None = None) -> None:
     """Measure both round trips and print a small table with crossgate's overhead."""
     args = sys.argv[1:] if argv is None else argv
     iterations = int(args[0]) if args else 200
+    only = args[1:]
+    unknown = sorted(set(only) - set(VARIANTS))
+    if unknown:
+        raise SystemExit(f"unknown variants {unknown}; known: {', '.join(VARIANTS)}")
     set_tracing_disabled(True)
     with tempfile.TemporaryDirectory() as folder:
-        samples = asyncio.run(measure(iterations, Path(folder)))
+        samples = asyncio.run(measure(iterations, Path(folder), only))
     rows = {name: summary(values) for name, values in samples.items()}
     print(f"approval round trip, {iterations} iterations after {WARMUP} warm-up (ms)")
     print(f"{'':<32}{'mean':>9}{'median':>9}{'p95':>9}")
     for name, label in VARIANTS.items():
+        if name not in rows:
+            continue
         mean, median, p95 = rows[name]
         print(f"{label:<32}{mean:>9.2f}{median:>9.2f}{p95:>9.2f}")
-    for name, base in (("crossgate", "native"), ("crossgate", "native_saved"), ("crossgate_memory", "native")):
+    crossgates = ("crossgate", "crossgate_decisions", "crossgate_normal", "crossgate_memory")
+    for name, base in [(c, "native") for c in crossgates] + [(c, "native_saved") for c in crossgates[:3]]:
+        if name not in rows or base not in rows:
+            continue
         ratio = rows[name][1] / rows[base][1]
         print(f"{VARIANTS[name]} / {VARIANTS[base]} (median): {ratio:.3f}  adds {100 * (ratio - 1):+.1f}%")
     print("target: crossgate (SQLite store) / SDK native adds < +10%")

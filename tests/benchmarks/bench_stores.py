@@ -8,7 +8,9 @@ For SQLite and PostgreSQL:
   transactions each with its audit event) against a raw sqlite3 / psycopg loop doing the same three
   transactions with the same rows, the same chain-head lock and the same durability settings (SQLite
   WAL with ``synchronous=FULL``; PostgreSQL ``synchronous_commit=on``). The two alternate in short rounds
-  in one run, so machine noise hits both alike; the table gives the ratio.
+  in one run, so machine noise hits both alike; the table gives the ratio. SQLite also runs with the
+  store's lighter durabilities (``sqlite-decisions``: the submit commits with ``synchronous=NORMAL``, the
+  decision and the applied mark with FULL; ``sqlite-normal``: all NORMAL), the raw loop matching each.
 - wake-up latency, from the start of ``decide`` until the waiting ``ReviewQueue.wait`` returns: with the
   waiter in the deciding process, in another process (where the store provides the wake-up: SQLite
   polls, PostgreSQL uses LISTEN/NOTIFY), and in another process while the decision is a reviewer's
@@ -75,9 +77,10 @@ def fresh_store(kind: str, pg_url: str | None = None) -> Iterator[tuple[Store, s
     if kind == "memory":
         yield open_store("memory:"), "memory:"
         return
-    if kind == "sqlite":
+    if kind.startswith("sqlite"):
+        durability = kind.partition("-")[2] or "full"
         with tempfile.TemporaryDirectory() as folder:
-            url = str(Path(folder) / "bench.db")
+            url = f"sqlite:///{Path(folder) / 'bench.db'}?durability={durability}"
             store = open_store(url)
             yield store, url
             store.close()
@@ -102,6 +105,13 @@ def fresh_store(kind: str, pg_url: str | None = None) -> Iterator[tuple[Store, s
 def store_kinds(pg_url: str | None, *, memory: bool = False) -> list[str]:
     """Store kinds to benchmark, in table order."""
     return (["memory"] if memory else []) + ["sqlite"] + (["postgres"] if pg_url else [])
+
+
+SQLITE_DURABILITIES = ("sqlite-decisions", "sqlite-normal")
+"""Extra throughput rows: SqliteStore with a lighter durability (``sqlite`` alone is ``full``)."""
+FULL, NORMAL = 2, 1
+RAW_SYNC = {"sqlite": (FULL, FULL, FULL), "sqlite-decisions": (NORMAL, FULL, FULL), "sqlite-normal": (NORMAL,) * 3}
+"""``PRAGMA synchronous`` of the raw loop's submit, decide and apply transactions, as the store sets them."""
 
 
 # throughput --------------------------------------------------------------------------------------
@@ -137,12 +147,16 @@ def _chain(prev: str, payload: str) -> str:
     return hashlib.sha256((prev + payload).encode()).hexdigest()
 
 
-def raw_sqlite_loop(conn: sqlite3.Connection, start: int, n: int) -> None:
+def raw_sqlite_loop(conn: sqlite3.Connection, start: int, n: int, levels: tuple[int, ...]) -> None:
     """Three ``BEGIN IMMEDIATE`` transactions per request on the SqliteStore schema, like the store's."""
     at = utc_now().isoformat()
+    current = conn.execute("PRAGMA synchronous").fetchone()[0]
     for i in range(start, start + n):
         rows = RawRows(i)
         for step, (kind, body) in enumerate(zip(("submitted", "decided", "applied"), rows.bodies, strict=True)):
+            if levels[step] != current:
+                conn.execute(f"PRAGMA synchronous={levels[step]}")
+                current = levels[step]
             conn.execute("BEGIN IMMEDIATE")
             if step == 0:
                 conn.execute(
@@ -209,11 +223,11 @@ def raw_postgres_loop(conn: Any, start: int, n: int) -> None:
 
 def raw_connection(kind: str, url: str) -> tuple[Callable[[int, int], None], Callable[[], None]]:
     """The raw loop for ``kind`` bound to its own connection on a fresh copy of the store's schema."""
-    if kind == "sqlite":
-        conn = sqlite3.connect(url, isolation_level=None)
+    if kind.startswith("sqlite"):
+        conn = sqlite3.connect(url.removeprefix("sqlite:///").partition("?")[0], isolation_level=None)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")
-        return (lambda start, n: raw_sqlite_loop(conn, start, n)), conn.close
+        return (lambda start, n: raw_sqlite_loop(conn, start, n, RAW_SYNC[kind])), conn.close
     import psycopg
 
     from crossgate.stores.postgres import split_url
@@ -351,7 +365,9 @@ def server_wakeups(kind: str, pg_url: str | None, decide_times: list[float]) -> 
             queue._waits.close()
 
 
-def _wake_rounds(queue: ReviewQueue, url: str, decide: Callable[[str], None], decide_times: list[float]) -> list[float]:
+def _wake_rounds(
+    queue: ReviewQueue, url: str, decide: Callable[[str], object], decide_times: list[float]
+) -> list[float]:
     inbox, outbox = CTX.Queue(), CTX.Queue()
     waiter = CTX.Process(target=waiter_process, args=(url, inbox, outbox))
     waiter.start()
@@ -389,7 +405,10 @@ def ms(seconds: float) -> str:
 def table(headers: list[str], rows: list[list[str]]) -> str:
     """A Markdown table."""
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"  # noqa: E731
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+
     return "\n".join([line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
 
 
@@ -401,10 +420,10 @@ def main() -> None:
         f"{WAKE_ROUNDS} wake-up rounds)\n"
     )
     rows = []
-    for kind in kinds:
+    for kind in [*kinds, *SQLITE_DURABILITIES]:
         result = throughput(kind, pg_url)
         rows.append([kind, f"{result['queue']:.1f}", f"{result['raw']:.1f}", f"{result['queue'] / result['raw']:.2f}"])
-    print("## submit + decide + apply throughput (requests/s; each request is three durable transactions)\n")
+    print("## submit + decide + apply throughput (requests/s; each request is three transactions)\n")
     print(table(["store", "ReviewQueue", "raw driver loop", "ratio"], rows) + "\n")
 
     rows = []
