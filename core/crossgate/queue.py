@@ -70,6 +70,9 @@ class ReviewQueue:
         self.policy = policy or Policy()
         self._clock = clock
         self._waits = WaitRegistry(store)
+        # The active standing rules as of an audit head: every rule change appends its event in the
+        # same transaction, so an unchanged head (from any process) means unchanged rules.
+        self._rules_cache: tuple[tuple[int, str], list[StandingRule]] | None = None
 
     def close(self) -> None:
         """Stop the wake-up watcher and close the store."""
@@ -83,7 +86,18 @@ class ReviewQueue:
     # policy -------------------------------------------------------------------------------------
     def evaluate(self, call: ToolCall) -> Verdict:
         """The policy's verdict for ``call`` with the current standing rules; records nothing."""
-        return self.policy.evaluate(call, self.store.list_rules(), now=self.now())
+        return self.policy.evaluate(call, self._active_rules(), now=self.now())
+
+    def _active_rules(self) -> list[StandingRule]:
+        # The head is read before the rules: a rule added in between is cached under the older head,
+        # which no longer matches on the next call, so a stale list is never kept.
+        head = self.store.audit_head()
+        cached = self._rules_cache
+        if cached is not None and cached[0] == head:
+            return cached[1]
+        rules = self.store.list_rules()
+        self._rules_cache = (head, rules)
+        return rules
 
     def submit(
         self,

@@ -192,20 +192,28 @@ class Gate:
             if not result.interruptions:
                 return Finished(scope.run, result)
             state = result.to_state()
-            request_ids: list[str] = []
-            for item in state.get_interruptions():
+            requests: list[ApprovalRequest] = []
+            # The result's own items, as the SDK documents (approve(result.interruptions[0])): the state's
+            # get_interruptions() would copy each one, and the state holds these very items.
+            for item in result.interruptions:
                 answer = self._translate(item, scope)
-                if isinstance(answer, str) and answer in answered:
+                if isinstance(answer, ApprovalRequest) and answer.id in answered:
                     # The SDK asks again for a call it was given an answer for: never loop, fail closed.
-                    raise AdapterError(f"the SDK asked again for request {answer} after its decision was applied")
-                if isinstance(answer, str):
-                    request_ids.append(answer)
+                    raise AdapterError(f"the SDK asked again for request {answer.id} after its decision was applied")
+                if isinstance(answer, ApprovalRequest):
+                    requests.append(answer)
                 elif answer.approve:
                     state.approve(item)
                 else:
                     state.reject(item, rejection_message=answer.message)
-            await self._wait_for(request_ids, deadline - loop.time())
-            if any(self.queue.get(r).is_open for r in request_ids):
+            request_ids = [r.id for r in requests]
+            budget = deadline - loop.time()
+            if budget > 0:
+                await self._wait_for(request_ids, budget)
+                requests = [self.queue.get(r) for r in request_ids]
+            # Without a wait, the requests submit just returned are current enough: one decided a moment
+            # later is parked and at once ready, the same outcome one step later.
+            if any(r.is_open for r in requests):
                 return self._park(agent, state, scope, request_ids, stream=stream)
             self._apply_decisions(state, scope, request_ids)
             answered.update(request_ids)
@@ -227,8 +235,8 @@ class Gate:
                 pass
             return streamed
 
-    def _translate(self, item: ToolApprovalItem, scope: RunScope) -> str | _Answer:
-        """The request id of an interruption a reviewer must decide, or crossgate's own answer to it."""
+    def _translate(self, item: ToolApprovalItem, scope: RunScope) -> ApprovalRequest | _Answer:
+        """The request of an interruption a reviewer must decide, or crossgate's own answer to it."""
         agent_name = item.agent.name
         call_id = str(item.call_id)
         tool = _gated_tool(item)
@@ -254,7 +262,7 @@ class Gate:
         except FingerprintMismatchError as exc:
             return _Answer(False, f"crossgate did not run {tool.name}: {exc}")
         if submission.request is not None:
-            return submission.request.id
+            return submission.request
         if submission.verdict.kind is VerdictKind.ALLOW:
             return _Answer(True)
         return _Answer(False, deny_message(tool.name, submission.verdict))
