@@ -250,19 +250,24 @@ class ReviewQueue:
 
     def record_outcome(
         self,
-        request_id: str | None,
+        request_id: str | ApprovalRequest | None,
         *,
         ran: bool,
         result: str | None = None,
         error: str | None = None,
         call: ToolCall | None = None,
     ) -> Event:
-        """Append what happened when the SDK got its answer: whether the tool ran, a result summary, an error."""
+        """Append what happened when the SDK got its answer: whether the tool ran, a result summary, an error.
+
+        ``request_id`` may be the request the caller holds: its id and run never change, so it is not read again.
+        """
         payload: JsonObject = {"ran": ran, "result": _clip(result), "error": _clip(error)}
         if call is not None:
             payload.update(_call_payload(call))
         run = call.run if call else None
-        if request_id is not None:
+        if isinstance(request_id, ApprovalRequest):
+            run, request_id = request_id.call.run, request_id.id
+        elif request_id is not None:
             run = self.get(request_id).call.run
         return self.store.append_event(
             NewEvent(kind="executed", at=self.now(), request_id=request_id, run=run, payload=payload)
@@ -455,9 +460,14 @@ class ReviewQueue:
         candidates = self.parked_runs(statuses=statuses, framework=framework)
         return [p for p in candidates if claimable(p, now) and self.is_ready(p)]
 
-    def claim_parked(self, parked_id: str, *, owner: str, lease_seconds: float = 300.0) -> ParkedRun:
-        """Take a parked run for resuming; ParkedRunClaimedError if resumed already or leased by another."""
-        current = self.get_parked(parked_id)
+    def claim_parked(self, parked_id: str | ParkedRun, *, owner: str, lease_seconds: float = 300.0) -> ParkedRun:
+        """Take a parked run for resuming; ParkedRunClaimedError if resumed already or leased by another.
+
+        ``parked_id`` may be the parked run the caller holds: only its id and run are used (they never
+        change), so it is not read again; the claim itself is decided on the stored run.
+        """
+        current = parked_id if isinstance(parked_id, ParkedRun) else self.get_parked(parked_id)
+        parked_id = current.id
         now = self.now()
         event = self._event("run_claimed", run=current.run, actor=owner, payload={"parked_run": parked_id})
         claimed = self.store.claim_parked_run(parked_id, owner, now, now + timedelta(seconds=lease_seconds), event)
@@ -472,18 +482,20 @@ class ReviewQueue:
 
     def finish_parked(
         self,
-        parked_id: str,
+        parked_id: str | ParkedRun,
         *,
         owner: str,
         status: ParkedRunStatus = ParkedRunStatus.RESUMED,
         outcome: str | None = None,
     ) -> ParkedRun:
-        """Close a resume the caller holds the lease for."""
-        current = self.get_parked(parked_id)
+        """Close a resume the caller holds the lease for (``parked_id`` may be the parked run it holds)."""
+        current = parked_id if isinstance(parked_id, ParkedRun) else self.get_parked(parked_id)
+        parked_id = current.id
         payload: JsonObject = {"parked_run": parked_id, "status": status.value, "outcome": _clip(outcome)}
         event = self._event("run_resumed", run=current.run, actor=owner, payload=payload)
         finished = self.store.finish_parked_run(parked_id, owner, status, outcome, self.now(), event)
         if finished is None:
+            self.get_parked(parked_id)  # NotFoundError for a run that does not exist
             raise ParkedRunClaimedError(f"{owner} does not hold the lease on parked run {parked_id}")
         return finished
 

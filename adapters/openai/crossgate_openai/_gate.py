@@ -156,7 +156,7 @@ class Gate:
         else:
             state = await RunState.from_string(agent, parked.state, context_override=context)
         # The lease must outlast an inline wait, or another resumer could take the run while this one waits.
-        self.queue.claim_parked(parked.id, owner=self.owner, lease_seconds=self.lease_seconds + max(wait, 0.0))
+        self.queue.claim_parked(parked, owner=self.owner, lease_seconds=self.lease_seconds + max(wait, 0.0))
         scope = RunScope(parked.run, _text(parked.metadata.get("session")))
         try:
             self._apply_decisions(state, scope, parked.request_ids)
@@ -165,11 +165,11 @@ class Gate:
             )
         except BaseException as exc:
             self.queue.finish_parked(
-                parked.id, owner=self.owner, status=ParkedRunStatus.FAILED, outcome=f"{type(exc).__name__}: {exc}"
+                parked, owner=self.owner, status=ParkedRunStatus.FAILED, outcome=f"{type(exc).__name__}: {exc}"
             )
             raise
         summary = "finished" if isinstance(outcome, Finished) else f"parked again as {outcome.parked_run}"
-        self.queue.finish_parked(parked.id, owner=self.owner, outcome=summary)
+        self.queue.finish_parked(parked, owner=self.owner, outcome=summary)
         return outcome
 
     # the loop -----------------------------------------------------------------------------------
@@ -288,7 +288,7 @@ class Gate:
             return
         if request.status is RequestStatus.DECIDED:
             self.queue.mark_applied(request.id, actor=FRAMEWORK)
-        self.queue.record_outcome(request.id, ran=False, result=resolution.message)
+        self.queue.record_outcome(request, ran=False, result=resolution.message)
 
     def _park(
         self, agent: Agent[Any], state: RunState[Any, Any], scope: RunScope, request_ids: list[str], *, stream: bool

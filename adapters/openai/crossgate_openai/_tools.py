@@ -186,38 +186,38 @@ class GatedInvoker:
                 f"crossgate did not run {self.tool}: request {request.id} was reviewed for other arguments "
                 "than the ones about to run."
             )
-            queue.record_outcome(request.id, ran=False, error=message)
+            queue.record_outcome(request, ran=False, error=message)
             return message
         if not isinstance(resolution, (Approve, Edit, Respond)):
             message = resolution.message if isinstance(resolution, Reject) else "no decision yet"
-            queue.record_outcome(request.id, ran=False, result=message)
+            queue.record_outcome(request, ran=False, result=message)
             return message
         run_args = request.approved_args()
         if self.is_agent_tool and request.status is RequestStatus.APPLIED and _resumes_nested_run(ctx):
             # An approved as_tool call is invoked again to continue its paused inner run; the inner
             # agent's own tools stay gated by their own requests.
-            return await self._execute(ctx, raw, request.id, call)
+            return await self._execute(ctx, raw, request, call)
         try:
             queue.mark_applied(request.id, args=run_args, actor=FRAMEWORK)
         except CrossgateError as exc:
             message = f"crossgate did not run {self.tool}: {exc}"
-            queue.record_outcome(request.id, ran=False, error=message)
+            queue.record_outcome(request, ran=False, error=message)
             return message
         if isinstance(resolution, Respond):
-            queue.record_outcome(request.id, ran=False, result=resolution.content)
+            queue.record_outcome(request, ran=False, result=resolution.content)
             return resolution.content
         if isinstance(resolution, Edit):
             raw = json.dumps(resolution.args, ensure_ascii=False)
-        return await self._execute(ctx, raw, request.id, call)
+        return await self._execute(ctx, raw, request, call)
 
-    async def _execute(self, ctx: ToolContext[Any], raw: str, request_id: str | None, call: ToolCall) -> Any:
+    async def _execute(self, ctx: ToolContext[Any], raw: str, request: ApprovalRequest | None, call: ToolCall) -> Any:
         queue = self.binding.queue
         try:
             output = await self.original(ctx, raw)
         except Exception as exc:
-            queue.record_outcome(request_id, ran=True, error=f"{type(exc).__name__}: {exc}", call=call)
+            queue.record_outcome(request, ran=True, error=f"{type(exc).__name__}: {exc}", call=call)
             raise
-        queue.record_outcome(request_id, ran=True, result=str(output), call=call)
+        queue.record_outcome(request, ran=True, result=str(output), call=call)
         return output
 
 
