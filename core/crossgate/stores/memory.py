@@ -40,6 +40,8 @@ class MemoryStore:
         self._rules: dict[str, StandingRule] = {}
         self._parked: dict[str, ParkedRun] = {}
         self._events: list[Event] = []
+        # Pending requests that can expire, so finding overdue ones does not scan every request ever made.
+        self._expiring: set[str] = set()
 
     def setup(self) -> None:
         """Nothing to create."""
@@ -60,6 +62,7 @@ class MemoryStore:
                 raise ConflictError(f"request {request.id} already exists")
             self._requests[request.id] = request
             self._positions[request.id] = len(self._positions) + 1
+            self._track_expiry(request)
             return self._append(event)
 
     def get_request(self, request_id: str) -> ApprovalRequest | None:
@@ -90,15 +93,19 @@ class MemoryStore:
             if current is None or current.status not in expected:
                 return None
             self._requests[request.id] = request
+            self._track_expiry(request)
             return self._append(event)
+
+    def _track_expiry(self, request: ApprovalRequest) -> None:
+        if request.status is RequestStatus.PENDING and request.expires_at is not None:
+            self._expiring.add(request.id)
+        else:
+            self._expiring.discard(request.id)
 
     def overdue_requests(self, now: datetime, limit: int = 100) -> list[ApprovalRequest]:
         with self._lock:
-            due = [
-                r
-                for r in self._requests.values()
-                if r.status is RequestStatus.PENDING and r.expires_at is not None and r.expires_at <= now
-            ]
+            candidates = (self._requests[i] for i in self._expiring)
+            due = [r for r in candidates if r.expires_at is not None and r.expires_at <= now]
             return sorted(due, key=lambda r: self._positions[r.id])[:limit]
 
     def insert_rule(self, rule: StandingRule, event: NewEvent) -> Event:
