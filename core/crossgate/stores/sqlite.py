@@ -387,15 +387,16 @@ class SqliteStore:
             try:
                 conn.execute(
                     "INSERT INTO parked_runs (id, status, framework, run, body) VALUES (?, ?, ?, ?, ?)",
-                    (parked.id, parked.status.value, parked.framework, parked.run, parked.model_dump_json()),
+                    (parked.id, parked.status.value, parked.framework, parked.run, _parked_body(parked)),
                 )
+                conn.execute("INSERT INTO parked_states (id, state) VALUES (?, ?)", (parked.id, parked.state))
             except sqlite3.IntegrityError as exc:
                 raise ConflictError(f"parked run {parked.id} already exists") from exc
             return self._append(conn, event)
 
     def get_parked_run(self, parked_id: str) -> ParkedRun | None:
-        rows = self._read("SELECT body FROM parked_runs WHERE id = ?", (parked_id,))
-        return ParkedRun.model_validate_json(rows[0][0]) if rows else None
+        rows = self._read(f"{_PARKED_SELECT} WHERE p.id = ?", (parked_id,))
+        return _parked_from_row(*rows[0]) if rows else None
 
     def list_parked_runs(
         self, *, statuses: Sequence[ParkedRunStatus] = (), framework: str | None = None, run: str | None = None
@@ -403,26 +404,26 @@ class SqliteStore:
         where: list[str] = []
         params: list[Any] = []
         if statuses:
-            where.append(f"status IN ({', '.join('?' for _ in statuses)})")
+            where.append(f"p.status IN ({', '.join('?' for _ in statuses)})")
             params.extend(s.value for s in statuses)
         if framework is not None:
-            where.append("framework = ?")
+            where.append("p.framework = ?")
             params.append(framework)
         if run is not None:
-            where.append("run = ?")
+            where.append("p.run = ?")
             params.append(run)
-        sql = "SELECT body FROM parked_runs" + (" WHERE " + " AND ".join(where) if where else "")
-        return [ParkedRun.model_validate_json(body) for (body,) in self._read(sql + " ORDER BY position", params)]
+        sql = _PARKED_SELECT + (" WHERE " + " AND ".join(where) if where else "")
+        return [_parked_from_row(*row) for row in self._read(sql + " ORDER BY p.position", params)]
 
     def _replace_parked(self, conn: sqlite3.Connection, parked: ParkedRun) -> None:
         conn.execute(
             "UPDATE parked_runs SET status = ?, body = ? WHERE id = ?",
-            (parked.status.value, parked.model_dump_json(), parked.id),
+            (parked.status.value, _parked_body(parked), parked.id),
         )
 
     def _locked_parked(self, conn: sqlite3.Connection, parked_id: str) -> ParkedRun | None:
-        row = conn.execute("SELECT body FROM parked_runs WHERE id = ?", (parked_id,)).fetchone()
-        return ParkedRun.model_validate_json(row[0]) if row else None
+        row = conn.execute(f"{_PARKED_SELECT} WHERE p.id = ?", (parked_id,)).fetchone()
+        return _parked_from_row(*row) if row else None
 
     def claim_parked_run(
         self, parked_id: str, owner: str, now: datetime, lease_until: datetime, event: NewEvent
@@ -457,6 +458,19 @@ def _process_write_lock(path: Path) -> threading.Lock:
     key = str(path.resolve())
     with _WRITE_LOCKS_GUARD:
         return _WRITE_LOCKS.setdefault(key, threading.Lock())
+
+
+_PARKED_SELECT = "SELECT p.body, s.state FROM parked_runs p JOIN parked_states s ON s.id = p.id"
+
+
+def _parked_body(parked: ParkedRun) -> str:
+    """The JSON kept in ``parked_runs.body``: every field but the state, which ``parked_states`` holds."""
+    return parked.model_copy(update={"state": ""}).model_dump_json()
+
+
+def _parked_from_row(body: str, state: str) -> ParkedRun:
+    # The state is a plain string column: no JSON to parse, and model_copy needs no validation for it.
+    return ParkedRun.model_validate_json(body).model_copy(update={"state": state})
 
 
 def _epoch(moment: datetime | None) -> float | None:
