@@ -98,4 +98,3 @@ def test_memory_store_tampering_is_detected() -> None:
     events = store._events
     events[1] = events[1].model_copy(update={"actor": "mallory"})
     assert queue.verify_audit().bad_seq == 2
-
