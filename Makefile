@@ -35,7 +35,8 @@ unit: $(STAMP)
 test: lint typecheck unit
 
 bench: $(STAMP)
-	@for f in tests/benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+	@for f in tests/benchmarks/bench_*.py; do m=$$(basename $$f .py); echo "== $$m"; \
+		$(BIN)/python -m tests.benchmarks.$$m || exit 1; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
