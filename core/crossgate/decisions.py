@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
 import jsonschema
+import jsonschema_rs
 
 from crossgate.errors import (
     AlreadyAppliedError,
@@ -22,7 +25,7 @@ from crossgate.errors import (
     RequestExpiredError,
     SelfDecisionError,
 )
-from crossgate.fingerprint import canonical_json
+from crossgate.fingerprint import canonical_json, require_json
 from crossgate.model import (
     ApprovalRequest,
     Approve,
@@ -76,25 +79,37 @@ def validate_args(args: Any, schema: Mapping[str, Any] | None) -> None:
     """Raise InvalidArgumentsError unless ``args`` is a JSON object valid under ``schema``."""
     if not isinstance(args, dict):
         raise InvalidArgumentsError(f"arguments must be a JSON object, got {type(args).__name__}")
-    canonical_json(args)
+    require_json(args)
     if schema is None:
         return
-    errors = sorted(_validator(schema).iter_errors(args), key=lambda e: list(e.absolute_path))
+    compiled = _compiled(schema)
+    # jsonschema-rs answers valid-or-not in about a microsecond; the jsonschema package, which says
+    # where and why, runs only for arguments that are refused.
+    if compiled.fast is not None and compiled.fast.is_valid(args):
+        return
+    errors = sorted(compiled.validator.iter_errors(args), key=lambda e: list(e.absolute_path))
     if errors:
         first = errors[0]
         where = "/".join(str(p) for p in first.absolute_path) or "(root)"
         raise InvalidArgumentsError(f"arguments fail the tool's schema at {where}: {first.message}")
+    if compiled.fast is not None:
+        # The two validators disagree: fail closed.
+        raise InvalidArgumentsError("arguments fail the tool's schema")
 
 
 def check_schema(schema: Mapping[str, Any] | None) -> None:
     """Raise ConfigurationError if ``schema`` is not a valid JSON Schema."""
     if schema is None:
         return
+    held = _held(schema)
+    if held is not None and held.checked:
+        return
     try:
         text = canonical_json(schema)
     except InvalidArgumentsError as exc:
         raise ConfigurationError(f"args_schema is not JSON: {exc}") from exc
     _check_schema_text(text)
+    _hold(schema, _compiled_text(text), checked=True)
 
 
 # Checking a schema against its metaschema costs milliseconds, and adapters submit the same tool
@@ -108,18 +123,67 @@ def _check_schema_text(text: str) -> None:
         raise ConfigurationError(f"args_schema is not a valid JSON Schema: {exc.message}") from exc
 
 
-def _validator(schema: Mapping[str, Any]) -> Any:
+@dataclass(frozen=True, slots=True)
+class _Compiled:
+    validator: Any
+    """A ``jsonschema`` validator: the reference, and the source of error messages."""
+    fast: Any
+    """A ``jsonschema_rs`` validator of the same schema, or None where it cannot build one."""
+
+
+def _compile(schema: Mapping[str, Any]) -> _Compiled:
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    try:
+        fast = jsonschema_rs.validator_for(dict(schema), offline=True)
+    except Exception:  # a schema it refuses (an unresolvable $ref, ...): the reference validator decides alone
+        fast = None
+    return _Compiled(validator, fast)
+
+
+def _compiled(schema: Mapping[str, Any]) -> _Compiled:
+    held = _held(schema)
+    if held is not None:
+        return held.compiled
     try:
         text = canonical_json(schema)
     except InvalidArgumentsError:
-        return jsonschema.validators.validator_for(schema)(schema)
-    return _validator_for_text(text)
+        return _compile(schema)
+    return _hold(schema, _compiled_text(text), checked=False).compiled
 
 
 @lru_cache(maxsize=512)
-def _validator_for_text(text: str) -> Any:
-    schema = json.loads(text)
-    return jsonschema.validators.validator_for(schema)(schema)
+def _compiled_text(text: str) -> _Compiled:
+    return _compile(json.loads(text))
+
+
+@dataclass(frozen=True, slots=True)
+class _Held:
+    schema: Mapping[str, Any]
+    snapshot: Mapping[str, Any]
+    compiled: _Compiled
+    checked: bool
+
+
+# An adapter passes the same schema object (a tool's parameters) on every call: remembered by identity,
+# a hit needs that very object (kept alive here, so its id is not reused) still equal to a snapshot
+# taken when it was remembered, so a schema changed in place is compiled again.
+_HELD: dict[int, _Held] = {}
+_HELD_LIMIT = 512
+
+
+def _held(schema: Mapping[str, Any]) -> _Held | None:
+    held = _HELD.get(id(schema))
+    if held is not None and held.schema is schema and held.snapshot == schema:
+        return held
+    return None
+
+
+def _hold(schema: Mapping[str, Any], compiled: _Compiled, *, checked: bool) -> _Held:
+    if len(_HELD) >= _HELD_LIMIT:
+        _HELD.clear()
+    held = _Held(schema, copy.deepcopy(dict(schema)), compiled, checked)
+    _HELD[id(schema)] = held
+    return held
 
 
 def _check_remember(request: ApprovalRequest, decision: AnyDecision) -> None:

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, field_validator
 
-from crossgate.fingerprint import canonical_json, fingerprint
+from crossgate.fingerprint import canonical_json, fingerprint, json_string
 
 JsonObject = dict[str, JsonValue]
 
@@ -306,19 +306,46 @@ class Event(_Frozen):
 
     def chained_text(self) -> str:
         """Canonical text covered by ``hash`` (everything but the hash itself)."""
-        return canonical_json(
-            {
-                "seq": self.seq,
-                "at": self.at.isoformat(),
-                "kind": self.kind,
-                "request_id": self.request_id,
-                "run": self.run,
-                "actor": self.actor,
-                "channel": self.channel,
-                "payload": self.payload,
-                "prev_hash": self.prev_hash,
-            }
+        return chained_text(
+            seq=self.seq,
+            at=self.at,
+            kind=self.kind,
+            request_id=self.request_id,
+            run=self.run,
+            actor=self.actor,
+            channel=self.channel,
+            payload=self.payload,
+            prev_hash=self.prev_hash,
         )
+
+
+def chained_text(
+    *,
+    seq: int,
+    at: datetime,
+    kind: str,
+    request_id: str | None,
+    run: str | None,
+    actor: str | None,
+    channel: str | None,
+    payload: JsonObject,
+    prev_hash: str,
+) -> str:
+    """The canonical text an event's hash covers: every field but the hash, with ``at`` in ISO 8601.
+
+    Equal to ``canonical_json`` of the object with those nine keys; assembled here in sorted key order
+    so that only the payload goes through the general canonical form (every event is sealed with it).
+    """
+    return (
+        f'{{"actor":{_text_or_null(actor)},"at":{json_string(at.isoformat())},'
+        f'"channel":{_text_or_null(channel)},"kind":{json_string(kind)},"payload":{canonical_json(payload)},'
+        f'"prev_hash":{json_string(prev_hash)},"request_id":{_text_or_null(request_id)},'
+        f'"run":{_text_or_null(run)},"seq":{int(seq)}}}'
+    )
+
+
+def _text_or_null(value: str | None) -> str:
+    return "null" if value is None else json_string(value)
 
 
 class NewEvent(_Frozen):

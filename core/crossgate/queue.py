@@ -16,6 +16,7 @@ from crossgate.audit import AuditReport, verify_chain
 from crossgate.clock import Clock, new_id, utc_now
 from crossgate.decisions import AnyDecision, check_decision, check_open, check_schema, decision_summary
 from crossgate.errors import (
+    AdapterError,
     AlreadyAppliedError,
     ConflictError,
     FingerprintMismatchError,
@@ -60,6 +61,8 @@ class Submission:
 
     verdict: Verdict
     request: ApprovalRequest | None = None
+    stored: bool = True
+    """False for a request :meth:`ReviewQueue.prepare` built and nobody stored yet."""
 
 
 class ReviewQueue:
@@ -116,6 +119,34 @@ class ReviewQueue:
         asks again for the same call (a re-run node, a re-asked permission) gets the same request back,
         and a different call under the same id is refused.
         """
+        submission = self.prepare(
+            call,
+            args_schema=args_schema,
+            description=description,
+            requested_by=requested_by,
+            capabilities=capabilities,
+            request_id=request_id,
+        )
+        if submission.request is not None and not submission.stored:
+            self.store.insert_request(submission.request, self._submitted_event(submission.request))
+            return Submission(submission.verdict, submission.request)
+        return submission
+
+    def prepare(
+        self,
+        call: ToolCall,
+        *,
+        args_schema: JsonObject | None = None,
+        description: str | None = None,
+        requested_by: str | None = None,
+        capabilities: Sequence[DecisionKind] = ALL_DECISIONS,
+        request_id: str | None = None,
+    ) -> Submission:
+        """:meth:`submit` without storing a new request: ``park(new_requests=...)`` stores it with the run.
+
+        Allow and deny are recorded as ``submit`` records them; a request that exists under
+        ``request_id`` comes back as it is stored. A new request comes back with ``stored=False``.
+        """
         check_schema(args_schema)
         if request_id is not None and (existing := self.store.get_request(request_id)) is not None:
             if existing.fingerprint != call.fingerprint:
@@ -148,11 +179,12 @@ class ReviewQueue:
             created_at=now,
             expires_at=now + timedelta(seconds=timeout) if timeout else None,
         )
+        return Submission(verdict, request, stored=False)
+
+    def _submitted_event(self, request: ApprovalRequest) -> NewEvent:
+        call = request.call
         payload = {**_call_payload(call), "fingerprint": request.fingerprint, "reason": request.reason}
-        self.store.insert_request(
-            request, self._event("submitted", request, actor=requested_by, channel=call.framework, payload=payload)
-        )
-        return Submission(verdict, request)
+        return self._event("submitted", request, actor=request.requested_by, channel=call.framework, payload=payload)
 
     # reading ------------------------------------------------------------------------------------
     def get(self, request_id: str) -> ApprovalRequest:
@@ -216,14 +248,20 @@ class ReviewQueue:
         return decided
 
     def mark_applied(
-        self, request_id: str, *, args: JsonObject | None = None, actor: str | None = None
+        self, request_id: str | ApprovalRequest, *, args: JsonObject | None = None, actor: str | None = None
     ) -> ApprovalRequest:
         """Record that the decision reached the SDK; exactly once.
 
         For approve and edit, ``args`` are the arguments about to run; they must be the approved (or
-        edited) ones, or FingerprintMismatchError is raised and nothing is recorded.
+        edited) ones, or FingerprintMismatchError is raised and nothing is recorded. ``request_id`` may
+        be the decided request the caller holds (a decision never changes once made): it is not read
+        again, and the compare-and-set on the stored row still lets only one caller apply it.
         """
-        request = self.get(request_id)
+        if isinstance(request_id, ApprovalRequest) and request_id.status is RequestStatus.DECIDED:
+            request = request_id
+        else:
+            request = self.get(request_id.id if isinstance(request_id, ApprovalRequest) else request_id)
+        request_id = request.id
         if request.status is RequestStatus.APPLIED:
             raise AlreadyAppliedError(f"request {request_id} was already applied; nothing runs twice")
         if request.status is RequestStatus.PENDING:
@@ -407,11 +445,27 @@ class ReviewQueue:
 
     # parked runs --------------------------------------------------------------------------------
     def park(
-        self, *, framework: str, run: str, request_ids: Sequence[str], state: str, metadata: JsonObject | None = None
+        self,
+        *,
+        framework: str,
+        run: str,
+        request_ids: Sequence[str],
+        state: str,
+        metadata: JsonObject | None = None,
+        new_requests: Sequence[ApprovalRequest] = (),
     ) -> ParkedRun:
-        """Store an SDK's paused state server-side; any process can resume it once."""
+        """Store an SDK's paused state server-side; any process can resume it once.
+
+        ``new_requests`` (from :meth:`prepare`, each one of ``request_ids``) are stored in the same
+        transaction as the run, so no reviewer ever sees a request whose run is not parked yet.
+        """
+        fresh = {r.id: r for r in new_requests}
+        unknown = sorted(set(fresh) - set(request_ids))
+        if unknown:
+            raise AdapterError(f"new requests {unknown} are not among the parked run's request ids")
         for request_id in request_ids:
-            self.get(request_id)
+            if request_id not in fresh:
+                self.get(request_id)
         now = self.now()
         parked = ParkedRun(
             id=new_id("park"),
@@ -424,7 +478,9 @@ class ReviewQueue:
             updated_at=now,
         )
         payload: JsonObject = {"parked_run": parked.id, "requests": list(parked.request_ids)}
-        self.store.insert_parked_run(parked, self._event("run_parked", run=run, channel=framework, payload=payload))
+        event = self._event("run_parked", run=run, channel=framework, payload=payload)
+        submitted = [(r, self._submitted_event(r)) for r in new_requests]
+        self.store.insert_parked_run(parked, event, submitted)
         return parked
 
     def get_parked(self, parked_id: str) -> ParkedRun:

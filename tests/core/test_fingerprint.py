@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from crossgate import InvalidArgumentsError, canonical_json, fingerprint, parse_args
+from crossgate.audit import seal
+from crossgate.model import Event, NewEvent, chained_text
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
@@ -69,3 +73,31 @@ def test_canonical_json_round_trips_to_the_same_canonical_text(value: object) ->
 
     text = canonical_json(value)
     assert canonical_json(json.loads(text)) == text
+
+
+optional_text = st.none() | st.text()
+
+
+@given(
+    seq=st.integers(min_value=1, max_value=2**62),
+    at=st.datetimes(timezones=st.timezones()),
+    kind=st.text(),
+    request_id=optional_text,
+    run=optional_text,
+    actor=optional_text,
+    channel=optional_text,
+    payload=st.dictionaries(st.text(max_size=5), json_values, max_size=4),
+    prev_hash=st.text(alphabet="0123456789abcdef", min_size=64, max_size=64),
+)
+def test_the_chained_text_of_an_event_is_the_canonical_json_of_its_fields(**fields: object) -> None:
+    # Events are sealed over text assembled field by field; it must be exactly the documented form.
+    expected = canonical_json({**fields, "at": fields["at"].isoformat()})  # type: ignore[attr-defined]
+    assert chained_text(**fields) == expected  # type: ignore[arg-type]
+
+
+def test_seal_hashes_the_chained_text_and_keeps_every_field() -> None:
+    new = NewEvent(kind="decided", at=datetime(2026, 1, 2, tzinfo=UTC), request_id="req_é", payload={"n": 1.0})
+    event = seal(new, seq=7, prev_hash="a" * 64)
+    assert event == Event(**new.model_dump(), seq=7, prev_hash="a" * 64, hash=event.hash)
+    assert event.hash == hashlib.sha256(event.chained_text().encode()).hexdigest()
+    assert '"payload":{"n":1}' in event.chained_text()

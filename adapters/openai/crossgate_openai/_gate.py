@@ -14,6 +14,7 @@ from agents import Agent, FunctionTool, RunConfig, Runner, RunResult, RunResultS
 
 from crossgate import (
     AdapterError,
+    AlreadyAppliedError,
     ApprovalRequest,
     Approve,
     ConfigurationError,
@@ -44,6 +45,14 @@ from crossgate_openai._tools import (
 
 SdkResult = RunResult | RunResultStreaming
 Outcome = Finished[SdkResult] | Parked
+
+
+@dataclass(frozen=True, slots=True)
+class _Ask:
+    """An interruption a reviewer must decide: its request, and whether the queue has stored it yet."""
+
+    request: ApprovalRequest
+    stored: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +157,8 @@ class Gate:
         self.install(agent)
         self.queue.expire_overdue()
         await self._wait_for(parked.request_ids, wait)
-        if not self.queue.is_ready(parked):
+        requests = [self.queue.get(r) for r in parked.request_ids]
+        if any(r.is_open for r in requests):
             return Parked(parked.run, parked.id, parked.request_ids)
         # Load before claiming: a state this agent graph cannot restore must not use up the parked run.
         if context is None:
@@ -159,7 +169,7 @@ class Gate:
         self.queue.claim_parked(parked, owner=self.owner, lease_seconds=self.lease_seconds + max(wait, 0.0))
         scope = RunScope(parked.run, _text(parked.metadata.get("session")))
         try:
-            self._apply_decisions(state, scope, parked.request_ids)
+            self._apply_decisions(state, scope, requests)
             outcome = await self._drive(
                 agent, state, scope, wait=wait, context=None, stream=stream, already_answered=parked.request_ids
             )
@@ -192,30 +202,36 @@ class Gate:
             if not result.interruptions:
                 return Finished(scope.run, result)
             state = result.to_state()
-            requests: list[ApprovalRequest] = []
+            # Without an inline wait, new requests are stored with the parked run in one transaction;
+            # with one, they are stored now so reviewers can answer while this call waits.
+            budget = deadline - loop.time()
+            asks: list[_Ask] = []
             # The result's own items, as the SDK documents (approve(result.interruptions[0])): the state's
             # get_interruptions() would copy each one, and the state holds these very items.
             for item in result.interruptions:
-                answer = self._translate(item, scope)
-                if isinstance(answer, ApprovalRequest) and answer.id in answered:
+                answer = self._translate(item, scope, store=budget > 0)
+                if isinstance(answer, _Ask) and answer.request.id in answered:
                     # The SDK asks again for a call it was given an answer for: never loop, fail closed.
-                    raise AdapterError(f"the SDK asked again for request {answer.id} after its decision was applied")
-                if isinstance(answer, ApprovalRequest):
-                    requests.append(answer)
+                    raise AdapterError(
+                        f"the SDK asked again for request {answer.request.id} after its decision was applied"
+                    )
+                if isinstance(answer, _Ask):
+                    asks.append(answer)
                 elif answer.approve:
                     state.approve(item)
                 else:
                     state.reject(item, rejection_message=answer.message)
+            requests = [a.request for a in asks]
             request_ids = [r.id for r in requests]
-            budget = deadline - loop.time()
             if budget > 0:
                 await self._wait_for(request_ids, budget)
                 requests = [self.queue.get(r) for r in request_ids]
-            # Without a wait, the requests submit just returned are current enough: one decided a moment
+            # Without a wait, the requests just submitted are current enough: one decided a moment
             # later is parked and at once ready, the same outcome one step later.
             if any(r.is_open for r in requests):
-                return self._park(agent, state, scope, request_ids, stream=stream)
-            self._apply_decisions(state, scope, request_ids)
+                new = [a.request for a in asks if not a.stored]
+                return self._park(agent, state, scope, request_ids, new, stream=stream)
+            self._apply_decisions(state, scope, requests)
             answered.update(request_ids)
             start = state
 
@@ -235,8 +251,11 @@ class Gate:
                 pass
             return streamed
 
-    def _translate(self, item: ToolApprovalItem, scope: RunScope) -> ApprovalRequest | _Answer:
-        """The request of an interruption a reviewer must decide, or crossgate's own answer to it."""
+    def _translate(self, item: ToolApprovalItem, scope: RunScope, *, store: bool) -> _Ask | _Answer:
+        """The request of an interruption a reviewer must decide, or crossgate's own answer to it.
+
+        A new request is stored now when ``store`` is true, else left for ``_park`` to store with the run.
+        """
         agent_name = item.agent.name
         call_id = str(item.call_id)
         tool = _gated_tool(item)
@@ -251,8 +270,9 @@ class Gate:
             )
             return _Answer(False, message)
         call = tool_call(tool.name, agent_name, args, call_id, scope)
+        submit = self.queue.submit if store else self.queue.prepare
         try:
-            submission = self.queue.submit(
+            submission = submit(
                 call,
                 args_schema=tool.params_json_schema,
                 description=tool.description or None,
@@ -262,24 +282,27 @@ class Gate:
         except FingerprintMismatchError as exc:
             return _Answer(False, f"crossgate did not run {tool.name}: {exc}")
         if submission.request is not None:
-            return submission.request
+            return _Ask(submission.request, submission.stored)
         if submission.verdict.kind is VerdictKind.ALLOW:
             return _Answer(True)
         return _Answer(False, deny_message(tool.name, submission.verdict))
 
-    def _apply_decisions(self, state: RunState[Any, Any], scope: RunScope, request_ids: Sequence[str]) -> None:
-        """Hand each decided request of ``request_ids`` to the SDK's state (approve, or reject with its text)."""
-        wanted = set(request_ids)
+    def _apply_decisions(self, state: RunState[Any, Any], scope: RunScope, requests: Sequence[ApprovalRequest]) -> None:
+        """Hand each decided request to the SDK's state (approve, or reject with its text)."""
+        by_id = {r.id: r for r in requests}
         for item in state.get_interruptions():
-            request_id = request_id_for(scope.run, item.agent.name, str(item.call_id))
-            if request_id in wanted:
-                self._apply(state, item, self.queue.get(request_id))
+            request = by_id.get(request_id_for(scope.run, item.agent.name, str(item.call_id)))
+            if request is not None:
+                self._apply(state, item, request, scope)
 
-    def _apply(self, state: RunState[Any, Any], item: ToolApprovalItem, request: ApprovalRequest) -> None:
+    def _apply(
+        self, state: RunState[Any, Any], item: ToolApprovalItem, request: ApprovalRequest, scope: RunScope
+    ) -> None:
         resolution = request.resolution()
         if isinstance(resolution, (Approve, Edit, Respond)):
             # Edit and respond are approved at the SDK level; the gated tool substitutes args or content.
             state.approve(item)
+            scope.held[request.id] = request
             return
         if not isinstance(resolution, Reject):
             return
@@ -287,15 +310,30 @@ class Gate:
         if request.status is RequestStatus.APPLIED:
             return
         if request.status is RequestStatus.DECIDED:
-            self.queue.mark_applied(request.id, actor=FRAMEWORK)
+            try:
+                self.queue.mark_applied(request, actor=FRAMEWORK)
+            except AlreadyAppliedError:
+                return  # an earlier resume of this run recorded it (and its outcome) already
         self.queue.record_outcome(request, ran=False, result=resolution.message)
 
     def _park(
-        self, agent: Agent[Any], state: RunState[Any, Any], scope: RunScope, request_ids: list[str], *, stream: bool
+        self,
+        agent: Agent[Any],
+        state: RunState[Any, Any],
+        scope: RunScope,
+        request_ids: list[str],
+        new_requests: Sequence[ApprovalRequest],
+        *,
+        stream: bool,
     ) -> Parked:
         metadata: dict[str, Any] = {"agent": agent.name, "stream": stream, "session": scope.session}
         parked: ParkedRun = self.queue.park(
-            framework=FRAMEWORK, run=scope.run, request_ids=request_ids, state=state.to_string(), metadata=metadata
+            framework=FRAMEWORK,
+            run=scope.run,
+            request_ids=request_ids,
+            state=state.to_string(),
+            metadata=metadata,
+            new_requests=new_requests,
         )
         return Parked(scope.run, parked.id, parked.request_ids)
 

@@ -6,7 +6,11 @@ import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from crossgate import ApprovalRequest
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,6 +19,8 @@ class RunScope:
 
     run: str
     session: str | None = None
+    held: dict[str, ApprovalRequest] = field(default_factory=dict, compare=False)
+    """Decided requests the gate just read, by id, for the gated tools to use once instead of reading again."""
 
 
 _SCOPE: ContextVar[RunScope | None] = ContextVar("crossgate_openai_run", default=None)

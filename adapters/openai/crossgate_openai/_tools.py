@@ -158,8 +158,12 @@ class GatedInvoker:
     def _request(self, scope: RunScope | None, call_id: str) -> ApprovalRequest | None:
         if scope is None:
             return None
+        request_id = request_id_for(scope.run, self.agent, call_id)
+        held = scope.held.pop(request_id, None)  # used once: a second invocation reads the stored request
+        if held is not None:
+            return held
         try:
-            return self.binding.queue.get(request_id_for(scope.run, self.agent, call_id))
+            return self.binding.queue.get(request_id)
         except NotFoundError:
             return None
 
@@ -198,7 +202,7 @@ class GatedInvoker:
             # agent's own tools stay gated by their own requests.
             return await self._execute(ctx, raw, request, call)
         try:
-            queue.mark_applied(request.id, args=run_args, actor=FRAMEWORK)
+            queue.mark_applied(request, args=run_args, actor=FRAMEWORK)
         except CrossgateError as exc:
             message = f"crossgate did not run {self.tool}: {exc}"
             queue.record_outcome(request, ran=False, error=message)

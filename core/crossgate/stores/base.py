@@ -147,8 +147,13 @@ class Store(Protocol):
         """Store the revoked ``rule`` if it is not revoked yet; None when it already was."""
 
     # parked runs
-    def insert_parked_run(self, parked: ParkedRun, event: NewEvent) -> Event:
-        """Store a parked run and its event atomically."""
+    def insert_parked_run(
+        self, parked: ParkedRun, event: NewEvent, requests: Sequence[tuple[ApprovalRequest, NewEvent]] = ()
+    ) -> Event:
+        """Store a parked run and its event, and first any new ``requests`` with theirs, in one transaction.
+
+        ConflictError (and nothing stored) if the run or one of the requests exists already.
+        """
 
     def get_parked_run(self, parked_id: str) -> ParkedRun | None:
         """The parked run with this id, or None."""

@@ -60,10 +60,13 @@ class MemoryStore:
         with self._lock:
             if request.id in self._requests:
                 raise ConflictError(f"request {request.id} already exists")
-            self._requests[request.id] = request
-            self._positions[request.id] = len(self._positions) + 1
-            self._track_expiry(request)
-            return self._append(event)
+            return self._add_request(request, event)
+
+    def _add_request(self, request: ApprovalRequest, event: NewEvent) -> Event:
+        self._requests[request.id] = request
+        self._positions[request.id] = len(self._positions) + 1
+        self._track_expiry(request)
+        return self._append(event)
 
     def get_request(self, request_id: str) -> ApprovalRequest | None:
         with self._lock:
@@ -131,10 +134,17 @@ class MemoryStore:
             self._rules[rule.id] = rule
             return self._append(event)
 
-    def insert_parked_run(self, parked: ParkedRun, event: NewEvent) -> Event:
+    def insert_parked_run(
+        self, parked: ParkedRun, event: NewEvent, requests: Sequence[tuple[ApprovalRequest, NewEvent]] = ()
+    ) -> Event:
         with self._lock:
             if parked.id in self._parked:
                 raise ConflictError(f"parked run {parked.id} already exists")
+            for request, _ in requests:
+                if request.id in self._requests:
+                    raise ConflictError(f"request {request.id} already exists")
+            for request, submitted in requests:
+                self._add_request(request, submitted)
             self._parked[parked.id] = parked
             return self._append(event)
 

@@ -317,8 +317,23 @@ class PostgresStore:
         return self._change("revoke_rule", row, event, f"revoke rule {rule.id}")
 
     # parked runs ---------------------------------------------------------------------------------
-    def insert_parked_run(self, parked: ParkedRun, event: NewEvent) -> Event:
-        return self._insert("insert_parked_run", _parked_row(parked), event, f"parked run {parked.id}")
+    def insert_parked_run(
+        self, parked: ParkedRun, event: NewEvent, requests: Sequence[tuple[ApprovalRequest, NewEvent]] = ()
+    ) -> Event:
+        if not requests:
+            return self._insert("insert_parked_run", _parked_row(parked), event, f"parked run {parked.id}")
+        try:
+            with self._write(f"store parked run {parked.id}") as cur:
+                for request, submitted in requests:
+                    self._append(cur, submitted, _one(cur.execute(_q("insert_request"), _request_row(request))))
+                last = self._append(cur, event, _one(cur.execute(_q("insert_parked_run"), _parked_row(parked))))
+        except StoreError as exc:
+            if isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
+                ids = ", ".join(r.id for r, _ in requests)
+                raise ConflictError(f"parked run {parked.id} or one of its requests ({ids}) already exists") from exc
+            raise
+        self._listener.observe(last.seq)
+        return last
 
     def get_parked_run(self, parked_id: str) -> ParkedRun | None:
         return self._get("get_parked_run", parked_id, ParkedRun)

@@ -279,26 +279,29 @@ class SqliteStore:
 
     # requests -----------------------------------------------------------------------------------
     def insert_request(self, request: ApprovalRequest, event: NewEvent) -> Event:
-        call = request.call
         with self._write("insert_request") as conn:
-            try:
-                conn.execute(
-                    "INSERT INTO requests (id, status, framework, tool, agent, run, expires_at, body)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        request.id,
-                        request.status.value,
-                        call.framework,
-                        call.tool,
-                        call.agent,
-                        call.run,
-                        _epoch(request.expires_at),
-                        request.model_dump_json(),
-                    ),
-                )
-            except sqlite3.IntegrityError as exc:
-                raise ConflictError(f"request {request.id} already exists") from exc
-            return self._append(conn, event)
+            return self._insert_request(conn, request, event)
+
+    def _insert_request(self, conn: sqlite3.Connection, request: ApprovalRequest, event: NewEvent) -> Event:
+        call = request.call
+        try:
+            conn.execute(
+                "INSERT INTO requests (id, status, framework, tool, agent, run, expires_at, body)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    request.id,
+                    request.status.value,
+                    call.framework,
+                    call.tool,
+                    call.agent,
+                    call.run,
+                    _epoch(request.expires_at),
+                    request.model_dump_json(),
+                ),
+            )
+        except sqlite3.IntegrityError as exc:
+            raise ConflictError(f"request {request.id} already exists") from exc
+        return self._append(conn, event)
 
     def get_request(self, request_id: str) -> ApprovalRequest | None:
         rows = self._read("SELECT body FROM requests WHERE id = ?", (request_id,))
@@ -382,8 +385,12 @@ class SqliteStore:
             return self._append(conn, event) if updated else None
 
     # parked runs --------------------------------------------------------------------------------
-    def insert_parked_run(self, parked: ParkedRun, event: NewEvent) -> Event:
+    def insert_parked_run(
+        self, parked: ParkedRun, event: NewEvent, requests: Sequence[tuple[ApprovalRequest, NewEvent]] = ()
+    ) -> Event:
         with self._write("insert_parked_run") as conn:
+            for request, submitted in requests:
+                self._insert_request(conn, request, submitted)
             try:
                 conn.execute(
                     "INSERT INTO parked_runs (id, status, framework, run, body) VALUES (?, ?, ?, ?, ?)",
