@@ -11,11 +11,13 @@ import pydantic
 import pytest
 
 from crossgate import (
+    AdapterError,
     AlreadyAppliedError,
     AlreadyDecidedError,
     ApprovalRequest,
     Approve,
     ConfigurationError,
+    ConflictError,
     DecisionKind,
     DecisionNotAllowedError,
     Edit,
@@ -285,6 +287,57 @@ def test_park_refuses_unknown_requests(queue: ReviewQueue) -> None:
     with pytest.raises(NotFoundError):
         queue.park(framework="langgraph", run="r", request_ids=["req-ghost"], state="{}")
     assert queue.parked_runs() == []
+
+
+def test_prepared_requests_are_stored_with_their_parked_run_in_one_step(queue: ReviewQueue) -> None:
+    first = queue.prepare(call("t3"), args_schema=SCHEMA, request_id="req-t3")
+    second = queue.prepare(call("t1"), args_schema=SCHEMA, request_id="req-t1")
+    assert first.request is not None and second.request is not None
+    assert (first.stored, second.stored) == (False, False)
+    assert queue.pending() == [] and queue.events() == []  # prepared is not stored
+    parked = queue.park(
+        framework="langgraph",
+        run="run-1",
+        request_ids=["req-t3", "req-t1"],
+        state="{}",
+        new_requests=[first.request, second.request],
+    )
+    assert [r.id for r in queue.pending()] == ["req-t3", "req-t1"]
+    assert [(e.kind, e.request_id) for e in queue.events()] == [
+        ("submitted", "req-t3"),
+        ("submitted", "req-t1"),
+        ("run_parked", None),
+    ]
+    assert queue.get_parked(parked.id).request_ids == ("req-t3", "req-t1")
+    again = queue.prepare(call("t3"), args_schema=SCHEMA, request_id="req-t3")
+    assert again.stored and again.request == queue.get("req-t3")
+    assert queue.verify_audit().ok
+
+
+def test_parking_with_a_request_that_exists_stores_nothing(queue: ReviewQueue) -> None:
+    taken = submit(queue, "t3", request_id="req-t3")
+    fresh = queue.prepare(call("t1"), args_schema=SCHEMA, request_id="req-t1").request
+    assert fresh is not None
+    head = queue.store.audit_head()
+    with pytest.raises(ConflictError):
+        queue.park(
+            framework="langgraph",
+            run="run-1",
+            request_ids=["req-t1", "req-t3"],
+            state="{}",
+            new_requests=[fresh, taken],
+        )
+    assert queue.store.audit_head() == head
+    assert queue.store.get_request("req-t1") is None
+    assert queue.parked_runs() == []
+
+
+def test_park_refuses_new_requests_it_does_not_list(queue: ReviewQueue) -> None:
+    fresh = queue.prepare(call("t1"), args_schema=SCHEMA, request_id="req-t1").request
+    assert fresh is not None
+    with pytest.raises(AdapterError, match="req-t1"):
+        queue.park(framework="langgraph", run="run-1", request_ids=[], state="{}", new_requests=[fresh])
+    assert queue.store.get_request("req-t1") is None and queue.parked_runs() == []
 
 
 # expiry and cancel --------------------------------------------------------------------------------

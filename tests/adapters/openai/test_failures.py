@@ -239,3 +239,30 @@ async def test_a_call_id_reused_for_other_arguments_is_refused(queue: ReviewQueu
     [told] = tool_results(model.inputs)
     assert "exists for other arguments" in told
     assert len(queue.list_requests().items) == 1
+
+
+async def test_a_state_that_cannot_be_saved_leaves_no_request_behind(
+    queue: ReviewQueue, tickets: TicketStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The requests of a pause are stored with its parked run, in one transaction: a reviewer never
+    # sees a request whose run could not be parked (and so could never be resumed).
+    def refuse(self: RunState[Any, Any]) -> str:
+        raise RuntimeError("the state cannot be serialised")
+
+    monkeypatch.setattr(RunState, "to_string", refuse)
+    agent, _ = agent_for(tickets, delete_call("t3"), delete_call("t1"))
+    with pytest.raises(RuntimeError, match="cannot be serialised"):
+        await Gate(queue).run(agent, "go", run="r")
+    assert queue.list_requests().items == []
+    assert queue.parked_runs() == []
+    assert [e.kind for e in queue.events()] == []
+    assert tickets.delete_runs() == 0
+
+
+async def test_every_request_of_a_pause_arrives_with_its_parked_run(queue: ReviewQueue, tickets: TicketStore) -> None:
+    agent, _ = agent_for(tickets, delete_call("t3"), delete_call("t1"))
+    parked = await Gate(queue).run(agent, "go", run="r")
+    assert isinstance(parked, Parked)
+    kinds = [(e.kind, e.request_id) for e in queue.events()]
+    assert kinds == [("submitted", r) for r in parked.request_ids] + [("run_parked", None)]
+    assert {r.id for r in queue.pending()} == set(parked.request_ids)
