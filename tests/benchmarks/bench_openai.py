@@ -8,10 +8,11 @@ Both sides use the same scripted model and the same tool, and the same pause, st
 
 - native: ``Runner.run`` to the interruption, ``to_state().to_string()``, ``RunState.from_string``,
   ``state.approve``, ``Runner.run`` to the final answer;
-- crossgate: ``Gate.run`` (policy, request, RunState stored as a parked run in SQLite), ``queue.decide``,
-  ``Gate.resume`` (claim, restore, approve, the gated tool's binding check, mark applied, outcome, finish).
-  That is seven store writes; crossgate runs once per SQLite durability (``full``: seven synced commits;
-  ``decisions``: two, the decision and the applied mark; ``normal``: none) and once on the memory store.
+- crossgate: ``Gate.run`` (policy, the request and the RunState stored together as a parked run),
+  ``queue.decide``, ``Gate.resume`` (claim, restore, approve, the gated tool's binding check, mark applied,
+  outcome, finish). That is six store writes; crossgate runs once per SQLite durability (``full``: six
+  synced commits; ``decisions``: two, the decision and the applied mark; ``normal``: none) and once on
+  the memory store.
 
 The two alternate in one process, so machine noise hits both alike. Not collected by pytest.
 """
