@@ -116,12 +116,15 @@ class Binding:
                 return {}
         if not self.defer:
             return hook_output("ask", verdict.reason)
-        submission = self.queue.submit(
-            call,
-            args_schema=self.gate.args_schemas.get(call.tool),
-            capabilities=capabilities(call.tool),
-            request_id=rid,
-        )
+        # Held inline, the request is stored now so reviewers can answer while the hook waits; otherwise
+        # it is stored together with its parked run, so nobody sees a request that cannot be resumed.
+        submit = self.queue.submit if self.gate.hold else self.queue.prepare
+        asked: dict[str, Any] = {
+            "args_schema": self.gate.args_schemas.get(call.tool),
+            "capabilities": capabilities(call.tool),
+            "request_id": rid,
+        }
+        submission = submit(call, **asked)
         if submission.request is None:
             return hook_output("deny", submission.verdict.reason) if submission.verdict.kind is VerdictKind.DENY else {}
         request = submission.request
@@ -131,7 +134,9 @@ class Binding:
             return hook_output("ask", request.reason)
         if any(p.run == (session or tool_use_id) for p in self.parked):
             # The CLI keeps one deferred call per turn and drops the others from the session, so a
-            # second deferral in the same turn is refused openly instead of being lost.
+            # second deferral in the same turn is refused openly (and recorded) instead of being lost.
+            if not submission.stored:
+                self.queue.submit(call, **asked)
             self.queue.cancel(rid, reason=ONE_DEFERRAL, actor="crossgate")
             return hook_output("deny", ONE_DEFERRAL)
         state = {
@@ -148,11 +153,13 @@ class Binding:
                 request_ids=[rid],
                 state=json.dumps(state, sort_keys=True),
                 metadata={"tool_use_id": tool_use_id, "tool": call.tool},
+                new_requests=[] if submission.stored else [request],
             )
         except Exception:
             # The call will be denied; a request nobody can resume must not stay pending.
-            with contextlib.suppress(Exception):
-                self.queue.cancel(rid, reason="crossgate could not park this call, so it was not run.")
+            if submission.stored:
+                with contextlib.suppress(Exception):
+                    self.queue.cancel(rid, reason="crossgate could not park this call, so it was not run.")
             raise
         self.parked.append(parked)
         return hook_output("defer", request.reason)

@@ -273,7 +273,10 @@ class Gate:
         if not interrupts:
             return Finished(thread, getattr(output, "value", getattr(output, "values", output)))
         snapshot = await graph.aget_state(thread_config(thread))
-        entries = [self._submit(i, thread, snapshot.values) for i in interrupts]
+        # Requests for the middleware's calls are stored together with the parked run (one transaction);
+        # a node's request_approval stored its own before interrupting.
+        new_requests: list[ApprovalRequest] = []
+        entries = [self._submit(i, thread, snapshot.values, new_requests) for i in interrupts]
         state = _ParkState(
             graph=graph.name,
             thread=thread,
@@ -287,11 +290,17 @@ class Gate:
             request_ids=request_ids,
             state=state.dumps(),
             metadata={"graph": graph.name, "interrupts": [e.id for e in entries]},
+            new_requests=new_requests,
         )
         return Parked(thread, parked.id, tuple(request_ids))
 
-    def _submit(self, pending: Interrupt, thread: str, values: Mapping[str, Any]) -> _Pending:
-        """Turn one pending interrupt into crossgate requests (submitted once; a re-submit finds them)."""
+    def _submit(
+        self, pending: Interrupt, thread: str, values: Mapping[str, Any], new_requests: list[ApprovalRequest]
+    ) -> _Pending:
+        """Turn one pending interrupt into crossgate requests (stored once; a re-submit finds them).
+
+        Requests not stored yet are appended to ``new_requests`` for ``park`` to store.
+        """
         value = pending.value
         shape = interrupt_shape(value)
         if shape == "crossgate":
@@ -311,14 +320,22 @@ class Gate:
             matched = [(call, value.get("description"), None)]
         else:
             matched = _match_batched(value, calls)
-        request_ids = [self._submit_call(thread, turn, c, d, allowed) for c, d, allowed in matched]
+        request_ids = [self._submit_call(thread, turn, c, d, allowed, new_requests) for c, d, allowed in matched]
         return _Pending(pending.id, shape, request_ids, [c["name"] for c, _, _ in matched])
 
-    def _submit_call(self, thread: str, turn: int, call: Mapping[str, Any], description: Any, allowed: Any) -> str:
+    def _submit_call(
+        self,
+        thread: str,
+        turn: int,
+        call: Mapping[str, Any],
+        description: Any,
+        allowed: Any,
+        new_requests: list[ApprovalRequest],
+    ) -> str:
         call_id = str(call.get("id") or "")
         neutral = agent_call(call["name"], call["args"], call_id=call_id, thread=thread, agent=self.agent)
         capabilities = tuple(DecisionKind(k) for k in allowed) if allowed else tuple(DecisionKind)
-        submission = self.queue.submit(
+        submission = self.queue.prepare(
             neutral,
             description=description if isinstance(description, str) else None,
             capabilities=capabilities,
@@ -331,6 +348,8 @@ class Gate:
             )
         if submission.verdict.kind is not VerdictKind.ASK:
             raise AdapterError(f"unexpected verdict {submission.verdict.kind.value} for a paused call")
+        if not submission.stored and all(r.id != submission.request.id for r in new_requests):
+            new_requests.append(submission.request)
         return submission.request.id
 
 

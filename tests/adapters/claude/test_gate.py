@@ -291,6 +291,24 @@ async def test_an_applied_decision_is_not_applied_again(
     assert "already applied" in told(world)[0]
 
 
+async def test_a_deferred_call_and_its_request_are_stored_together(
+    gate: Gate, queue: ReviewQueue, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outcome = parked(await gate.run(calls(("delete_ticket", {"id": "t3"}))))
+    kinds = [(e.kind, e.request_id) for e in queue.events() if e.kind in ("submitted", "run_parked")]
+    assert kinds == [("submitted", outcome.request_ids[0]), ("run_parked", None)]
+
+    # When the run cannot be parked, the call is denied and no request is left for a reviewer.
+    def refuse(**_: Any) -> None:
+        raise RuntimeError("the store refused the parked run")
+
+    monkeypatch.setattr(queue, "park", refuse)
+    denied = await gate.run(calls(("delete_ticket", {"id": "t1"})))
+    assert isinstance(denied, Finished)
+    assert [r.id for r in queue.list_requests().items] == [outcome.request_ids[0]]
+    assert world.ran == []
+
+
 async def test_a_deferred_session_is_never_prompted(gate: Gate, fake_options: ClaudeAgentOptions) -> None:
     outcome = parked(await gate.run(calls(("delete_ticket", {"id": "t3"}))))
     resume_it = ClaudeAgentOptions(mcp_servers=fake_options.mcp_servers, resume=outcome.run)

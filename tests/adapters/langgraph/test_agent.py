@@ -57,6 +57,24 @@ async def test_approve_runs_each_gated_call_once_and_ungated_calls_run(ops_queue
 
 
 @pytest.mark.parametrize("mode", MODES)
+async def test_a_pause_that_cannot_be_parked_leaves_no_request(
+    ops_queue, saver, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The paused calls' requests are stored in the parked run's transaction: none is left for a
+    # reviewer when the run cannot be parked (it could never be resumed).
+    def refuse(**_: Any) -> None:
+        raise RuntimeError("the store refused the parked run")
+
+    monkeypatch.setattr(ops_queue, "park", refuse)
+    tools = OpsTools()
+    agent = ops_agent(ops_queue, tools, ops_model(WRITE, SQL, READ), saver, mode)
+    with pytest.raises(RuntimeError, match="refused the parked run"):
+        await Gate(ops_queue, agent).run(agent, INPUT, thread=f"ops-{mode}")
+    assert ops_queue.list_requests().items == []
+    assert "write_file" not in tools.names() and "execute_sql" not in tools.names()
+
+
+@pytest.mark.parametrize("mode", MODES)
 async def test_edit_runs_the_reviewers_arguments_and_the_model_is_told(ops_queue, saver, mode: str) -> None:
     _, gate, outcome, tools, model = await start(ops_queue, saver, mode, WRITE)
     [request_id] = outcome.request_ids
