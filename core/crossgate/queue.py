@@ -7,10 +7,9 @@ It enforces DESIGN.md's invariants 1 (fail closed), 2 (bound to arguments), 3 (e
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from crossgate.audit import AuditReport, verify_chain
 from crossgate.clock import Clock, new_id, utc_now
@@ -399,9 +398,46 @@ class ReviewQueue:
         self.store.insert_rule(rule, self._event("rule_added", actor=actor, channel=channel, payload=payload))
         return rule
 
-    def new_rule(self, **fields: Any) -> StandingRule:
-        """Build an unsaved standing rule with a fresh id and the current time."""
-        return StandingRule(id=new_id("rule"), created_at=self.now(), **fields)
+    def new_rule(
+        self,
+        *,
+        effect: VerdictKind | str,
+        tool: str,
+        match: RememberMatch = RememberMatch.TOOL,
+        arg_patterns: Mapping[str, str] | None = None,
+        args_fingerprint: str | None = None,
+        agent: str | None = None,
+        framework: str | None = None,
+        scope: RememberScope = RememberScope.FOREVER,
+        run: str | None = None,
+        session: str | None = None,
+        message: str | None = None,
+        created_by: str | None = None,
+        source_request: str | None = None,
+        expires_at: datetime | None = None,
+    ) -> StandingRule:
+        """Build an unsaved standing rule with a fresh id and the current time (``add_rule`` stores it).
+
+        ``effect`` is allow or deny; pydantic's ValidationError names any field that is not valid.
+        """
+        return StandingRule(
+            id=new_id("rule"),
+            created_at=self.now(),
+            effect=effect,  # validated (and coerced from text) by the model
+            tool=tool,
+            match=match,
+            arg_patterns=dict(arg_patterns or {}),
+            args_fingerprint=args_fingerprint,
+            agent=agent,
+            framework=framework,
+            scope=scope,
+            run=run,
+            session=session,
+            message=message,
+            created_by=created_by,
+            source_request=source_request,
+            expires_at=expires_at,
+        )
 
     def rules(self, *, include_revoked: bool = False) -> list[StandingRule]:
         """Standing rules, oldest first."""

@@ -455,6 +455,19 @@ def test_remember_once_creates_no_standing_rule(queue: ReviewQueue) -> None:
     assert queue.rules() == []
 
 
+def test_new_rule_builds_only_allow_or_deny_rules(queue: ReviewQueue) -> None:
+    rule = queue.new_rule(effect="deny", tool="delete_*", message="never", arg_patterns={"id": "prod-*"})
+    assert (rule.effect, rule.tool, rule.arg_patterns, rule.created_at is not None) == (
+        VerdictKind.DENY,
+        "delete_*",
+        {"id": "prod-*"},
+        True,
+    )
+    with pytest.raises(pydantic.ValidationError, match="effect"):
+        queue.new_rule(effect="ask", tool="delete_*")
+    assert queue.rules(include_revoked=True) == []  # building stores nothing; add_rule does
+
+
 def test_a_standing_allow_never_lifts_a_policy_deny(queue_with: QueueFactory) -> None:
     deny = PolicyRule(
         name="no-deletes-of-t1",

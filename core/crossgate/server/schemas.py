@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -107,7 +107,7 @@ class RuleIn(_In):
     message: str | None = Field(default=None, max_length=4000)
     expires_at: datetime | None = None
 
-    def rule_fields(self) -> dict[str, object]:
+    def rule_fields(self) -> dict[str, Any]:
         """Keyword arguments for ``ReviewQueue.new_rule``; ConfigurationError when the fields contradict."""
         if (self.match is RememberMatch.EXACT) != (self.args is not None):
             raise ConfigurationError("args belong with match=exact, and match=exact needs args")
