@@ -10,6 +10,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
 from crossgate import ConfigurationError
+from crossgate.stores import sqlite_target
 
 CHECKPOINTS_ENV = "CROSSGATE_LANGGRAPH_CHECKPOINTS"
 DEFAULT_CHECKPOINTS = "checkpoints.db"
@@ -20,7 +21,9 @@ async def open_checkpointer(url: str | None = None) -> AsyncIterator[BaseCheckpo
     """An async checkpointer for ``url``: ``memory:``, ``postgresql://…``, or a SQLite path (the default).
 
     Without ``url``, ``$CROSSGATE_LANGGRAPH_CHECKPOINTS``, else ``./checkpoints.db``. Tables are set up
-    on open. Every process that resumes a thread must open the same database.
+    on open. Every process that resumes a thread must open the same database. A SQLite target takes the
+    store's ``?durability=`` too: ``full`` (the default) syncs every checkpoint, ``decisions`` and
+    ``normal`` none (checkpoints carry no decisions).
     """
     target = url or os.environ.get(CHECKPOINTS_ENV) or DEFAULT_CHECKPOINTS
     if target in ("memory:", ":memory:"):
@@ -38,9 +41,11 @@ async def open_checkpointer(url: str | None = None) -> AsyncIterator[BaseCheckpo
     else:
         from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-        path = target.removeprefix("sqlite:///").removeprefix("sqlite://")
-        if not path:
-            raise ConfigurationError(f"no SQLite path in {target!r}")
+        path, durability = sqlite_target(target)
         async with AsyncSqliteSaver.from_conn_string(path) as saver:
+            if durability != "full":
+                # A lost tail of checkpoints re-runs steps from an earlier one after a power cut; the
+                # gated tools' applied marks (in crossgate's store) keep them from running twice.
+                await saver.conn.execute("PRAGMA synchronous=NORMAL")
             await saver.setup()
             yield saver

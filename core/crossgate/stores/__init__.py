@@ -58,7 +58,7 @@ def open_store(db: str | None = None) -> Store:
     else:
         from crossgate.stores.sqlite import SqliteStore
 
-        path, durability = _sqlite_target(target)
+        path, durability = sqlite_target(target)
         store = SqliteStore(Path(path), durability=durability)
     store.setup()
     return store
@@ -67,8 +67,11 @@ def open_store(db: str | None = None) -> Store:
 _DURABILITY_SUFFIX = "?durability="
 
 
-def _sqlite_target(target: str) -> tuple[str, Durability]:
-    """Split a SQLite URL or path into the file path and the durability it asks for."""
+def sqlite_target(target: str) -> tuple[str, Durability]:
+    """Split a SQLite URL or path into the file path and the durability it asks for (``full`` if none).
+
+    ConfigurationError for an unknown parameter or durability, or no path.
+    """
     from crossgate.stores.sqlite import DURABILITIES
 
     durability = "full"

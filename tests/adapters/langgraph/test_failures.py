@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,7 +28,7 @@ from crossgate import (
 )
 from crossgate.model import EXPIRY_MESSAGE
 from crossgate.runs import Finished, Parked
-from crossgate_langgraph import Gate, neutral_decision, resume_command
+from crossgate_langgraph import Gate, neutral_decision, open_checkpointer, resume_command
 from tests.adapters.langgraph.test_agent import INPUT, by_tool, start, told
 from tests.adapters.langgraph.worlds import OPS_POLICY, SQL, WRITE, OpsTools, ops_agent, ops_model, ticket_graph
 
@@ -198,3 +200,22 @@ async def test_a_graph_without_a_checkpointer_is_refused_before_it_runs(queue, t
         await Gate(queue).run(graph, {"ticket_id": "t3"}, thread="x")
     assert entered == []
     assert queue.pending() == []
+
+
+@pytest.mark.parametrize(
+    ("suffix", "level"),
+    [("", 2), ("?durability=full", 2), ("?durability=decisions", 1), ("?durability=normal", 1)],
+)
+async def test_sqlite_checkpoints_take_the_stores_durability(tmp_path: Path, suffix: str, level: int) -> None:
+    target = f"sqlite:///{tmp_path / 'checkpoints.db'}{suffix}"
+    async with open_checkpointer(target) as saver, saver.conn.execute("PRAGMA synchronous") as cursor:
+        assert (await cursor.fetchone())[0] == level
+    assert sorted(os.listdir(tmp_path))[0] == "checkpoints.db"  # the query is not part of the file name
+
+
+@pytest.mark.parametrize("target", ["sqlite:///x.db?durability=sometimes", "sqlite:///x.db?mode=ro", "sqlite:///"])
+async def test_a_bad_checkpoint_url_is_a_configuration_error(tmp_path: Path, target: str) -> None:
+    with pytest.raises(ConfigurationError):
+        async with open_checkpointer(target.replace("x.db", str(tmp_path / "x.db"))):
+            pass
+    assert os.listdir(tmp_path) == []
