@@ -2,6 +2,8 @@
 
 Every state change is a compare-and-set together with its audit event in one transaction, so racing
 reviewers, resumers or processes cannot both win, and no change is ever recorded without its event.
+Delivery cursors (how far a webhook target's notifications have got) are compare-and-sets too, but
+bookkeeping rather than audited state, so they append no event.
 Stores raise :class:`~crossgate.errors.StoreError` for driver failures and never enforce policy.
 """
 
@@ -105,9 +107,46 @@ def holds_lease(parked: ParkedRun, owner: str) -> bool:
     return parked.status is ParkedRunStatus.RESUMING and parked.lease_owner == owner
 
 
+@dataclass(frozen=True, slots=True)
+class DeliveryCursor:
+    """How far one consumer of the event log (a webhook target, say) has got, and who holds it.
+
+    ``seq`` is the last event the consumer is done with. ``lease_owner`` holds the cursor until
+    ``lease_until``; both are None once released. Cursors are bookkeeping, not audited state: changing
+    one appends no event.
+    """
+
+    name: str
+    seq: int
+    lease_owner: str | None = None
+    lease_until: datetime | None = None
+
+
+def check_delivery_cursor_args(name: str, owner: str, seq: int = 0) -> None:
+    """Refuse an empty cursor name or owner, or a negative seq, with a ConfigurationError before anything is stored."""
+    if not name:
+        raise ConfigurationError("a delivery cursor needs a name")
+    if not owner:
+        raise ConfigurationError(f"delivery cursor {name!r}: the lease owner cannot be empty")
+    if seq < 0:
+        raise ConfigurationError(f"a delivery cursor's seq cannot be negative, got {seq}")
+
+
+def delivery_cursor_claimable(cursor: DeliveryCursor, owner: str, now: datetime) -> bool:
+    """True if ``owner`` may take ``cursor``: it is released, already ``owner``'s, or its lease ran out."""
+    if cursor.lease_owner is None or cursor.lease_owner == owner:
+        return True
+    return cursor.lease_until is None or cursor.lease_until <= now
+
+
+def delivery_cursor_advanceable(cursor: DeliveryCursor, owner: str, seq: int) -> bool:
+    """True if ``owner`` holds ``cursor`` and ``seq`` does not move it backwards."""
+    return cursor.lease_owner == owner and seq >= cursor.seq
+
+
 @runtime_checkable
 class Store(Protocol):
-    """Persistence for requests, standing rules, parked runs and the event log."""
+    """Persistence for requests, standing rules, parked runs, the event log and delivery cursors."""
 
     def setup(self) -> None:
         """Create or migrate the schema; safe to call more than once."""
@@ -188,3 +227,29 @@ class Store(Protocol):
 
     def wait_for_change(self, after: int, timeout: float) -> int:
         """Block until an event with ``seq > after`` exists or ``timeout`` seconds pass; return the last seq."""
+
+    # delivery cursors
+    def claim_delivery_cursor(
+        self, name: str, owner: str, now: datetime, lease_until: datetime, start: int
+    ) -> DeliveryCursor | None:
+        """Take the lease on cursor ``name`` until ``lease_until``, creating the cursor at seq ``start``.
+
+        The lease is taken when the cursor is new, released, already ``owner``'s (a renewal), or its
+        lease ran out by ``now``. Returns the claimed cursor (its stored seq, not ``start``, when it
+        exists), or None while another owner's lease is live. ConfigurationError for an empty name or
+        a negative ``start``.
+        """
+
+    def advance_delivery_cursor(self, name: str, owner: str, seq: int, lease_until: datetime) -> DeliveryCursor | None:
+        """Move cursor ``name`` to ``seq`` and renew its lease, a compare-and-set on the lease owner.
+
+        None, and nothing changes, if ``owner`` does not hold the lease (it was taken over or released)
+        or ``seq`` is behind the stored seq: a cursor never moves backwards. ``seq`` equal to the stored
+        one only renews the lease. ConfigurationError for an empty name or owner, or a negative ``seq``.
+        """
+
+    def release_delivery_cursor(self, name: str, owner: str) -> DeliveryCursor | None:
+        """Give up ``owner``'s lease on cursor ``name``, keeping its seq; None if ``owner`` did not hold it."""
+
+    def get_delivery_cursor(self, name: str) -> DeliveryCursor | None:
+        """The cursor with this name, or None."""

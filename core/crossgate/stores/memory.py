@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Sequence
 from datetime import datetime
@@ -18,11 +19,15 @@ from crossgate.model import (
     StandingRule,
 )
 from crossgate.stores.base import (
+    DeliveryCursor,
     Page,
     RequestQuery,
+    check_delivery_cursor_args,
     claimable,
     claimed_copy,
     decode_cursor,
+    delivery_cursor_advanceable,
+    delivery_cursor_claimable,
     encode_cursor,
     finished_copy,
     holds_lease,
@@ -40,6 +45,7 @@ class MemoryStore:
         self._rules: dict[str, StandingRule] = {}
         self._parked: dict[str, ParkedRun] = {}
         self._events: list[Event] = []
+        self._cursors: dict[str, DeliveryCursor] = {}
         # Pending requests that can expire, so finding overdue ones does not scan every request ever made.
         self._expiring: set[str] = set()
 
@@ -205,6 +211,45 @@ class MemoryStore:
         with self._changed:
             self._changed.wait_for(lambda: len(self._events) > after, timeout=timeout)
             return len(self._events)
+
+    def claim_delivery_cursor(
+        self, name: str, owner: str, now: datetime, lease_until: datetime, start: int
+    ) -> DeliveryCursor | None:
+        check_delivery_cursor_args(name, owner, start)
+        with self._lock:
+            current = self._cursors.get(name)
+            if current is None:
+                claimed = DeliveryCursor(name, start, owner, lease_until)
+            elif delivery_cursor_claimable(current, owner, now):
+                claimed = dataclasses.replace(current, lease_owner=owner, lease_until=lease_until)
+            else:
+                return None
+            self._cursors[name] = claimed
+            return claimed
+
+    def advance_delivery_cursor(self, name: str, owner: str, seq: int, lease_until: datetime) -> DeliveryCursor | None:
+        check_delivery_cursor_args(name, owner, seq)
+        with self._lock:
+            current = self._cursors.get(name)
+            if current is None or not delivery_cursor_advanceable(current, owner, seq):
+                return None
+            advanced = dataclasses.replace(current, seq=seq, lease_until=lease_until)
+            self._cursors[name] = advanced
+            return advanced
+
+    def release_delivery_cursor(self, name: str, owner: str) -> DeliveryCursor | None:
+        check_delivery_cursor_args(name, owner)
+        with self._lock:
+            current = self._cursors.get(name)
+            if current is None or current.lease_owner != owner:
+                return None
+            released = DeliveryCursor(name, current.seq)
+            self._cursors[name] = released
+            return released
+
+    def get_delivery_cursor(self, name: str) -> DeliveryCursor | None:
+        with self._lock:
+            return self._cursors.get(name)
 
 
 def _matches(request: ApprovalRequest, query: RequestQuery) -> bool:

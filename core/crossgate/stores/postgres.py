@@ -4,7 +4,8 @@ Needs the extra ``crossgate[postgres]`` (psycopg 3 and psycopg-pool). Every writ
 that changes a row and appends its event; the chain head is one row locked ``FOR UPDATE``, so the hash
 chain stays a chain under any number of writers. Decide and apply are compare-and-set updates
 (``WHERE status = ANY(...)``), parked runs are claimed with ``FOR UPDATE SKIP LOCKED`` and a lease, and
-each event commits with a ``NOTIFY`` that wakes waiters in every other process.
+each event commits with a ``NOTIFY`` that wakes waiters in every other process. A delivery cursor's
+claim, advance and release are each one statement (an upsert or a compare-and-set on the lease owner).
 
 All tables live in one schema (``crossgate`` unless ``schema=`` says otherwise, as a constructor
 argument or a ``?schema=`` URL parameter), so tests and tenants can use fresh ones. SQL text lives in
@@ -41,7 +42,16 @@ from crossgate.model import (
     RequestStatus,
     StandingRule,
 )
-from crossgate.stores.base import Page, RequestQuery, claimed_copy, decode_cursor, encode_cursor, finished_copy
+from crossgate.stores.base import (
+    DeliveryCursor,
+    Page,
+    RequestQuery,
+    check_delivery_cursor_args,
+    claimed_copy,
+    decode_cursor,
+    encode_cursor,
+    finished_copy,
+)
 
 try:
     import psycopg
@@ -411,6 +421,32 @@ class PostgresStore:
             if latest > after or time.monotonic() >= deadline:
                 return latest
             time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+
+    # delivery cursors ----------------------------------------------------------------------------
+    def claim_delivery_cursor(
+        self, name: str, owner: str, now: datetime, lease_until: datetime, start: int
+    ) -> DeliveryCursor | None:
+        check_delivery_cursor_args(name, owner, start)
+        params = {"name": name, "owner": owner, "now": now, "lease_until": lease_until, "start": start}
+        return self._cursor_statement("claim_delivery_cursor", params, f"claim delivery cursor {name}")
+
+    def advance_delivery_cursor(self, name: str, owner: str, seq: int, lease_until: datetime) -> DeliveryCursor | None:
+        check_delivery_cursor_args(name, owner, seq)
+        params = {"name": name, "owner": owner, "seq": seq, "lease_until": lease_until}
+        return self._cursor_statement("advance_delivery_cursor", params, f"advance delivery cursor {name}")
+
+    def release_delivery_cursor(self, name: str, owner: str) -> DeliveryCursor | None:
+        check_delivery_cursor_args(name, owner)
+        params = {"name": name, "owner": owner}
+        return self._cursor_statement("release_delivery_cursor", params, f"release delivery cursor {name}")
+
+    def get_delivery_cursor(self, name: str) -> DeliveryCursor | None:
+        return self._cursor_statement("get_delivery_cursor", {"name": name}, f"read delivery cursor {name}")
+
+    def _cursor_statement(self, query: str, params: dict[str, Any], action: str) -> DeliveryCursor | None:
+        with self._conn(action) as conn:
+            row = conn.execute(_q(query), params).fetchone()
+        return None if row is None else DeliveryCursor(row[0], int(row[1]), row[2], row[3])
 
     def _get(self, query: str, key: str, model: type[M]) -> M | None:
         with self._conn(f"read {key}") as conn:

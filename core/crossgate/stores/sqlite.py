@@ -32,7 +32,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -49,11 +49,15 @@ from crossgate.model import (
     StandingRule,
 )
 from crossgate.stores.base import (
+    DeliveryCursor,
     Page,
     RequestQuery,
+    check_delivery_cursor_args,
     claimable,
     claimed_copy,
     decode_cursor,
+    delivery_cursor_advanceable,
+    delivery_cursor_claimable,
     encode_cursor,
     finished_copy,
     holds_lease,
@@ -92,6 +96,8 @@ bare events (policy ``allowed``/``denied`` records, call outcomes). Why the inva
   mode: the run is parked (or its lease runs out) and a worker resumes it again; the gated tool's
   applied mark keeps it from running twice. (Ungated steps after it may run again, as after a crash.)
 - A lost rule added by ``remember`` fails safe: the next matching call asks again.
+- A lost claim, advance or release of a delivery cursor moves the cursor back to an earlier seq: the
+  notifications after it are sent again (delivery is at-least-once anyway, with an idempotency key).
 - Lost tail events (a policy ``allowed`` record, a call's outcome) are audit records of things that
   happened just before the cut; the audit chain stays verifiable, because the chain head and each event
   commit in one transaction and what survives is a prefix.
@@ -456,6 +462,52 @@ class SqliteStore:
             self._append(conn, event)
             return finished
 
+    # delivery cursors ---------------------------------------------------------------------------
+    def _locked_cursor(self, conn: sqlite3.Connection, name: str) -> DeliveryCursor | None:
+        row = conn.execute(f"{_CURSOR_SELECT} WHERE name = ?", (name,)).fetchone()
+        return _cursor_from_row(row) if row else None
+
+    def _store_cursor(self, conn: sqlite3.Connection, cursor: DeliveryCursor) -> DeliveryCursor:
+        conn.execute(
+            "INSERT INTO delivery_cursors (name, seq, lease_owner, lease_until) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (name) DO UPDATE SET"
+            " seq = excluded.seq, lease_owner = excluded.lease_owner, lease_until = excluded.lease_until",
+            (cursor.name, cursor.seq, cursor.lease_owner, _epoch(cursor.lease_until)),
+        )
+        return cursor
+
+    def claim_delivery_cursor(
+        self, name: str, owner: str, now: datetime, lease_until: datetime, start: int
+    ) -> DeliveryCursor | None:
+        check_delivery_cursor_args(name, owner, start)
+        with self._write("claim_delivery_cursor") as conn:
+            current = self._locked_cursor(conn, name)
+            if current is None:
+                return self._store_cursor(conn, DeliveryCursor(name, start, owner, lease_until))
+            if not delivery_cursor_claimable(current, owner, now):
+                return None
+            return self._store_cursor(conn, DeliveryCursor(name, current.seq, owner, lease_until))
+
+    def advance_delivery_cursor(self, name: str, owner: str, seq: int, lease_until: datetime) -> DeliveryCursor | None:
+        check_delivery_cursor_args(name, owner, seq)
+        with self._write("advance_delivery_cursor") as conn:
+            current = self._locked_cursor(conn, name)
+            if current is None or not delivery_cursor_advanceable(current, owner, seq):
+                return None
+            return self._store_cursor(conn, DeliveryCursor(name, seq, owner, lease_until))
+
+    def release_delivery_cursor(self, name: str, owner: str) -> DeliveryCursor | None:
+        check_delivery_cursor_args(name, owner)
+        with self._write("release_delivery_cursor") as conn:
+            current = self._locked_cursor(conn, name)
+            if current is None or current.lease_owner != owner:
+                return None
+            return self._store_cursor(conn, DeliveryCursor(name, current.seq))
+
+    def get_delivery_cursor(self, name: str) -> DeliveryCursor | None:
+        rows = self._read(f"{_CURSOR_SELECT} WHERE name = ?", (name,))
+        return _cursor_from_row(rows[0]) if rows else None
+
 
 _WRITE_LOCKS: dict[str, threading.Lock] = {}
 _WRITE_LOCKS_GUARD = threading.Lock()
@@ -482,6 +534,14 @@ def _parked_from_row(body: str, state: str) -> ParkedRun:
 
 def _epoch(moment: datetime | None) -> float | None:
     return None if moment is None else moment.timestamp()
+
+
+_CURSOR_SELECT = "SELECT name, seq, lease_owner, lease_until FROM delivery_cursors"
+
+
+def _cursor_from_row(row: tuple[Any, ...]) -> DeliveryCursor:
+    name, seq, owner, until = row
+    return DeliveryCursor(name, int(seq), owner, None if until is None else datetime.fromtimestamp(until, UTC))
 
 
 def _event_from_row(row: tuple[Any, ...]) -> Event:

@@ -135,3 +135,27 @@ SELECT data FROM events WHERE seq > %(after)s ORDER BY seq LIMIT %(limit)s;
 
 -- name: list_request_events
 SELECT data FROM events WHERE request_id = %(request_id)s AND seq > %(after)s ORDER BY seq LIMIT %(limit)s;
+
+-- name: claim_delivery_cursor
+-- One statement: create the cursor at the start seq, or take its lease when it is released, already
+-- ours, or ran out. A racing claimer waits for the row lock and then sees the winner's live lease, so
+-- no row comes back for it. Cursors are bookkeeping: no event, no chain head, no NOTIFY.
+INSERT INTO delivery_cursors AS c (name, seq, lease_owner, lease_until)
+VALUES (%(name)s, %(start)s, %(owner)s, %(lease_until)s)
+ON CONFLICT (name) DO UPDATE SET lease_owner = excluded.lease_owner, lease_until = excluded.lease_until
+WHERE c.lease_owner IS NULL OR c.lease_owner = %(owner)s OR c.lease_until IS NULL OR c.lease_until <= %(now)s
+RETURNING c.name, c.seq, c.lease_owner, c.lease_until;
+
+-- name: advance_delivery_cursor
+-- Compare-and-set on the lease owner; never backwards.
+UPDATE delivery_cursors SET seq = %(seq)s, lease_until = %(lease_until)s
+WHERE name = %(name)s AND lease_owner = %(owner)s AND seq <= %(seq)s
+RETURNING name, seq, lease_owner, lease_until;
+
+-- name: release_delivery_cursor
+UPDATE delivery_cursors SET lease_owner = NULL, lease_until = NULL
+WHERE name = %(name)s AND lease_owner = %(owner)s
+RETURNING name, seq, lease_owner, lease_until;
+
+-- name: get_delivery_cursor
+SELECT name, seq, lease_owner, lease_until FROM delivery_cursors WHERE name = %(name)s;

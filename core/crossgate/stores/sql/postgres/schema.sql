@@ -56,3 +56,13 @@ CREATE TABLE audit_head (
     hash text NOT NULL
 );
 INSERT INTO audit_head (singleton, seq, hash) VALUES (true, 0, repeat('0', 64));
+
+-- One row per consumer of the event log (a webhook target is named by a digest of its URL, never the
+-- URL: it may carry a token). ``seq`` is the last event the consumer is done with; the lease says
+-- which process delivers now.
+CREATE TABLE delivery_cursors (
+    name text PRIMARY KEY,
+    seq bigint NOT NULL CHECK (seq >= 0),
+    lease_owner text,
+    lease_until timestamptz
+);
