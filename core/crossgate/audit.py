@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from crossgate.model import Event, NewEvent, chained_text
+from crossgate.model import Event, NewEvent
 
 GENESIS_HASH = "0" * 64
 """``prev_hash`` of the first event."""
@@ -14,7 +14,9 @@ GENESIS_HASH = "0" * 64
 
 def seal(new: NewEvent, *, seq: int, prev_hash: str) -> Event:
     """Give ``new`` its place in the chain: sequence number, time, previous hash and own hash."""
-    text = chained_text(
+    # Built without re-validation: every field comes from a validated NewEvent, or is the int and the
+    # hex digests given and computed here. The hash is filled in before anyone else sees the event.
+    event = Event.model_construct(
         seq=seq,
         at=new.at,
         kind=new.kind,
@@ -24,20 +26,10 @@ def seal(new: NewEvent, *, seq: int, prev_hash: str) -> Event:
         channel=new.channel,
         payload=new.payload,
         prev_hash=prev_hash,
+        hash="",
     )
-    # Every field comes from a validated NewEvent, or is the int and hex digests computed here.
-    return Event.model_construct(
-        seq=seq,
-        at=new.at,
-        kind=new.kind,
-        request_id=new.request_id,
-        run=new.run,
-        actor=new.actor,
-        channel=new.channel,
-        payload=new.payload,
-        prev_hash=prev_hash,
-        hash=hashlib.sha256(text.encode("utf-8")).hexdigest(),
-    )
+    event.__dict__["hash"] = hashlib.sha256(event.chained_text().encode("utf-8")).hexdigest()
+    return event
 
 
 @dataclass(frozen=True, slots=True)

@@ -305,43 +305,17 @@ class Event(_Frozen):
     hash: str
 
     def chained_text(self) -> str:
-        """Canonical text covered by ``hash`` (everything but the hash itself)."""
-        return chained_text(
-            seq=self.seq,
-            at=self.at,
-            kind=self.kind,
-            request_id=self.request_id,
-            run=self.run,
-            actor=self.actor,
-            channel=self.channel,
-            payload=self.payload,
-            prev_hash=self.prev_hash,
+        """The canonical text ``hash`` covers: every field but the hash, with ``at`` in ISO 8601.
+
+        Equal to ``canonical_json`` of those nine fields; assembled here in sorted key order so that
+        only the payload goes through the general canonical form (every event is sealed with it).
+        """
+        return (
+            f'{{"actor":{_text_or_null(self.actor)},"at":{json_string(self.at.isoformat())},'
+            f'"channel":{_text_or_null(self.channel)},"kind":{json_string(self.kind)},'
+            f'"payload":{canonical_json(self.payload)},"prev_hash":{json_string(self.prev_hash)},'
+            f'"request_id":{_text_or_null(self.request_id)},"run":{_text_or_null(self.run)},"seq":{int(self.seq)}}}'
         )
-
-
-def chained_text(
-    *,
-    seq: int,
-    at: datetime,
-    kind: str,
-    request_id: str | None,
-    run: str | None,
-    actor: str | None,
-    channel: str | None,
-    payload: JsonObject,
-    prev_hash: str,
-) -> str:
-    """The canonical text an event's hash covers: every field but the hash, with ``at`` in ISO 8601.
-
-    Equal to ``canonical_json`` of the object with those nine keys; assembled here in sorted key order
-    so that only the payload goes through the general canonical form (every event is sealed with it).
-    """
-    return (
-        f'{{"actor":{_text_or_null(actor)},"at":{json_string(at.isoformat())},'
-        f'"channel":{_text_or_null(channel)},"kind":{json_string(kind)},"payload":{canonical_json(payload)},'
-        f'"prev_hash":{json_string(prev_hash)},"request_id":{_text_or_null(request_id)},'
-        f'"run":{_text_or_null(run)},"seq":{int(seq)}}}'
-    )
 
 
 def _text_or_null(value: str | None) -> str:
