@@ -154,6 +154,9 @@ class ServerSettings:
     webhook_attempts: int = 5
     webhook_backoff_seconds: float = 0.5
     webhook_timeout_seconds: float = 5.0
+    webhook_lease_seconds: float = 30.0
+    """How long a server holds a webhook target's delivery lease without renewing it (it renews every
+    third of it). When the holder dies, another server takes the target over within about 1⅓ times this."""
     sweep_seconds: float = 1.0
     """How often the server expires overdue requests and looks for other processes' changes."""
     stream_ping_seconds: float = 15.0
@@ -171,6 +174,8 @@ class ServerSettings:
             raise ConfigurationError("each webhook URL may appear once; list its events together")
         if self.link_reviewer is not None and self.link_reviewer not in names:
             raise ConfigurationError(f"link_reviewer {self.link_reviewer!r} is not a configured reviewer")
+        if self.webhook_lease_seconds <= 0:
+            raise ConfigurationError(f"webhook_lease_seconds must be positive, got {self.webhook_lease_seconds}")
         if len(self.secret) < 16:
             raise ConfigurationError("the link-signing secret needs 16 bytes at least")
 

@@ -2,8 +2,25 @@
 
 The notifier reads the log after the queue has recorded a change (invariant 4: a pause persists
 before anyone is notified), so a slow, failing or silent receiver can delay only its own deliveries:
-it never blocks a submission or a decision, and a lost delivery loses no request. Each target has its
-own bounded delivery queue and worker; a failed attempt is retried with exponential backoff.
+it never blocks a submission or a decision, nor another target, and a lost delivery loses no request.
+
+What a receiver can rely on:
+
+- **Ordered per target.** Each target has a delivery cursor in the store (named by a digest of its
+  URL, never the URL, which may carry a token): the last event done for it. Events after the cursor
+  are sent one at a time, in log order, and the cursor moves past each once it is delivered.
+- **One server per target.** Whoever holds the cursor's lease delivers; other servers on the same
+  store skip the target and try to claim it every third of ``webhook_lease_seconds``. The holder
+  renews the lease while it delivers and releases it on a clean stop; if it dies, the lease runs out
+  and another server goes on from the stored cursor.
+- **Resumes after a restart.** Events logged while no server ran are sent when one starts. A target
+  the store has never seen starts at the log's head when the server starts: old history is not replayed.
+- **At least once.** A server that dies between sending and storing the cursor leaves that event to
+  be sent again by the next holder. Every delivery carries ``X-Crossgate-Delivery: <target>:<seq>``,
+  the same on every attempt and every redelivery, so a receiver can drop what it has seen.
+- **Given up after the attempts.** A failed attempt (connection error, timeout, non-2xx) is retried
+  with exponential backoff and jitter, up to ``webhook_attempts``; then the event is logged, counted as
+  failed, and the cursor moves past it, so a dead receiver cannot hold its target back forever.
 """
 
 from __future__ import annotations
@@ -14,126 +31,186 @@ import hashlib
 import hmac
 import json
 import logging
+import os
 import random
+import secrets
+import socket
 from collections import Counter
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import httpx
 
 from crossgate.model import ApprovalRequest, DecisionKind, Event
+from crossgate.server.delivery import CursorLease
 from crossgate.server.settings import WebhookTarget
 from crossgate.server.state import ServerState
 
 log = logging.getLogger(__name__)
 
-MAX_BACKLOG = 1000
 EVENT_NAMES = {"submitted": "request.submitted", "decided": "request.decided"}
+READ_BATCH = 100
+"""Events read from the log at a time, per target."""
+DELIVERY_HEADER = "x-crossgate-delivery"
 
 
-@dataclass(frozen=True, slots=True)
-class Delivery:
-    """One notification for one target."""
+def target_digest(url: str) -> str:
+    """sha256 hex of a target's URL: how the store and the headers name it without its secrets."""
+    return hashlib.sha256(url.encode()).hexdigest()
 
-    target: WebhookTarget
-    body: bytes
-    event_seq: int
+
+def cursor_name(url: str) -> str:
+    """The name of the delivery cursor of the target at ``url``."""
+    return f"webhook:{target_digest(url)}"
+
+
+def delivery_id(url: str, seq: int) -> str:
+    """The idempotency key of event ``seq``'s notification to ``url``: the same on every redelivery."""
+    return f"{target_digest(url)[:16]}:{seq}"
+
+
+def _label(url: str) -> str:
+    """A target as logs show it: host and digest, not the path or query, which may carry a token."""
+    return f"{urlsplit(url).netloc or '?'} [{target_digest(url)[:16]}]"
 
 
 class Notifier:
-    """Turns logged events into webhook deliveries; one background worker per target."""
+    """Turns logged events into webhook deliveries: per target, one task that claims and follows its cursor."""
 
     def __init__(self, state: ServerState, *, transport: httpx.AsyncBaseTransport | None = None) -> None:
         self._state = state
         self._settings = state.settings
         self._transport = transport
-        self._queues = {t.url: asyncio.Queue[Delivery](MAX_BACKLOG) for t in self._settings.webhooks}
+        self._owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+        self._lease_seconds = self._settings.webhook_lease_seconds
+        self._leases: dict[str, CursorLease] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._counts: Counter[str] = Counter()
+        self._start_head = 0
+
+    @property
+    def owner(self) -> str:
+        """This server's name on the leases it holds."""
+        return self._owner
 
     def stats(self) -> dict[str, int]:
-        """Counters: queued, delivered, failed (gave up), attempts, dropped (backlog full)."""
-        counts = {k: self._counts[k] for k in ("queued", "delivered", "failed", "attempts", "dropped")}
-        counts["backlog"] = sum(q.qsize() for q in self._queues.values())
+        """Counters: delivered, failed (gave up), attempts; leases held here, and their backlog of events."""
+        counts = {k: self._counts[k] for k in ("delivered", "failed", "attempts")}
+        counts["leases"] = len(self._leases)
+        head = self._state.feed.head
+        counts["backlog"] = sum(max(0, head - lease.position) for lease in self._leases.values())
         return counts
 
     async def start(self) -> None:
-        """Start reading the log from its current head, and one worker per target."""
+        """Start one task per target; a target new to the store starts at the log's current head."""
         if not self._settings.webhooks:
             return
-        client = httpx.AsyncClient(transport=self._transport, timeout=self._settings.webhook_timeout_seconds)
-        self._client = client
-        self._tasks.append(asyncio.create_task(self._follow(self._state.feed.head), name="crossgate-notifier"))
+        self._start_head = self._state.feed.head
+        self._client = httpx.AsyncClient(transport=self._transport, timeout=self._settings.webhook_timeout_seconds)
         for target in self._settings.webhooks:
-            self._tasks.append(asyncio.create_task(self._deliver_all(target), name=f"crossgate-webhook {target.url}"))
+            self._tasks.append(asyncio.create_task(self._serve(target), name=f"crossgate-webhook {_label(target.url)}"))
 
     async def stop(self) -> None:
-        """Cancel the workers; undelivered notifications are dropped (the requests stay in the queue)."""
+        """Stop delivering and release every lease this server holds; the cursors keep their place."""
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks.clear()
-        if self._settings.webhooks:
-            await self._client.aclose()
+        self._leases.clear()
+        if not self._settings.webhooks:
+            return
+        store = self._state.queue.store
+        for target in self._settings.webhooks:
+            # Every target, not only those held: a claim can land while its task is being cancelled.
+            try:
+                await anyio.to_thread.run_sync(store.release_delivery_cursor, cursor_name(target.url), self._owner)
+            except Exception:  # the lease then runs out by itself
+                log.warning("crossgate could not release the webhook lease on %s", _label(target.url), exc_info=True)
+        await self._client.aclose()
 
-    async def _follow(self, after: int) -> None:
-        wanted = {kind for t in self._settings.webhooks for kind in t.events}
-        cursor = after
+    async def _serve(self, target: WebhookTarget) -> None:
+        """Claim the target's cursor, deliver while holding it, and claim again after losing it."""
+        store, name = self._state.queue.store, cursor_name(target.url)
         while True:
-            await self._state.feed.wait_beyond(cursor, timeout=30)
-            events = await anyio.to_thread.run_sync(self._read, cursor)
+            try:
+                lease = await CursorLease.claim(store, name, self._owner, self._lease_seconds, self._start_head)
+                if lease is not None:
+                    self._leases[target.url] = lease
+                    await self._hold(target, lease)
+            except Exception:  # a store or body error must not end notifications for this target
+                log.exception("crossgate stopped delivering to webhook %s; claiming it again", _label(target.url))
+            finally:
+                self._leases.pop(target.url, None)
+            await asyncio.sleep(self._lease_seconds / 3 * (0.75 + random.random() / 2))
+
+    async def _hold(self, target: WebhookTarget, lease: CursorLease) -> None:
+        """Deliver and keep the lease alive together, until the lease is lost or delivery fails."""
+        keeper = asyncio.create_task(lease.keep())
+        deliverer = asyncio.create_task(self._follow(target, lease))
+        try:
+            done, _ = await asyncio.wait((keeper, deliverer), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (keeper, deliverer):
+                task.cancel()
+            await asyncio.gather(keeper, deliverer, return_exceptions=True)
+        for task in done:
+            task.result()  # re-raise a delivery error for _serve to log
+
+    async def _follow(self, target: WebhookTarget, lease: CursorLease) -> None:
+        """Send the events after the cursor in order, advancing it after each; return if the lease is lost."""
+        feed = self._state.feed
+        while True:
+            events = await anyio.to_thread.run_sync(self._read, lease.position)
+            if not events:
+                if feed.head > lease.position:  # the feed saw a head the log does not show yet: no spinning
+                    await asyncio.sleep(self._settings.sweep_seconds)
+                await feed.wait_beyond(lease.position, timeout=self._lease_seconds)
+                continue
             for event in events:
-                cursor = event.seq
-                if event.kind in wanted and event.request_id is not None:
-                    try:
-                        deliveries = await anyio.to_thread.run_sync(self._deliveries, event)
-                    except Exception:  # one unreadable request must not stop notifications for the rest
-                        log.exception("crossgate could not build a notification for event %s", event.seq)
-                        continue
-                    for delivery in deliveries:
-                        self._enqueue(delivery)
+                if event.kind not in target.events or event.request_id is None:
+                    lease.skip(event.seq)
+                    continue
+                body = await anyio.to_thread.run_sync(self._body, target, event)
+                if body is None:
+                    lease.skip(event.seq)
+                    continue
+                await self._deliver(target, event.seq, body)
+                if not await lease.advance(event.seq):
+                    log.warning("crossgate lost the lease on webhook %s to another server", _label(target.url))
+                    return
 
     def _read(self, after: int) -> list[Event]:
-        return self._state.queue.events(after=after, limit=500)
+        return self._state.queue.events(after=after, limit=READ_BATCH)
 
-    def _deliveries(self, event: Event) -> list[Delivery]:
+    def _body(self, target: WebhookTarget, event: Event) -> bytes | None:
         assert event.request_id is not None
-        request = self._state.queue.get(event.request_id)
-        return [
-            Delivery(target, json.dumps(_BODIES[target.format](self._state, event, request)).encode(), event.seq)
-            for target in self._settings.webhooks
-            if event.kind in target.events
-        ]
-
-    def _enqueue(self, delivery: Delivery) -> None:
         try:
-            self._queues[delivery.target.url].put_nowait(delivery)
-            self._counts["queued"] += 1
-        except asyncio.QueueFull:
-            self._counts["dropped"] += 1
-            log.warning("crossgate webhook %s is %d deliveries behind; dropping one", delivery.target.url, MAX_BACKLOG)
+            request = self._state.queue.get(event.request_id)
+            return json.dumps(_BODIES[target.format](self._state, event, request)).encode()
+        except Exception:  # one unreadable request must not stop notifications for the rest
+            log.exception("crossgate could not build a notification for event %s", event.seq)
+            return None
 
-    async def _deliver_all(self, target: WebhookTarget) -> None:
-        queue = self._queues[target.url]
-        while True:
-            delivery = await queue.get()
-            await self._deliver(delivery)
-
-    async def _deliver(self, delivery: Delivery) -> None:
-        target = delivery.target
-        headers = {"content-type": "application/json", "user-agent": "crossgate-webhooks"}
+    async def _deliver(self, target: WebhookTarget, seq: int, body: bytes) -> None:
+        """Post ``body`` with retries; count it delivered, or failed once the attempts run out."""
+        headers = {
+            "content-type": "application/json",
+            "user-agent": "crossgate-webhooks",
+            DELIVERY_HEADER: delivery_id(target.url, seq),
+        }
         if target.secret:
-            digest = hmac.new(target.secret.encode(), delivery.body, hashlib.sha256).hexdigest()
+            digest = hmac.new(target.secret.encode(), body, hashlib.sha256).hexdigest()
             headers["x-crossgate-signature"] = f"sha256={digest}"
         attempts = self._settings.webhook_attempts
+        problem = "no attempts configured"
         for attempt in range(1, attempts + 1):
             self._counts["attempts"] += 1
             try:
-                response = await self._client.post(target.url, content=delivery.body, headers=headers)
+                response = await self._client.post(target.url, content=body, headers=headers)
                 if response.status_code < 300:
                     self._counts["delivered"] += 1
                     return
@@ -143,15 +220,14 @@ class Notifier:
             if attempt < attempts:
                 delay = self._settings.webhook_backoff_seconds * 2 ** (attempt - 1)
                 await asyncio.sleep(delay * (0.75 + random.random() / 2))  # jitter spreads retries of many servers
-            else:
-                self._counts["failed"] += 1
-                log.warning(
-                    "crossgate gave up on webhook %s for event %s after %d attempts: %s",
-                    target.url,
-                    delivery.event_seq,
-                    attempts,
-                    problem,
-                )
+        self._counts["failed"] += 1
+        log.warning(
+            "crossgate gave up on webhook %s for event %s after %d attempts (%s); moving past it",
+            _label(target.url),
+            seq,
+            attempts,
+            problem,
+        )
 
 
 def _links(state: ServerState, request: ApprovalRequest) -> dict[str, str]:
