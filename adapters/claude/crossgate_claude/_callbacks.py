@@ -1,4 +1,5 @@
-"""The callbacks crossgate installs in one ``ClaudeAgentOptions``: PreToolUse, can_use_tool, PostToolUse.
+"""The callbacks crossgate installs in one ``ClaudeAgentOptions``: PreToolUse, can_use_tool, PostToolUse,
+SubagentStart and SubagentStop.
 
 Order on the CLI side: PreToolUse hook, then (when the CLI's rules ask) ``can_use_tool``, then the tool.
 The hook sees every call, including those an allow rule or a mode would approve, so it applies the
@@ -7,6 +8,13 @@ about it creates the request and, unless the decision is already there, answers 
 request never holds the CLI mid-call, so a crash while a reviewer thinks loses nothing. When the
 session is resumed the CLI replays the hook and re-asks permission for the same ``tool_use_id``;
 ``can_use_tool`` then answers from the stored decision.
+
+Subagents (CLI 2.1.332, verified): a subagent's PreToolUse carries ``agent_id`` (one invocation) and
+``agent_type`` (its name), ``can_use_tool`` only ``agent_id``. A call is named by ``agent_type``, and
+``can_use_tool`` takes the name the hook gave the same ``tool_use_id``. The CLI drops a call deferred
+inside a subagent (the subagent's turn just ends, and a resume finds nothing to re-ask), and a call the
+main agent defers while a background subagent runs is lost when that subagent finishes. Those calls are
+held inline instead: ``can_use_tool`` waits up to ``Gate.subagent_hold`` seconds for the decision.
 """
 
 from __future__ import annotations
@@ -20,7 +28,15 @@ from typing import TYPE_CHECKING, Any
 
 from claude_agent_sdk import PermissionResultAllow, PermissionResultDeny, ToolPermissionContext
 
-from crossgate import FingerprintMismatchError, ParkedRun, RequestStatus, ReviewQueue, VerdictKind, fingerprint
+from crossgate import (
+    ApprovalRequest,
+    FingerprintMismatchError,
+    ParkedRun,
+    RequestStatus,
+    ReviewQueue,
+    VerdictKind,
+    fingerprint,
+)
 from crossgate.errors import ConflictError
 from crossgate_claude._translate import (
     FRAMEWORK,
@@ -50,6 +66,18 @@ ONE_DEFERRAL = (
     "Make it again after that one is decided."
 )
 MISMATCH = "This tool call differs from the one the reviewer saw, so it was not run. Do not retry it."
+UNKNOWN_AGENT = "crossgate could not tell which agent made this tool call, so it was not run."
+SESSION_ENDED = "The session ended while this tool call waited for review, so it was not run."
+SUBAGENT_TOOLS = frozenset({"Agent", "Task"})
+"""The tool the main model starts a subagent with (``Agent``; ``Task`` in the CLI's init message)."""
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who made one tool call: the neutral agent name, and the subagent invocation when there is one."""
+
+    agent: str | None
+    agent_id: str | None = None
 
 
 @dataclass
@@ -67,6 +95,14 @@ class Binding:
     reasked: asyncio.Event = field(default_factory=asyncio.Event)
     expect: str | None = None
     """The deferred tool_use_id a resume waits to see re-asked."""
+    callers: dict[str, Caller] = field(default_factory=dict)
+    """tool_use_id -> who made it, as the hook saw it (can_use_tool's context has only ``agent_id``)."""
+    agent_types: dict[str, str] = field(default_factory=dict)
+    """Subagent invocation (``agent_id``) -> its type, from SubagentStart and PreToolUse inputs."""
+    live_subagents: set[str] = field(default_factory=set)
+    """Subagent invocations started and not yet stopped."""
+    launching: set[str] = field(default_factory=set)
+    """tool_use_ids of subagent launches (Agent calls) not yet finished or refused."""
 
     @property
     def queue(self) -> ReviewQueue:
@@ -75,30 +111,53 @@ class Binding:
     # PreToolUse ---------------------------------------------------------------------------------
     async def pre_tool_use(self, data: Any, tool_use_id: str | None, _context: Any) -> dict[str, Any]:
         """Apply the policy to every call; a failure answers deny (the matcher also blocks on failure)."""
+        data = dict(data)
+        tool_use_id = tool_use_id or str(data.get("tool_use_id") or "")
         try:
-            return await self._pre_tool_use(dict(data), tool_use_id or str(data.get("tool_use_id") or ""))
+            output = await self._pre_tool_use(data, tool_use_id)
         except Exception as exc:
             log.exception("crossgate PreToolUse hook failed; denying the call")
-            return hook_output("deny", FAIL_CLOSED.format(error=_short(exc)))
+            output = hook_output("deny", FAIL_CLOSED.format(error=_short(exc)))
+        if data.get("tool_name") in SUBAGENT_TOOLS and _hook_decision(output) != "deny":
+            self.launching.add(tool_use_id)
+        return output
+
+    def _caller(self, data: dict[str, Any]) -> Caller | None:
+        """The agent of a hook input; None for a subagent whose type is unknown."""
+        agent_id = str(data.get("agent_id") or "") or None
+        agent_type = str(data.get("agent_type") or "") or None
+        if agent_id is None:
+            # The main thread: the gate's name, else the type of a session started with --agent.
+            return Caller(self.gate.agent or agent_type)
+        if agent_type is not None:
+            self.agent_types[agent_id] = agent_type
+        agent_type = agent_type or self.agent_types.get(agent_id)
+        return Caller(agent_type, agent_id) if agent_type else None
 
     async def _pre_tool_use(self, data: dict[str, Any], tool_use_id: str) -> dict[str, Any]:
         session = str(data.get("session_id") or self.session or "") or None
         if session is not None and tool_use_id:
             self.sessions[tool_use_id] = session
         self._seen(tool_use_id)
+        caller = self._caller(data)
         call = to_call(
             str(data.get("tool_name")),
             data.get("tool_input") or {},
             tool_use_id=tool_use_id,
             session=session,
-            agent=data.get("agent_id") or self.gate.agent,
+            agent=caller.agent if caller else None,
             context={
                 **self.gate.context,
+                "agent_id": data.get("agent_id"),
                 "permission_mode": data.get("permission_mode"),
                 "cwd": data.get("cwd"),
                 "mcp_server": jsonable(data.get("mcp_server")),
             },
         )
+        if caller is None:
+            self.queue.record_outcome(None, ran=False, result=UNKNOWN_AGENT, call=call)
+            return hook_output("deny", UNKNOWN_AGENT)
+        self.callers[tool_use_id] = caller
         rid = request_id(session, tool_use_id)
         existing = self.queue.store.get_request(rid)
         if existing is not None:
@@ -114,8 +173,8 @@ class Binding:
                 return hook_output("deny", verdict.reason)
             if verdict.kind is VerdictKind.ALLOW:
                 return {}
-        if not self.defer:
-            return hook_output("ask", verdict.reason)
+        if not self._may_defer(caller):
+            return hook_output("ask", verdict.reason)  # can_use_tool holds it inline
         # Held inline, the request is stored now so reviewers can answer while the hook waits; otherwise
         # it is stored together with its parked run, so nobody sees a request that cannot be resumed.
         submit = self.queue.submit if self.gate.hold else self.queue.prepare
@@ -129,7 +188,7 @@ class Binding:
             return hook_output("deny", submission.verdict.reason) if submission.verdict.kind is VerdictKind.DENY else {}
         request = submission.request
         if request.is_open and self.gate.hold:
-            request = await self.queue.wait(rid, self.gate.hold)
+            request = await self._wait(rid, self.gate.hold)
         if not request.is_open:
             return hook_output("ask", request.reason)
         if any(p.run == (session or tool_use_id) for p in self.parked):
@@ -167,26 +226,42 @@ class Binding:
     # can_use_tool -------------------------------------------------------------------------------
     async def can_use_tool(self, tool: str, args: dict[str, Any], context: ToolPermissionContext) -> PermissionResult:
         """Answer the CLI's permission request from the queue; any failure answers deny."""
+        result: PermissionResult
         try:
-            return await self._can_use_tool(tool, args, context)
+            result = await self._can_use_tool(tool, args, context)
         except FingerprintMismatchError:
-            return deny(MISMATCH)
+            result = deny(MISMATCH)
         except Exception as exc:
             log.exception("crossgate can_use_tool failed; denying the call")
-            return deny(FAIL_CLOSED.format(error=_short(exc)))
+            result = deny(FAIL_CLOSED.format(error=_short(exc)))
+        if isinstance(result, PermissionResultDeny):
+            self.launching.discard(context.tool_use_id or "")
+        return result
+
+    def _caller_of(self, tool_use_id: str, agent_id: str | None) -> Caller | None:
+        """Who made the call can_use_tool is asked about: what the hook saw, else the subagent's known type."""
+        known = self.callers.get(tool_use_id)
+        if known is not None:
+            return known if known.agent_id == agent_id else None
+        if agent_id is None:
+            return Caller(self.gate.agent)
+        agent_type = self.agent_types.get(agent_id)
+        return Caller(agent_type, agent_id) if agent_type else None
 
     async def _can_use_tool(self, tool: str, args: dict[str, Any], context: ToolPermissionContext) -> PermissionResult:
         tool_use_id = context.tool_use_id or ""
         self._seen(tool_use_id)
         session = self.sessions.get(tool_use_id) or self.session
+        caller = self._caller_of(tool_use_id, context.agent_id)
         call = to_call(
             tool,
             args,
             tool_use_id=tool_use_id,
             session=session,
-            agent=context.agent_id or self.gate.agent,
+            agent=caller.agent if caller else None,
             context={
                 **self.gate.context,
+                "agent_id": context.agent_id,
                 "display_name": context.display_name,
                 "title": context.title,
                 "description": context.description,
@@ -195,6 +270,9 @@ class Binding:
                 "suggestions": jsonable(context.suggestions) or None,
             },
         )
+        if caller is None:
+            self.queue.record_outcome(None, ran=False, result=UNKNOWN_AGENT, call=call)
+            return deny(UNKNOWN_AGENT)
         rid = request_id(session, tool_use_id)
         if self.queue.store.get_request(rid) is None:
             verdict = self.queue.evaluate(call)
@@ -216,12 +294,23 @@ class Binding:
                 else PermissionResultAllow()
             )
         request = submission.request
+        # A deferring gate only gets here with a pending request for calls it may not defer.
+        hold = self.gate.subagent_hold if self.defer else self.gate.hold
         if request.is_open:
-            request = await self.queue.wait(rid, self.gate.hold)
+            request = await self._wait(rid, hold)
         if request.is_open:
-            reason = HELD_TOO_LONG.format(seconds=self.gate.hold or 0.0)
-            self.queue.cancel(rid, reason=reason, actor="crossgate")
+            self.queue.cancel(rid, reason=HELD_TOO_LONG.format(seconds=hold or 0.0), actor="crossgate")
         return self._answer(rid)
+
+    async def _wait(self, rid: str, hold: float | None) -> ApprovalRequest:
+        """Wait for a decision while the CLI is held; if the CLI or the client gives up, nothing runs."""
+        try:
+            return await self.queue.wait(rid, hold)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                self.queue.cancel(rid, reason=SESSION_ENDED, actor="crossgate")
+                self.queue.record_outcome(rid, ran=False, result=SESSION_ENDED)
+            raise
 
     def _answer(self, rid: str) -> PermissionResult:
         request = self.queue.get(rid)
@@ -242,11 +331,31 @@ class Binding:
     # PostToolUse --------------------------------------------------------------------------------
     async def post_tool_use(self, data: Any, tool_use_id: str | None, _context: Any) -> dict[str, Any]:
         """Record what ran, and whether it ran with exactly the approved input."""
+        self.launching.discard(tool_use_id or "")
         try:
             self._record_outcome(dict(data), tool_use_id or "")
         except Exception:
             log.exception("crossgate could not record a tool outcome")
         return {}
+
+    # Subagents ----------------------------------------------------------------------------------
+    async def subagent_start(self, data: Any, _tool_use_id: str | None, _context: Any) -> dict[str, Any]:
+        """Note a running subagent invocation and its type."""
+        agent_id, agent_type = str(data.get("agent_id") or ""), str(data.get("agent_type") or "")
+        if agent_id:
+            self.live_subagents.add(agent_id)
+            if agent_type:
+                self.agent_types[agent_id] = agent_type
+        return {}
+
+    async def subagent_stop(self, data: Any, _tool_use_id: str | None, _context: Any) -> dict[str, Any]:
+        """Note that a subagent invocation finished."""
+        self.live_subagents.discard(str(data.get("agent_id") or ""))
+        return {}
+
+    def _may_defer(self, caller: Caller) -> bool:
+        """Whether a call may be deferred: never a subagent's, nor any while a subagent runs or starts."""
+        return self.defer and caller.agent_id is None and not self.live_subagents and not self.launching
 
     def _record_outcome(self, data: dict[str, Any], tool_use_id: str) -> None:
         session = str(data.get("session_id") or self.sessions.get(tool_use_id) or self.session or "") or None
@@ -265,6 +374,11 @@ class Binding:
     def _seen(self, tool_use_id: str) -> None:
         if self.expect is not None and tool_use_id == self.expect:
             self.reasked.set()
+
+
+def _hook_decision(output: dict[str, Any]) -> str | None:
+    specific = output.get("hookSpecificOutput")
+    return specific.get("permissionDecision") if isinstance(specific, dict) else None
 
 
 def _short(exc: BaseException) -> str:

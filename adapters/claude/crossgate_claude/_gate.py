@@ -19,9 +19,9 @@ from crossgate.runs import Finished, Parked
 from crossgate_claude._callbacks import Binding
 from crossgate_claude._options import merge
 from crossgate_claude._translate import FRAMEWORK
+from crossgate_claude._turns import TOOL_DEFERRED, read_run
 
 TransportFactory = Callable[[ClaudeAgentOptions], Transport]
-TOOL_DEFERRED = "tool_deferred"
 
 
 class Gate:
@@ -32,9 +32,13 @@ class Gate:
     session and the request wait in the store. A process that dies during a longer hold fails closed
     (the CLI blocks the call as a failed hook) and that call cannot be resumed. With ``defer=False`` the
     call is never deferred: ``can_use_tool`` waits up to ``hold`` seconds (None: until decided or
-    expired), then cancels the request and denies. ``resume_timeout`` bounds how long a resumed session
-    may take to re-ask the deferred call (the CLI otherwise waits forever). ``transport`` builds a
-    custom SDK transport for each session (tests use an in-process double of the CLI).
+    expired), then cancels the request and denies. The CLI cannot defer a subagent's call, nor the
+    main agent's while a subagent runs (it would lose it), so a deferring gate holds those inline for up
+    to ``subagent_hold`` seconds (None: until decided or expired) and then denies. ``agent`` names the
+    main agent in requests and rules; a subagent's calls are named by its type. ``resume_timeout``
+    bounds how long a resumed session may take to re-ask the deferred call (the CLI otherwise waits
+    forever). ``transport`` builds a custom SDK transport for each session (tests use an in-process
+    double of the CLI).
     """
 
     framework = FRAMEWORK
@@ -46,6 +50,7 @@ class Gate:
         options: ClaudeAgentOptions | None = None,
         hold: float | None = 0.0,
         defer: bool = True,
+        subagent_hold: float | None = 300.0,
         agent: str | None = None,
         context: JsonObject | None = None,
         args_schemas: Mapping[str, JsonObject] | None = None,
@@ -57,12 +62,13 @@ class Gate:
     ) -> None:
         if defer and hold is None:
             raise ConfigurationError("a gate that defers needs a finite hold (seconds the hook may wait)")
-        if hold is not None and hold < 0:
+        if (hold is not None and hold < 0) or (subagent_hold is not None and subagent_hold < 0):
             raise ConfigurationError("hold cannot be negative")
         self.queue = queue
         self.base_options = options or ClaudeAgentOptions()
         self.hold = hold
         self.defer = defer
+        self.subagent_hold = subagent_hold
         self.agent = agent
         self.context: JsonObject = dict(context or {})
         self.args_schemas: dict[str, JsonObject] = dict(args_schemas or {})
@@ -152,7 +158,7 @@ class Gate:
         async with client:
             if prompt is not None:
                 await client.query(prompt)
-            drain = asyncio.ensure_future(_result_of(client))
+            drain = asyncio.ensure_future(read_run(client))
             if binding.expect is not None:
                 reasked = asyncio.ensure_future(binding.reasked.wait())
                 done, _ = await asyncio.wait(
@@ -202,13 +208,3 @@ class Gate:
                 return outcome
         remaining = None if deadline is None else max(0.0, deadline - loop.time())
         return await self.resume(outcome.parked_run, options=options, wait=remaining)
-
-
-async def _result_of(client: ClaudeSDKClient) -> ResultMessage:
-    result: ResultMessage | None = None
-    async for message in client.receive_response():
-        if isinstance(message, ResultMessage):
-            result = message
-    if result is None:
-        raise AdapterError("the CLI ended the turn without a result message")
-    return result

@@ -19,6 +19,12 @@ gets the same script. Every request body is recorded, in ``MessagesAPI.requests`
 (``recorded``); ``tool_uses``, ``tool_results`` and ``all_tool_results`` read the model's calls and
 what it was told back.
 
+A subagent (``ClaudeAgentOptions(agents=...)``) needs no script of its own: the CLI sends its
+conversation to the same API, and its first user message is the ``prompt`` the main model gave the
+``Agent`` tool, so ``CALL`` lines in that prompt script the subagent. ``agent_call`` writes such a line
+(``Agent`` calls run in the background unless ``background=False``); ``first_prompt`` tells the
+conversations apart.
+
 ``cli_env`` isolates the CLI: its config, home and temp files go under one folder, and every kind of
 non-essential traffic is off, so nothing leaves 127.0.0.1.
 
@@ -39,8 +45,10 @@ __all__ = [
     "FINAL_TEXT",
     "MessagesAPI",
     "ScriptedModel",
+    "agent_call",
     "all_tool_results",
     "cli_env",
+    "first_prompt",
     "recorded",
     "result_text",
     "scripted_calls",
@@ -75,6 +83,17 @@ def cli_env(base_url: str, root: Path) -> dict[str, str]:
     }
 
 
+def agent_call(
+    subagent_type: str, *calls: tuple[str, dict[str, Any]], background: bool = True, description: str = "delegate"
+) -> str:
+    """A ``CALL Agent`` line: the main model starts ``subagent_type``, whose prompt scripts ``calls``."""
+    script = "\n".join(f"{CALL_PREFIX}{name} {json.dumps(args)}" for name, args in calls)
+    args: dict[str, Any] = {"subagent_type": subagent_type, "description": description, "prompt": script}
+    if not background:
+        args["run_in_background"] = False
+    return f"{CALL_PREFIX}Agent {json.dumps(args)}"
+
+
 def scripted_turns(prompt: str) -> list[list[tuple[str, dict[str, Any]]]]:
     """The model turns a prompt scripts: one per ``CALL`` line, and ``ALSO`` lines join the turn before."""
     turns: list[list[tuple[str, dict[str, Any]]]] = []
@@ -105,6 +124,12 @@ def _text_of(content: Any) -> str:
     return ""
 
 
+def first_prompt(body: dict[str, Any]) -> str:
+    """The text of a request's first user message: the script of its conversation (main or subagent)."""
+    first = next((m for m in body.get("messages", []) if m.get("role") == "user"), None)
+    return _text_of(first.get("content")) if first else ""
+
+
 def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
     """The ``tool_result`` blocks of the last user message of one request body."""
     users = [m for m in body.get("messages", []) if m.get("role") == "user"]
@@ -127,8 +152,7 @@ class ScriptedModel:
     def reply(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
         """Content blocks and stop reason for the request ``body``."""
         messages = body.get("messages", [])
-        first_user = next((m for m in messages if m.get("role") == "user"), None)
-        turns = scripted_turns(_text_of(first_user.get("content")) if first_user else "")
+        turns = scripted_turns(first_prompt(body))
         made = sum(
             1
             for m in messages
