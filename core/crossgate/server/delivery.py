@@ -10,18 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import anyio
 
+from crossgate.clock import utc_now
 from crossgate.stores.base import DeliveryCursor, Store
 
 log = logging.getLogger(__name__)
-
-
-def utc_now() -> datetime:
-    """Lease times are wall-clock UTC, compared by the store across processes."""
-    return datetime.now(UTC)
 
 
 class CursorLease:
