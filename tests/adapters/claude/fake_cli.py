@@ -7,6 +7,11 @@ through ``mcp_message``; a ``defer`` ends the turn with ``tool_deferred`` and a 
 ``resume`` and no prompt replays the hook and re-asks permission for the same ``tool_use_id``. It is
 not the CLI's policy engine, so the real-CLI tests cover the same paths once more.
 
+An ``Agent`` call runs a subagent in the foreground, as the CLI 2.1.332 was seen to: SubagentStart, then
+the calls its prompt scripts, with ``agent_id`` and ``agent_type`` in every hook input and only
+``agent_id`` in ``can_use_tool``; a call deferred inside the subagent is dropped (no result, no
+``tool_deferred``, no SubagentStop) and the subagent reports that it returned no output.
+
 The scripted model is the one of ``crossgate_claude.testing``: ``CALL <tool> <json>`` lines, one call per turn.
 """
 
@@ -23,6 +28,16 @@ from typing import Any
 from claude_agent_sdk import ClaudeAgentOptions, Transport
 
 from crossgate_claude.testing import FINAL_TEXT, scripted_calls
+
+NO_OUTPUT = "(Subagent completed but returned no output.)"
+
+
+@dataclass(frozen=True)
+class Subagent:
+    """One invocation of a subagent."""
+
+    agent_id: str
+    agent_type: str
 
 
 @dataclass
@@ -48,6 +63,10 @@ class World:
     """tool_use_id -> the tool_result the model received."""
     permission_asks: list[str] = field(default_factory=list)
     """tool_use_id of every can_use_tool request, in order."""
+    permission_agents: list[str | None] = field(default_factory=list)
+    """The ``agent_id`` each can_use_tool request carried, in order."""
+    subagents: list[Subagent] = field(default_factory=list)
+    """Every subagent invocation, in order."""
     run_instead: dict[str, Any] | None = None
     """Input a faulty CLI runs in place of the permitted one (to test the executed-input check)."""
     counter: int = 0
@@ -171,9 +190,20 @@ class FakeCLI(Transport):
             return name
         return f"mcp__{servers[0]}__{name}"
 
-    async def _call(self, session: Session, tool: str, args: dict[str, Any], tool_use_id: str, *, replay: bool) -> bool:
+    async def _call(
+        self,
+        session: Session,
+        tool: str,
+        args: dict[str, Any],
+        tool_use_id: str,
+        *,
+        replay: bool,
+        agent: Subagent | None = None,
+    ) -> bool:
         """One tool use; False when the turn ended (deferred)."""
-        verdict, reason, args = await self._pre_tool_use(session, tool, args, tool_use_id, replay=replay)
+        verdict, reason, args = await self._pre_tool_use(session, tool, args, tool_use_id, replay=replay, agent=agent)
+        if verdict == "defer" and agent is not None:
+            return False  # the CLI drops a subagent's deferred call and ends the subagent's turn
         if verdict == "defer":
             session.deferred = {"id": tool_use_id, "name": tool, "input": args}
             self._emit(_result(session.id, "tool_deferred", deferred=session.deferred))
@@ -182,7 +212,7 @@ class FakeCLI(Transport):
             return self._tell(session, tool_use_id, f"PreToolUse:{tool} hook error: {reason}", error=True)
         auto = verdict == "allow" or (verdict is None and self._auto_allowed(session, tool))
         if not auto:
-            answer = await self._can_use_tool(tool, args, tool_use_id, reason if verdict == "ask" else None)
+            answer = await self._can_use_tool(tool, args, tool_use_id, reason if verdict == "ask" else None, agent)
             if answer.get("subtype") == "error":
                 message = f"Tool permission request failed: Error: {answer.get('error')}"
                 return self._tell(session, tool_use_id, message, error=True)
@@ -195,9 +225,23 @@ class FakeCLI(Transport):
                     session.allowed.update(r["toolName"] for r in update.get("rules", []))
         if self.world.run_instead is not None:
             args = self.world.run_instead
-        output = await self._run_tool(tool, args)
-        await self._hook("PostToolUse", session, tool, args, tool_use_id, extra={"tool_response": output})
+        output = await self._subagent(session, args) if tool == "Agent" else await self._run_tool(tool, args)
+        await self._hook("PostToolUse", session, tool, args, tool_use_id, extra={"tool_response": output}, agent=agent)
         return self._tell(session, tool_use_id, output, error=False)
+
+    async def _subagent(self, session: Session, args: dict[str, Any]) -> str:
+        """Run a subagent in the foreground; its report is the Agent tool's result."""
+        self.world.counter += 1
+        agent = Subagent(f"agent_{self.world.counter:04d}", str(args.get("subagent_type") or "general-purpose"))
+        self.world.subagents.append(agent)
+        await self._fire("SubagentStart", {"session_id": session.id, **_agent_fields(agent)}, tool=None)
+        for name, sub_args in scripted_calls(str(args.get("prompt") or "")):
+            self.world.counter += 1
+            tool_use_id = f"toolu_fake_{self.world.counter:04d}"
+            if not await self._call(session, self._resolve(name), sub_args, tool_use_id, replay=False, agent=agent):
+                return NO_OUTPUT
+        await self._fire("SubagentStop", {"session_id": session.id, **_agent_fields(agent)}, tool=None)
+        return FINAL_TEXT
 
     def _auto_allowed(self, session: Session, tool: str) -> bool:
         if self.options.permission_mode == "bypassPermissions" or tool in session.allowed:
@@ -205,9 +249,17 @@ class FakeCLI(Transport):
         return any(entry in (tool, f"{tool}()", f"{tool}(*)") for entry in self.options.allowed_tools)
 
     async def _pre_tool_use(
-        self, session: Session, tool: str, args: dict[str, Any], tool_use_id: str, *, replay: bool
+        self,
+        session: Session,
+        tool: str,
+        args: dict[str, Any],
+        tool_use_id: str,
+        *,
+        replay: bool,
+        agent: Subagent | None,
     ) -> tuple[str | None, str | None, dict[str, Any]]:
-        outputs = await self._hook("PreToolUse", session, tool, args, tool_use_id, extra={} if replay else None)
+        extra = {} if replay else None
+        outputs = await self._hook("PreToolUse", session, tool, args, tool_use_id, extra=extra, agent=agent)
         decisions: dict[str, str | None] = {}
         for output in outputs:
             if output is None:
@@ -232,6 +284,7 @@ class FakeCLI(Transport):
         tool_use_id: str,
         *,
         extra: dict[str, Any] | None,
+        agent: Subagent | None = None,
     ) -> list[dict[str, Any] | None]:
         """Call every matching hook; None stands for a failure of a blocking matcher."""
         data = {
@@ -242,14 +295,23 @@ class FakeCLI(Transport):
             "tool_use_id": tool_use_id,
             "permission_mode": self.options.permission_mode or "default",
             "cwd": "/fake",
+            **(_agent_fields(agent) if agent else {}),
             **(extra or {}),
         }
         if extra is None:
             data["prompt_id"] = str(uuid.uuid4())
+        return await self._fire(event, data, tool=tool, tool_use_id=tool_use_id)
+
+    async def _fire(
+        self, event: str, data: dict[str, Any], *, tool: str | None, tool_use_id: str | None = None
+    ) -> list[dict[str, Any] | None]:
+        """Send ``data`` to every hook of ``event`` whose matcher fits ``tool``."""
+        data = {"hook_event_name": event, "cwd": "/fake", **data}
+        tool_use_id = tool_use_id or str(uuid.uuid4())  # the CLI sends a random id for non-tool events
         outputs: list[dict[str, Any] | None] = []
         for matcher in self._hooks.get(event, []):
             pattern = matcher.get("matcher")
-            if pattern and not re.fullmatch(pattern, tool):
+            if pattern and tool is not None and not re.fullmatch(pattern, tool):
                 continue
             for callback_id in matcher["hookCallbackIds"]:
                 request = {
@@ -273,9 +335,10 @@ class FakeCLI(Transport):
         return outputs
 
     async def _can_use_tool(
-        self, tool: str, args: dict[str, Any], tool_use_id: str, reason: str | None
+        self, tool: str, args: dict[str, Any], tool_use_id: str, reason: str | None, agent: Subagent | None
     ) -> dict[str, Any]:
         self.world.permission_asks.append(tool_use_id)
+        self.world.permission_agents.append(agent.agent_id if agent else None)
         request: dict[str, Any] = {
             "subtype": "can_use_tool",
             "tool_name": tool,
@@ -288,6 +351,8 @@ class FakeCLI(Transport):
         }
         if reason:
             request["decision_reason"] = reason
+        if agent is not None:
+            request["agent_id"] = agent.agent_id  # never agent_type, as the CLI
         return await self._request(request)
 
     async def _run_tool(self, tool: str, args: dict[str, Any]) -> str:
@@ -316,6 +381,10 @@ class FakeCLI(Transport):
 
 
 _MCP_INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "fake-cli", "version": "0"}}
+
+
+def _agent_fields(agent: Subagent) -> dict[str, str]:
+    return {"agent_id": agent.agent_id, "agent_type": agent.agent_type}
 
 
 def _control_success(request_id: str, payload: dict[str, Any]) -> dict[str, Any]:

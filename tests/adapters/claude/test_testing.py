@@ -11,7 +11,16 @@ from typing import Any
 
 import pytest
 
-from crossgate_claude.testing import FINAL_TEXT, MessagesAPI, recorded, tool_results, tool_uses
+from crossgate_claude.testing import (
+    FINAL_TEXT,
+    MessagesAPI,
+    agent_call,
+    first_prompt,
+    recorded,
+    scripted_calls,
+    tool_results,
+    tool_uses,
+)
 
 
 def post(api: MessagesAPI, body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -59,3 +68,16 @@ def test_importing_the_adapter_does_not_load_the_test_double() -> None:
     code = f"import sys, crossgate_claude; print({loaded})"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_agent_call_scripts_a_subagent_through_the_prompt_it_is_given() -> None:
+    line = agent_call("ticket-cleaner", ("delete_ticket", {"id": "t3"}), ("list_tickets", {}), background=False)
+    [(tool, args)] = scripted_calls(line)
+    assert tool == "Agent"
+    assert (args["subagent_type"], args["run_in_background"]) == ("ticket-cleaner", False)
+    assert scripted_calls(args["prompt"]) == [("delete_ticket", {"id": "t3"}), ("list_tickets", {})]
+    assert "run_in_background" not in scripted_calls(agent_call("x", ("list_tickets", {})))[0][1]
+    # The subagent's conversation starts with that prompt, which is how its requests are told apart.
+    body = {"messages": [{"role": "user", "content": [{"type": "text", "text": args["prompt"]}]}]}
+    assert first_prompt(body) == args["prompt"]
+    assert first_prompt({"messages": []}) == ""
