@@ -18,6 +18,7 @@ from crossgate.errors import (
     AdapterError,
     AlreadyAppliedError,
     ConflictError,
+    DecisionNotAllowedError,
     FingerprintMismatchError,
     NotFoundError,
     ParkedRunClaimedError,
@@ -31,6 +32,7 @@ from crossgate.model import (
     EXPIRY_MESSAGE,
     ApprovalRequest,
     DecisionKind,
+    Edit,
     Event,
     JsonObject,
     NewEvent,
@@ -232,6 +234,8 @@ class ReviewQueue:
         now = self.now()
         check_open(request, now)
         check_decision(request, decision, reviewer)
+        if isinstance(decision, Edit):
+            self._check_edit_policy(request, decision)
         stamped = decision.model_copy(
             update={"fingerprint": request.fingerprint, "reviewer": reviewer, "channel": channel, "decided_at": now}
         )
@@ -245,6 +249,16 @@ class ReviewQueue:
             self._remember(decided, stamped, reviewer)
         self._waits.notify(request_id)
         return decided
+
+    def _check_edit_policy(self, request: ApprovalRequest, edit: Edit) -> None:
+        # An edit must not route around the policy: the edited call is the one that runs, so a deny
+        # (a policy rule or a remembered rejection) for it refuses the edit, as it would the call.
+        verdict = self.evaluate(request.call.model_copy(update={"args": edit.args}))
+        if verdict.kind is VerdictKind.DENY:
+            why = verdict.reason or (f"rule {verdict.rule}" if verdict.rule else "the policy denies it")
+            raise DecisionNotAllowedError(
+                f"request {request.id}: the policy denies {request.call.tool} with the edited arguments ({why})"
+            )
 
     def mark_applied(
         self, request_id: str | ApprovalRequest, *, args: JsonObject | None = None, actor: str | None = None

@@ -468,6 +468,38 @@ def test_new_rule_builds_only_allow_or_deny_rules(queue: ReviewQueue) -> None:
     assert queue.rules(include_revoked=True) == []  # building stores nothing; add_rule does
 
 
+def test_an_edit_to_arguments_the_policy_denies_is_refused_and_changes_nothing(queue_with: QueueFactory) -> None:
+    deny = PolicyRule(
+        name="keep-production",
+        verdict=VerdictKind.DENY,
+        tool="delete_ticket",
+        reason="production tickets (t9…) are never deleted",
+        where=({"arg": "id", "kind": "glob", "pattern": "t9*"},),
+    )
+    ask = PolicyRule(name="ask-deletes", verdict=VerdictKind.ASK, tool="delete_ticket")
+    queue = queue_with(Policy(rules=(deny, ask)))
+    request = submit(queue, "t3")
+    before = snapshot(queue, request.id)
+    with pytest.raises(DecisionNotAllowedError, match="are never deleted"):
+        queue.decide(request.id, Edit(args={"id": "t91"}), reviewer="ann")
+    assert snapshot(queue, request.id) == before
+    with pytest.raises(DecisionNotAllowedError, match="policy denies"):
+        queue.decide(request.id, Edit(args={"id": "t99"}, remember=Remember()), reviewer="ann")
+    assert snapshot(queue, request.id) == before
+    edited = queue.decide(request.id, Edit(args={"id": "t2"}), reviewer="ann")  # still asked: the reviewer decides
+    assert edited.approved_args() == {"id": "t2"}
+
+
+def test_an_edit_to_arguments_a_remembered_rejection_denies_is_refused(queue: ReviewQueue) -> None:
+    first = submit(queue, "t1")
+    queue.decide(first.id, Reject(message="t1 is real", remember=Remember(match=RememberMatch.EXACT)), reviewer="ann")
+    request = submit(queue, "t3")
+    before = snapshot(queue, request.id)
+    with pytest.raises(DecisionNotAllowedError, match="t1 is real"):
+        queue.decide(request.id, Edit(args={"id": "t1"}), reviewer="bob")
+    assert snapshot(queue, request.id) == before
+
+
 def test_a_standing_allow_never_lifts_a_policy_deny(queue_with: QueueFactory) -> None:
     deny = PolicyRule(
         name="no-deletes-of-t1",
