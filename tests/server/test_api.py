@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 
-from crossgate import MemoryStore, PolicyRule, ReviewQueue, ToolCall, VerdictKind
+from crossgate import MemoryStore, PolicyRule, ReviewQueue, ToolCall, VerdictKind, fingerprint
 from crossgate.errors import StoreError
 from crossgate.model import RequestStatus
 from crossgate.server import ServerSettings
@@ -170,6 +170,30 @@ async def test_edit_is_validated_and_recorded_with_diff(client: httpx.AsyncClien
     assert queue.get(request.id).approved_args() == {"id": "t2", "reason": "dup"}
     decided = next(e for e in queue.events(request_id=request.id) if e.kind == "decided")
     assert decided.payload["diff"] == {"changed": {"id": ["t1", "t2"]}, "added": {"reason": "dup"}, "removed": {}}
+
+
+async def test_an_edit_into_a_denied_call_is_422_and_changes_nothing(
+    client: httpx.AsyncClient, queue: ReviewQueue
+) -> None:
+    denied = {"id": "t9"}
+    queue.add_rule(
+        queue.new_rule(
+            effect="deny",
+            tool="delete_ticket",
+            match="exact",
+            args_fingerprint=fingerprint("delete_ticket", denied),
+            message="t9 belongs to a live customer.",
+        )
+    )
+    request = submit(queue, args={"id": "t1"})
+    head = queue.store.audit_head()
+    response = await client.post(
+        f"/api/requests/{request.id}/decision", json={"kind": "edit", "args": denied}, headers=auth("alice")
+    )
+    assert response.status_code == 422
+    assert response.json()["error"] == "decision_not_allowed"
+    assert "t9 belongs to a live customer." in response.json()["message"]
+    assert queue.get(request.id).is_open and queue.store.audit_head() == head
 
 
 async def test_remember_adds_a_standing_rule(client: httpx.AsyncClient, queue: ReviewQueue) -> None:
