@@ -324,6 +324,17 @@ class ReviewQueue:
             NewEvent(kind="executed", at=self.now(), request_id=request_id, run=run, payload=payload)
         )
 
+    def outcome(self, request_id: str) -> Event | None:
+        """The ``executed`` event that followed the request's ``applied`` one (whether the tool ran, and what
+        came of it); None before it is applied, or when its outcome was never recorded (a crash)."""
+        applied = False
+        for event in self.store.list_events(request_id=request_id):
+            if event.kind == "applied":
+                applied = True
+            elif applied and event.kind == "executed":
+                return event
+        return None
+
     def expire_overdue(self) -> list[ApprovalRequest]:
         """Close every pending request past its ``expires_at``; return those this call expired."""
         expired: list[ApprovalRequest] = []

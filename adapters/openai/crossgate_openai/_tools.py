@@ -36,6 +36,7 @@ from agents import (
 from agents.tool_context import ToolContext
 
 from crossgate import (
+    AlreadyAppliedError,
     ApprovalRequest,
     Approve,
     ConfigurationError,
@@ -53,6 +54,7 @@ from crossgate import (
     parse_args,
 )
 from crossgate.decisions import validate_args
+from crossgate.outcomes import already_applied_message
 from crossgate_openai._capabilities import FRAMEWORK
 from crossgate_openai._scope import RunScope, current_scope, request_id_for
 
@@ -203,6 +205,11 @@ class GatedInvoker:
             return await self._execute(ctx, raw, request, call)
         try:
             queue.mark_applied(request, args=run_args, actor=FRAMEWORK)
+        except AlreadyAppliedError:
+            # Applied by an earlier resume of this run: say what happened then, from the audit log.
+            message = already_applied_message(self.tool, request.id, queue.outcome(request.id))
+            queue.record_outcome(request, ran=False, error=f"not run again: request {request.id} was applied before")
+            return message
         except CrossgateError as exc:
             message = f"crossgate did not run {self.tool}: {exc}"
             queue.record_outcome(request, ran=False, error=message)

@@ -131,7 +131,20 @@ async def test_a_replayed_sdk_state_cannot_run_an_applied_call_again(queue: Revi
         await Runner.run(replay_agent, state)
     assert tickets.delete_runs("t3") == 1
     [told] = tool_results(model.inputs)
-    assert "already applied" in told
+    # The model learns the call ran the first time, with its recorded result, so it neither retries it
+    # nor believes it failed.
+    assert told.startswith("delete_ticket already ran for this call")
+    assert told.endswith("it was not run again. Its result was: deleted ticket t3")
+    with run_scope(RunScope("replay")):  # a third replay: still the first application's outcome
+        await Runner.run(replay_agent, await _approved(replay_agent, saved))
+    assert tool_results(model.inputs)[-1] == told
+    assert tickets.delete_runs("t3") == 1
+
+
+async def _approved(agent: Agent[Any], saved: str) -> RunState[Any, Any]:
+    state = await RunState.from_string(agent, saved)
+    state.approve(state.get_interruptions()[0])
+    return state
 
 
 async def test_a_decision_for_other_arguments_is_refused(queue: ReviewQueue, tickets: TicketStore) -> None:
@@ -226,7 +239,9 @@ async def test_a_resume_that_crashed_after_applying_never_runs_the_call_again(
     assert isinstance(done, Finished)
     assert tickets.delete_runs("t3") == 1
     [told] = tool_results(model.inputs)
-    assert "already applied" in told
+    # The crashed resumer recorded no outcome: the model is told it may have taken effect, not to retry.
+    assert "was applied before, but no outcome was recorded" in told
+    assert "Do not retry it" in told
     assert queue.get_parked(parked.parked_run).status is ParkedRunStatus.RESUMED
 
 
