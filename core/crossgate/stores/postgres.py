@@ -62,6 +62,8 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
         "PostgresStore needs psycopg 3 and psycopg-pool: pip install 'crossgate[postgres]'"
     ) from exc
 
+from crossgate.stores.postgres_listen import Listener  # after the check above: it needs psycopg too
+
 log = logging.getLogger(__name__)
 
 DEFAULT_SCHEMA = "crossgate"
@@ -176,7 +178,7 @@ class PostgresStore:
         self._open_lock = threading.Lock()
         self._opened = False
         self._last_used: weakref.WeakKeyDictionary[psycopg.Connection[Any], float] = weakref.WeakKeyDictionary()
-        self._listener = _Listener(self._connect_listener, self._channel)
+        self._listener = Listener(self._connect_listener, self._channel, _read_head)
 
     # connections ---------------------------------------------------------------------------------
     def _connect(self) -> psycopg.Connection[Any]:
@@ -454,74 +456,6 @@ class PostgresStore:
         return None if row is None else _load(model, row[0])
 
 
-class _Listener:
-    """One ``LISTEN`` connection per store, started by the first wait, that tracks the newest event seq."""
-
-    def __init__(self, connect: Any, channel: str) -> None:
-        self._connect = connect
-        self._channel = channel
-        self._changed = threading.Condition()
-        self._latest = 0
-        self._healthy = False
-        self._tried = False
-        self._closed = False
-        self._thread: threading.Thread | None = None
-
-    def observe(self, seq: int) -> None:
-        """Record that events up to ``seq`` exist (from a notification, or a write of this process)."""
-        with self._changed:
-            if seq > self._latest:
-                self._latest = seq
-                self._changed.notify_all()
-
-    def wait(self, after: int, timeout: float) -> int | None:
-        """The newest seq once it passes ``after`` or ``timeout`` runs out; None while LISTEN is down."""
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            if self._thread is None and not self._closed:
-                self._thread = threading.Thread(target=self._run, name=f"{self._channel}-listen", daemon=True)
-                self._thread.start()
-            self._changed.wait_for(lambda: self._tried or self._closed, timeout)
-            if not self._healthy:
-                return None
-            self._changed.wait_for(
-                lambda: self._latest > after or self._closed or not self._healthy, max(0.0, deadline - time.monotonic())
-            )
-            return self._latest if self._healthy else None
-
-    def close(self) -> None:
-        with self._changed:
-            self._closed = True
-            thread = self._thread
-            self._changed.notify_all()
-        if thread is not None:
-            thread.join(timeout=2.0)
-
-    def _run(self) -> None:
-        backoff = 0.1
-        while not self._closed:
-            try:
-                with self._connect() as conn:
-                    conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
-                    seq = _one(conn.execute(_q("read_head")))[0]
-                    with self._changed:
-                        self._healthy = self._tried = True
-                    self.observe(int(seq))
-                    backoff = 0.1
-                    while not self._closed:
-                        for note in conn.notifies(timeout=0.25):
-                            self.observe(int(note.payload))
-            except (psycopg.Error, ValueError):
-                log.warning("crossgate: LISTEN on %s failed; retrying", self._channel, exc_info=True)
-            with self._changed:
-                self._healthy = False
-                self._tried = True
-                self._changed.notify_all()
-            if not self._closed:
-                time.sleep(backoff)
-                backoff = min(backoff * 2, 5.0)
-
-
 def list_statement(query: RequestQuery) -> tuple[sql.Composed, dict[str, Any]]:
     """The SQL and parameters of one page of ``query`` (public for plan checks)."""
     filters: list[sql.Composable] = []
@@ -545,6 +479,10 @@ def list_statement(query: RequestQuery) -> tuple[sql.Composed, dict[str, Any]]:
     where = sql.SQL("WHERE ") + sql.SQL(" AND ").join(filters) if filters else sql.SQL("")
     direction = sql.SQL("DESC" if query.newest_first else "ASC")
     return _q("list_requests").format(where=where, direction=direction), params
+
+
+def _read_head(conn: psycopg.Connection[Any]) -> int:
+    return int(_one(conn.execute(_q("read_head")))[0])
 
 
 def _one(cursor: psycopg.Cursor[Any]) -> tuple[Any, ...]:
