@@ -616,6 +616,22 @@ class ReviewQueue:
             raise ParkedRunClaimedError(f"{owner} does not hold the lease on parked run {parked_id}")
         return finished
 
+    def retry_parked(self, parked_id: str, *, actor: str | None = None) -> ParkedRun:
+        """Offer a failed parked run for resuming again, from the state it was parked with.
+
+        A worker (or the adapter's ``resume``) takes it as it takes any ready run. Calls its failed attempt
+        applied are never run again: their gated tools refuse, and the model is told what happened then.
+        NotFoundError for an unknown id; ConflictError unless the run failed.
+        """
+        current = self.get_parked(parked_id)
+        payload: JsonObject = {"parked_run": current.id, "failed_with": _clip(current.outcome)}
+        event = self._event("run_retried", run=current.run, actor=actor, payload=payload)
+        retried = self.store.retry_parked_run(current.id, self.now(), event)
+        if retried is None:
+            latest = self.get_parked(parked_id)
+            raise ConflictError(f"parked run {parked_id} is {latest.status.value}; only a failed run can be retried")
+        return retried
+
     # audit --------------------------------------------------------------------------------------
     def events(self, *, after: int = 0, limit: int | None = None, request_id: str | None = None) -> list[Event]:
         """The audit log in order."""

@@ -223,6 +223,34 @@ def test_parked_run_is_claimed_once_until_its_lease_runs_out(store: Store) -> No
     assert store.get_parked_run("park-1") == done
 
 
+def test_only_a_failed_parked_run_can_be_retried_and_then_claimed_again(store: Store) -> None:
+    store.insert_parked_run(make_parked(), ev("run_parked"))
+    head = store.audit_head()
+    assert store.retry_parked_run("park-1", T0, ev("run_retried")) is None  # parked: nothing to retry
+    assert store.retry_parked_run("park-ghost", T0, ev("run_retried")) is None
+    lease_end = T0 + timedelta(minutes=5)
+    assert store.claim_parked_run("park-1", "w1", T0, lease_end, ev("run_claimed")) is not None
+    assert store.retry_parked_run("park-1", T0, ev("run_retried")) is None  # resuming: not failed
+    failed = store.finish_parked_run("park-1", "w1", ParkedRunStatus.FAILED, "TimeoutError", T0, ev("run_resumed"))
+    assert failed is not None and failed.status is ParkedRunStatus.FAILED
+    assert store.audit_head()[0] == head[0] + 2  # the refused retries appended nothing
+    later = T0 + timedelta(minutes=1)
+    retried = store.retry_parked_run("park-1", later, ev("run_retried"))
+    assert retried is not None
+    assert (retried.status, retried.lease_owner, retried.lease_until, retried.outcome) == (
+        ParkedRunStatus.PARKED,
+        None,
+        None,
+        None,
+    )
+    assert (retried.attempts, retried.updated_at, retried.state) == (1, later, failed.state)
+    assert store.get_parked_run("park-1") == retried
+    assert store.retry_parked_run("park-1", later, ev("run_retried")) is None  # parked again: once
+    again = store.claim_parked_run("park-1", "w2", later, later + timedelta(minutes=5), ev("run_claimed"))
+    assert again is not None and again.lease_owner == "w2" and again.attempts == 2
+    assert [e.kind for e in store.list_events()][-2:] == ["run_retried", "run_claimed"]
+
+
 def test_unknown_parked_run_cannot_be_claimed(store: Store) -> None:
     assert store.claim_parked_run("park-x", "w1", T0, T0, ev("run_claimed")) is None
     assert store.get_parked_run("park-x") is None

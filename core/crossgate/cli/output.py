@@ -14,7 +14,17 @@ from rich.table import Table
 from rich.text import Text
 
 from crossgate.decisions import AnyDecision
-from crossgate.model import ApprovalRequest, Edit, Event, Reject, Respond, StandingRule, Verdict
+from crossgate.model import (
+    ApprovalRequest,
+    Edit,
+    Event,
+    ParkedRun,
+    ParkedRunStatus,
+    Reject,
+    Respond,
+    StandingRule,
+    Verdict,
+)
 from crossgate.queue import Submission
 
 ARGS_PREVIEW = 60
@@ -221,6 +231,51 @@ def print_rules(rules: Sequence[StandingRule]) -> None:
         state = "revoked" if rule.revoked_at is not None else "active"
         rows.append((rule.id, rule.effect.value, rule.tool, match, scope, rule.created_by, state))
     _print_table(("ID", "EFFECT", "TOOL", "MATCH", "SCOPE", "BY", "STATE"), rows, flexible="MATCH")
+
+
+def parked_run_json(parked: ParkedRun) -> dict[str, Any]:
+    """The JSON form of a parked run, without the SDK state (large, and for the resumer alone)."""
+    return parked.model_dump(mode="json", exclude={"state"})
+
+
+def print_parked_runs(runs: Sequence[ParkedRun]) -> None:
+    """A compact table of parked runs."""
+    if not runs:
+        say("no parked runs")
+        return
+    rows = [
+        (
+            p.id,
+            p.framework,
+            p.run,
+            p.status.value,
+            str(len(p.request_ids)),
+            str(p.attempts),
+            p.lease_owner if p.status is ParkedRunStatus.RESUMING else None,
+            p.outcome,
+        )
+        for p in runs
+    ]
+    headers = ("ID", "FRAMEWORK", "RUN", "STATUS", "REQUESTS", "ATTEMPTS", "LEASED BY", "OUTCOME")
+    _print_table(headers, rows, flexible="OUTCOME")
+
+
+def print_parked_run(parked: ParkedRun, requests: Sequence[ApprovalRequest]) -> None:
+    """A key/value block for one parked run and its requests' statuses."""
+    rows: list[tuple[str, str | None]] = [
+        ("id", parked.id),
+        ("framework", parked.framework),
+        ("run", parked.run),
+        ("status", parked.status.value),
+        ("requests", ", ".join(f"{r.id} ({r.status.value})" for r in requests)),
+        ("attempts", str(parked.attempts)),
+        ("leased by", parked.lease_owner if parked.status is ParkedRunStatus.RESUMING else None),
+        ("lease until", _short_time(parked.lease_until)),
+        ("outcome", parked.outcome),
+        ("created", _short_time(parked.created_at)),
+        ("updated", _short_time(parked.updated_at)),
+    ]
+    _print_block(rows)
 
 
 def print_events(events: Sequence[Event]) -> None:

@@ -102,6 +102,19 @@ def finished_copy(parked: ParkedRun, status: ParkedRunStatus, outcome: str | Non
     return parked.model_copy(update={"status": status, "outcome": outcome, "lease_until": None, "updated_at": now})
 
 
+def retried_copy(parked: ParkedRun, now: datetime) -> ParkedRun:
+    """A failed ``parked`` run offered for resuming again: parked, no lease, no outcome."""
+    return parked.model_copy(
+        update={
+            "status": ParkedRunStatus.PARKED,
+            "lease_owner": None,
+            "lease_until": None,
+            "outcome": None,
+            "updated_at": now,
+        }
+    )
+
+
 def holds_lease(parked: ParkedRun, owner: str) -> bool:
     """True if ``owner`` is resuming ``parked`` right now."""
     return parked.status is ParkedRunStatus.RESUMING and parked.lease_owner == owner
@@ -214,6 +227,9 @@ class Store(Protocol):
         self, parked_id: str, owner: str, status: ParkedRunStatus, outcome: str | None, now: datetime, event: NewEvent
     ) -> ParkedRun | None:
         """End a resume the caller holds the lease for; None if ``owner`` no longer holds it."""
+
+    def retry_parked_run(self, parked_id: str, now: datetime, event: NewEvent) -> ParkedRun | None:
+        """Put a failed parked run back to parked (no lease, no outcome) with its event; None unless it failed."""
 
     # events
     def append_event(self, event: NewEvent) -> Event:

@@ -31,6 +31,7 @@ from crossgate.stores.base import (
     encode_cursor,
     finished_copy,
     holds_lease,
+    retried_copy,
 )
 
 
@@ -193,6 +194,16 @@ class MemoryStore:
             self._parked[parked_id] = finished
             self._append(event)
             return finished
+
+    def retry_parked_run(self, parked_id: str, now: datetime, event: NewEvent) -> ParkedRun | None:
+        with self._lock:
+            current = self._parked.get(parked_id)
+            if current is None or current.status is not ParkedRunStatus.FAILED:
+                return None
+            retried = retried_copy(current, now)
+            self._parked[parked_id] = retried
+            self._append(event)
+            return retried
 
     def append_event(self, event: NewEvent) -> Event:
         with self._lock:

@@ -51,6 +51,7 @@ from crossgate.stores.base import (
     decode_cursor,
     encode_cursor,
     finished_copy,
+    retried_copy,
 )
 
 try:
@@ -389,6 +390,16 @@ class PostgresStore:
             sealed = self._append(cur, event, _one(cur.execute(_q("update_parked_run"), _parked_row(finished))))
         self._listener.observe(sealed.seq)
         return finished
+
+    def retry_parked_run(self, parked_id: str, now: datetime, event: NewEvent) -> ParkedRun | None:
+        with self._write(f"retry parked run {parked_id}") as cur:
+            row = cur.execute(_q("lock_failed_parked_run"), {"id": parked_id}).fetchone()
+            if row is None:
+                return None
+            retried = retried_copy(_load(ParkedRun, row[0]), now)
+            sealed = self._append(cur, event, _one(cur.execute(_q("update_parked_run"), _parked_row(retried))))
+        self._listener.observe(sealed.seq)
+        return retried
 
     # events --------------------------------------------------------------------------------------
     def append_event(self, event: NewEvent) -> Event:

@@ -61,6 +61,7 @@ from crossgate.stores.base import (
     encode_cursor,
     finished_copy,
     holds_lease,
+    retried_copy,
 )
 
 BUSY_TIMEOUT_MS = 30_000
@@ -461,6 +462,16 @@ class SqliteStore:
             self._replace_parked(conn, finished)
             self._append(conn, event)
             return finished
+
+    def retry_parked_run(self, parked_id: str, now: datetime, event: NewEvent) -> ParkedRun | None:
+        with self._write("retry_parked_run") as conn:
+            current = self._locked_parked(conn, parked_id)
+            if current is None or current.status is not ParkedRunStatus.FAILED:
+                return None
+            retried = retried_copy(current, now)
+            self._replace_parked(conn, retried)
+            self._append(conn, event)
+            return retried
 
     # delivery cursors ---------------------------------------------------------------------------
     def _locked_cursor(self, conn: sqlite3.Connection, name: str) -> DeliveryCursor | None:

@@ -26,7 +26,7 @@ from crossgate.runs import Finished, Parked
 from crossgate_openai import Gate
 from crossgate_openai._scope import RunScope, run_scope
 from tests.adapters.openai.conftest import ASK_DELETES
-from tests.adapters.openai.scripted import Call, PlannedModel, delete_call, ticket_agent, tool_results
+from tests.adapters.openai.scripted import Call, PlannedModel, delete_call, plain, ticket_agent, tool_results
 from tests.conformance.harness import TOOL
 from tests.conformance.tickets import TicketStore
 
@@ -281,3 +281,43 @@ async def test_every_request_of_a_pause_arrives_with_its_parked_run(queue: Revie
     kinds = [(e.kind, e.request_id) for e in queue.events()]
     assert kinds == [("submitted", r) for r in parked.request_ids] + [("run_parked", None)]
     assert {r.id for r in queue.pending()} == set(parked.request_ids)
+
+
+class ModelDownOnce(PlannedModel):
+    """The model API fails once after the tool ran (a resume that fails part-way), then answers."""
+
+    def __init__(self, *calls: Call) -> None:
+        super().__init__([list(calls)], final="Done.")
+        self.failures = 1
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        items = kwargs["input"] if isinstance(kwargs["input"], list) else []
+        answered = any(plain(i).get("type") == "function_call_output" for i in items)
+        if answered and self.failures:
+            self.failures -= 1
+            raise ConnectionError("the model API is down")
+        return await super().get_response(*args, **kwargs)
+
+
+async def test_a_failed_resume_can_be_retried_and_runs_nothing_twice(queue: ReviewQueue, tickets: TicketStore) -> None:
+    model = ModelDownOnce(delete_call("t3"))
+    agent = ticket_agent(tickets, model)
+    parked = await Gate(queue).run(agent, "go", run="flaky")
+    assert isinstance(parked, Parked)
+    queue.decide(parked.request_ids[0], Approve(), reviewer="ann")
+    with pytest.raises(ConnectionError):
+        await Gate(queue, agent=agent).resume(parked.parked_run)
+    failed = queue.get_parked(parked.parked_run)
+    assert failed.status is ParkedRunStatus.FAILED and "the model API is down" in (failed.outcome or "")
+    assert tickets.delete_runs("t3") == 1
+    assert queue.ready_runs() == []  # a failed run is not picked up by itself
+
+    queue.retry_parked(parked.parked_run, actor="ops")
+    assert [p.id for p in queue.ready_runs()] == [parked.parked_run]
+    done = await Gate(queue, agent=agent).resume(parked.parked_run)
+    assert isinstance(done, Finished) and done.result.final_output == "Done."
+    assert tickets.delete_runs("t3") == 1  # the retry restored the state from before the tool, and did not run it
+    told = tool_results(model.inputs)[-1]
+    assert told.startswith("delete_ticket already ran for this call")
+    assert told.endswith("Its result was: deleted ticket t3")
+    assert queue.get_parked(parked.parked_run).status is ParkedRunStatus.RESUMED

@@ -120,6 +120,9 @@ SELECT data FROM parked_runs
 WHERE id = %(id)s AND status = 'resuming' AND lease_owner = %(owner)s
 FOR UPDATE;
 
+-- name: lock_failed_parked_run
+SELECT data FROM parked_runs WHERE id = %(id)s AND status = 'failed' FOR UPDATE;
+
 -- name: update_parked_run
 -- The row is locked already (lock_*_parked_run); returns the head, locked.
 WITH changed AS (
