@@ -2,10 +2,12 @@
 
 A subagent the main model starts in the background outlives the main turn: the CLI sends the turn's
 ``ResultMessage`` while the subagent still works (and may still wait in ``can_use_tool`` for a
-reviewer), and once the subagent finishes it wakes the main agent for a follow-up turn whose result
-carries ``origin {"kind": "task-notification", "runId": <the task's run_id>}`` (CLI 2.1.332, verified).
-Disconnecting at the first result would kill the subagent with its calls. ``RunTracker`` reads the
-same task frames the SDK tracks and says when the last owed result has arrived.
+reviewer). When the subagent finishes, the CLI tells the main agent (CLI 2.1.332, verified): in the
+main agent's next request if its turn is still running (a main-thread tool result follows the
+notification), otherwise in a follow-up turn whose result carries
+``origin {"kind": "task-notification", "runId": <the task's run_id>}``. Disconnecting at the first
+result would kill the subagent with its calls. ``RunTracker`` reads the same task frames the SDK
+tracks and says when the last owed result has arrived.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from claude_agent_sdk import (
     TaskNotificationMessage,
     TaskStartedMessage,
     TaskUpdatedMessage,
+    ToolResultBlock,
+    UserMessage,
 )
 
 from crossgate import AdapterError
@@ -40,7 +44,11 @@ class RunTracker:
     running: set[str] = field(default_factory=set)
     """Subagent tasks started and not finished."""
     owed: set[str] = field(default_factory=set)
-    """Run ids of background tasks whose follow-up turn has not ended yet."""
+    """Run ids of background tasks whose notification the main agent has not been given yet."""
+    finished: set[str] = field(default_factory=set)
+    """Run ids of background tasks that finished; their notification goes with the next main request."""
+    runs: dict[str, str] = field(default_factory=dict)
+    """task_id -> run_id of background tasks."""
     result: ResultMessage | None = None
     between_turns: bool = False
     """A result came and no new turn has started since."""
@@ -57,11 +65,17 @@ class RunTracker:
         if isinstance(message, TaskStartedMessage) and message.task_type in AGENT_TASKS:
             self.running.add(message.task_id)
             if message.data.get("is_backgrounded"):
-                self.owed.add(str(message.data.get("run_id") or message.task_id))
+                self.runs[message.task_id] = run = str(message.data.get("run_id") or message.task_id)
+                self.owed.add(run)
         elif isinstance(message, TaskNotificationMessage) or (
             isinstance(message, TaskUpdatedMessage) and message.status in TERMINAL
         ):
             self.running.discard(message.task_id)
+            if message.task_id in self.runs:
+                self.finished.add(self.runs[message.task_id])
+        elif isinstance(message, UserMessage) and message.parent_tool_use_id is None and _has_tool_result(message):
+            # The main agent's turn goes on with another request, which carries the finished tasks' news.
+            self.owed -= self.finished
 
     @property
     def done(self) -> bool:
@@ -71,6 +85,10 @@ class RunTracker:
         if TOOL_DEFERRED in (self.result.stop_reason, self.result.terminal_reason):
             return True
         return not self.running and not self.owed
+
+
+def _has_tool_result(message: UserMessage) -> bool:
+    return isinstance(message.content, list) and any(isinstance(b, ToolResultBlock) for b in message.content)
 
 
 async def read_run(client: ClaudeSDKClient) -> ResultMessage:

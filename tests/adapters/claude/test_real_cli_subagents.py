@@ -32,6 +32,7 @@ from crossgate import (
 from crossgate.decisions import AnyDecision
 from crossgate.runs import Finished, Parked
 from crossgate_claude import Gate
+from crossgate_claude import _turns as turns
 from crossgate_claude.testing import MessagesAPI, agent_call, all_tool_results, first_prompt, result_text, tool_uses
 from tests.adapters.claude.conftest import PROTECTED
 from tests.conformance.tickets import TicketStore
@@ -42,6 +43,13 @@ CLEANER = "ticket-cleaner"
 MAIN = "support-desk"
 REJECTION = "A person rejected this delete: t1 is a real customer ticket. Do not retry it."
 NO_LISTING = "The ticket cleaner works from the ids it is given; it does not list tickets."
+
+
+@pytest.fixture
+def exact_end(monkeypatch: pytest.MonkeyPatch) -> float:
+    """Seconds a run may take; the gate must see its end without falling back on the follow-up wait."""
+    monkeypatch.setattr(turns, "FOLLOW_UP_WAIT", 600.0)
+    return 60.0
 
 
 @pytest.fixture
@@ -69,14 +77,20 @@ def options(cli_options: ClaudeAgentOptions, started: list[tuple[str, str]]) -> 
     )
 
 
-def reviewer(queue: ReviewQueue, decide: Callable[[ApprovalRequest], AnyDecision]) -> asyncio.Task[list[str]]:
-    """Decides every request as it turns up, until cancelled; returns the (agent, args) it saw."""
+def reviewer(
+    queue: ReviewQueue, decide: Callable[[ApprovalRequest], AnyDecision], *, together: int = 1
+) -> asyncio.Task[list[str]]:
+    """Decides every request as it turns up (or once ``together`` are pending), until cancelled.
+
+    Returns the (agent, args) it saw.
+    """
 
     async def watch() -> list[str]:
         seen: list[str] = []
         try:
             while True:
-                for request in queue.pending():
+                pending = queue.pending()
+                for request in pending if len(pending) >= together or seen else ():
                     seen.append(f"{request.call.agent} {json.dumps(request.call.args, sort_keys=True)}")
                     queue.decide(request.id, decide(request), reviewer="ann")
                 await asyncio.sleep(0.02)
@@ -113,11 +127,13 @@ async def test_background_subagent_calls_are_held_inline_approve_runs_once_rejec
     messages_api: MessagesAPI,
     tickets: TicketStore,
     started: list[tuple[str, str]],
+    exact_end: float,
 ) -> None:
     gate = Gate(queue, options=options, agent=MAIN, subagent_hold=30.0)  # a deferring gate, hold 0
     watching = reviewer(queue, lambda r: Approve() if r.call.args == {"id": "t3"} else Reject(message=REJECTION))
     calls = (("delete_ticket", {"id": "t3"}), ("delete_ticket", {"id": "t1"}))
-    done = await gate.run(agent_call(CLEANER, *calls))  # the Agent tool's default: a background subagent
+    # The Agent tool's default: a background subagent.
+    done = await asyncio.wait_for(gate.run(agent_call(CLEANER, *calls)), exact_end)
     assert await stop(watching) == [f'{CLEANER} {{"id": "t3"}}', f'{CLEANER} {{"id": "t1"}}']
     # Nothing was deferred: the CLI would have dropped the call and a resume would find nothing to re-ask.
     assert isinstance(done, Finished)
@@ -207,17 +223,19 @@ async def test_a_rule_remembered_for_the_subagent_covers_its_next_invocation_not
 
 
 async def test_the_main_agent_is_held_inline_while_a_background_subagent_runs(
-    queue: ReviewQueue, options: ClaudeAgentOptions, messages_api: MessagesAPI, tickets: TicketStore
+    queue: ReviewQueue, options: ClaudeAgentOptions, messages_api: MessagesAPI, tickets: TicketStore, exact_end: float
 ) -> None:
     # A call the main agent defers while a background subagent runs is lost when the subagent finishes
     # (the CLI wakes the main agent and answers the call "[Tool result missing due to internal error]").
     work = Path(str(options.cwd))
     gate = Gate(queue, options=options, agent=MAIN, subagent_hold=30.0)
-    watching = reviewer(queue, lambda request: Approve())
+    # Both calls wait at the same time: the subagent cannot finish before the main agent's call is made.
+    watching = reviewer(queue, lambda request: Approve(), together=2)
     script = "\n".join(
         [agent_call(CLEANER, ("delete_ticket", {"id": "t3"})), 'CALL Bash {"command": "echo main > main.txt"}']
     )
-    done = await gate.run(script)
+    # The subagent finishes while the main turn runs: the CLI tells the main agent within that turn.
+    done = await asyncio.wait_for(gate.run(script), exact_end)
     assert sorted(await stop(watching)) == sorted(
         [f'{CLEANER} {{"id": "t3"}}', f'{MAIN} {{"command": "echo main > main.txt"}}']
     )

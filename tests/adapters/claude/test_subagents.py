@@ -22,6 +22,8 @@ from claude_agent_sdk import (
     TaskNotificationMessage,
     TaskStartedMessage,
     ToolPermissionContext,
+    ToolResultBlock,
+    UserMessage,
 )
 
 from crossgate import (
@@ -330,6 +332,20 @@ def test_a_run_with_a_background_subagent_ends_with_its_follow_up_turn() -> None
     assert not run.done  # the turn that result ended was not the follow-up the subagent owes
     run.observe(result({"kind": "task-notification", "runId": "run-t1"}))
     assert run.done
+
+
+def test_a_subagent_that_finishes_while_the_main_turn_runs_is_told_within_that_turn() -> None:
+    def tool_result(parent: str | None) -> UserMessage:
+        return UserMessage(content=[ToolResultBlock(tool_use_id="u1", content="ok")], parent_tool_use_id=parent)
+
+    run = RunTracker()
+    for message in (started("t1", background=True), finished("t1"), tool_result("agent-call"), result()):
+        run.observe(message)
+    assert not run.done  # a subagent's own tool result says nothing about the main agent's next request
+    run = RunTracker()
+    for message in (started("t1", background=True), finished("t1"), tool_result(None), result()):
+        run.observe(message)
+    assert run.done  # the main agent's next request carried the notification; no follow-up turn comes
 
 
 def test_a_foreground_subagent_owes_no_follow_up_and_a_deferral_ends_the_run() -> None:
