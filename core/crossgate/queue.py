@@ -663,13 +663,16 @@ class ReviewQueue:
 
 
 def _call_payload(call: ToolCall) -> JsonObject:
-    return {
+    payload: JsonObject = {
         "framework": call.framework,
         "tool": call.tool,
         "args": call.args,
         "call_id": call.call_id,
         "agent": call.agent,
     }
+    if call.context:  # what the SDK said besides (a subagent's instance id, the SDK's own tool name)
+        payload["context"] = call.context
+    return payload
 
 
 def _verdict_of(request: ApprovalRequest) -> Verdict:

@@ -183,6 +183,11 @@ def test_allow_and_deny_verdicts_are_recorded_without_a_request(queue_with: Queu
     assert [e.kind for e in events] == ["auto_denied", "auto_allowed"]
     assert events[0].payload["tool"] == "delete_ticket"
     assert queue.pending() == []
+    # What the SDK said besides the call (here a subagent's instance id) is kept with the verdict.
+    with_context = call("t1").model_copy(update={"context": {"agent_id": "a-17"}})
+    queue.submit(with_context)
+    assert queue.events()[-1].payload["context"] == {"agent_id": "a-17"}
+    assert "context" not in events[0].payload
 
 
 def test_submit_with_the_same_request_id_is_idempotent_and_refuses_other_args(queue: ReviewQueue) -> None:
