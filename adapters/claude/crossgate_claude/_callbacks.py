@@ -37,7 +37,8 @@ from crossgate import (
     VerdictKind,
     fingerprint,
 )
-from crossgate.errors import ConflictError
+from crossgate.errors import AlreadyAppliedError, ConflictError
+from crossgate.outcomes import already_applied_message
 from crossgate_claude._translate import (
     FRAMEWORK,
     PermissionResult,
@@ -320,10 +321,13 @@ class Binding:
             try:
                 # Exactly once, and before the CLI runs anything: a crash after this point runs nothing twice.
                 self.queue.mark_applied(rid, args=args, actor=FRAMEWORK)
+            except AlreadyAppliedError:
+                result = deny(already_applied_message(request.call.tool, rid, self.queue.outcome(rid)))
             except ConflictError as exc:
                 result = deny(f"This decision cannot be applied ({_short(exc)}), so the tool call was not run.")
         elif request.status is RequestStatus.APPLIED:
-            result = deny("This decision was already applied once; nothing runs twice.")
+            # Applied by an earlier attempt: say what happened then, from the audit log.
+            result = deny(already_applied_message(request.call.tool, rid, self.queue.outcome(rid)))
         if isinstance(result, PermissionResultDeny):
             self.queue.record_outcome(rid, ran=False, result=result.message)
         return result

@@ -288,7 +288,22 @@ async def test_an_applied_decision_is_not_applied_again(
     queue.mark_applied(rid, args={"id": "t3"})  # another process already answered the CLI
     assert isinstance(await gate.resume(outcome.parked_run), Finished)
     assert tickets.delete_runs() == 0
-    assert "already applied" in told(world)[0]
+    # That process recorded no outcome: the model is told the call may have taken effect, not to retry.
+    assert "was applied before, but no outcome was recorded" in told(world)[0]
+    assert "Do not retry it" in told(world)[0]
+
+
+async def test_a_call_that_ran_before_is_reported_with_its_result(
+    gate: Gate, queue: ReviewQueue, world: World, tickets: TicketStore
+) -> None:
+    outcome = parked(await gate.run(calls(("delete_ticket", {"id": "t3"}))))
+    rid = outcome.request_ids[0]
+    queue.decide(rid, Approve(), reviewer="ann")
+    queue.mark_applied(rid, args={"id": "t3"})  # another resumer ran it and recorded what came of it
+    queue.record_outcome(rid, ran=True, result="deleted ticket t3")
+    assert isinstance(await gate.resume(outcome.parked_run), Finished)
+    assert tickets.delete_runs() == 0
+    assert told(world)[0].endswith("it was not run again. Its result was: deleted ticket t3")
 
 
 async def test_a_deferred_call_and_its_request_are_stored_together(
