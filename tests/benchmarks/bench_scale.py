@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from crossgate import Approve, RequestQuery, RequestStatus, ReviewQueue, Store, ToolCall
 from crossgate.clock import utc_now
 from crossgate.model import ApprovalRequest
+from crossgate.stores import sqlite_target
 from crossgate.stores.base import encode_cursor
 from tests.benchmarks.bench_stores import CTX, fresh_store, ms, percentile, postgres_url, store_kinds, table
 
@@ -120,7 +121,7 @@ def load(kind: str, store: Store, url: str, n: int, *, all_pending: bool = False
     """Bulk-load ``n`` requests into a fresh store; seconds taken."""
     started = time.perf_counter()
     if kind == "sqlite":
-        load_sqlite(url, n, all_pending=all_pending)
+        load_sqlite(sqlite_target(url)[0], n, all_pending=all_pending)
     elif kind == "postgres":
         load_postgres(url, n, all_pending=all_pending)
     else:
@@ -184,7 +185,7 @@ def raw_inbox(kind: str, url: str) -> tuple[list[float], str]:
     """The inbox query straight through the driver (what the database costs), and its plan."""
     timings: list[float] = []
     if kind == "sqlite":
-        conn = sqlite3.connect(url)
+        conn = sqlite3.connect(sqlite_target(url)[0])
         text = "SELECT position, body FROM requests WHERE status IN (?) ORDER BY position DESC LIMIT ?"
         plan = " / ".join(row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + text, ("pending", 51)))
         for i in range(REPEATS + 5):
