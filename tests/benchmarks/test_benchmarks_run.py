@@ -1,0 +1,50 @@
+"""Every benchmark script still runs, on tiny sizes: a smoke test, not a measurement.
+
+The scripts are not collected by pytest (they measure; they do not assert speed), so without this a
+change to a store or an adapter could break one silently until the next time someone runs ``make bench``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CASES = {
+    "bench_openai": (["5"], {}, "crossgate (SQLite store) / SDK native"),
+    "bench_stores": ([], {"CG_BENCH_REQUESTS": "10", "CG_BENCH_WAKE_ROUNDS": "10"}, "wake-up latency"),
+    "bench_scale": (
+        [],
+        {
+            "CG_BENCH_ROWS": "20000",  # the listing pages from the middle: fewer rows leave it short of 50
+            "CG_BENCH_WAITERS": "100",
+            "CG_BENCH_WAKE_SAMPLE": "20",
+            "CG_BENCH_LIST_REPEATS": "3",
+        },
+        "concurrent inline waiters",
+    ),
+    "bench_server": ([], {"CG_BENCH_SECONDS": "2", "CG_BENCH_CLIENTS": "3", "CG_BENCH_BACKLOG": "10"}, "[ok]"),
+    "bench_langgraph": (["--n", "2", "--warmup", "1"], {}, "ratio graph crossgate"),
+    "bench_claude": (["--runs", "1"], {}, "ratios (median) to bare"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_benchmark_runs(name: str, tmp_path: Path) -> None:
+    args, env, expected = CASES[name]
+    result = subprocess.run(
+        [sys.executable, "-m", f"tests.benchmarks.{name}", *args],
+        cwd=ROOT,
+        env={**os.environ, **env, "TMPDIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert expected in result.stdout, result.stdout[-3000:]
