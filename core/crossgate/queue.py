@@ -112,13 +112,16 @@ class ReviewQueue:
         requested_by: str | None = None,
         capabilities: Sequence[DecisionKind] = ALL_DECISIONS,
         request_id: str | None = None,
+        timeout_seconds: float | None = None,
     ) -> Submission:
         """Evaluate ``call``; record allow and deny, or create a pending request for ask.
 
         ``capabilities`` are the decisions the adapter can express for this call; the request allows
         those the policy rule allows too. ``request_id`` makes submission idempotent: an adapter that
         asks again for the same call (a re-run node, a re-asked permission) gets the same request back,
-        and a different call under the same id is refused.
+        and a different call under the same id is refused. ``timeout_seconds`` is the adapter's own limit
+        on how long the request may stay pending (a call it holds inline and cannot resume later): the
+        request expires at the earlier of it and the policy rule's timeout.
         """
         submission = self.prepare(
             call,
@@ -127,6 +130,7 @@ class ReviewQueue:
             requested_by=requested_by,
             capabilities=capabilities,
             request_id=request_id,
+            timeout_seconds=timeout_seconds,
         )
         if submission.request is not None and not submission.stored:
             self.store.insert_request(submission.request, self._submitted_event(submission.request))
@@ -142,6 +146,7 @@ class ReviewQueue:
         requested_by: str | None = None,
         capabilities: Sequence[DecisionKind] = ALL_DECISIONS,
         request_id: str | None = None,
+        timeout_seconds: float | None = None,
     ) -> Submission:
         """:meth:`submit` without storing a new request: ``park(new_requests=...)`` stores it with the run.
 
@@ -166,7 +171,8 @@ class ReviewQueue:
         for required in REQUIRED_DECISIONS:
             if required not in allowed:
                 allowed = (*allowed, required)
-        timeout = verdict.timeout_seconds
+        limits = [t for t in (verdict.timeout_seconds, timeout_seconds) if t]
+        timeout = min(limits) if limits else None
         request = ApprovalRequest(
             id=request_id or new_id("req"),
             call=call,

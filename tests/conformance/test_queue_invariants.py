@@ -370,6 +370,21 @@ def test_expired_requests_refuse_decisions_and_answer_as_rejections(queue_with: 
         queue.mark_applied(request.id, args={"id": "t3"})
 
 
+def test_an_adapters_own_pending_limit_shortens_the_rules_timeout(queue_with: QueueFactory) -> None:
+    rule = PolicyRule(name="hour", verdict=VerdictKind.ASK, tool="*", timeout_seconds=3600)
+    queue = queue_with(Policy(rules=(rule,)))
+    held = queue.submit(call("t1"), timeout_seconds=30).request
+    longer = queue.submit(call("t2"), timeout_seconds=7200).request
+    plain = queue.submit(call("t3")).request
+    assert held is not None and longer is not None and plain is not None
+    assert held.expires_at is not None and (held.expires_at - held.created_at).total_seconds() == 30
+    assert longer.expires_at is not None and (longer.expires_at - longer.created_at).total_seconds() == 3600
+    assert plain.expires_at is not None and (plain.expires_at - plain.created_at).total_seconds() == 3600
+    unlimited = queue_with(Policy()).submit(call("t4"), timeout_seconds=45).request
+    assert unlimited is not None and unlimited.expires_at is not None
+    assert (unlimited.expires_at - unlimited.created_at).total_seconds() == 45
+
+
 def test_cancelled_requests_refuse_decisions(queue: ReviewQueue) -> None:
     request = submit(queue)
     cancelled = queue.cancel(request.id, reason="The run was stopped.", actor="ops")

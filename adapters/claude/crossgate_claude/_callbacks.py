@@ -68,6 +68,8 @@ ONE_DEFERRAL = (
 )
 MISMATCH = "This tool call differs from the one the reviewer saw, so it was not run. Do not retry it."
 UNKNOWN_AGENT = "crossgate could not tell which agent made this tool call, so it was not run."
+HOLD_GRACE_SECONDS = 5.0
+"""A held call's request expires this long after its hold ends (the hold itself cancels it first)."""
 SESSION_ENDED = "The session ended while this tool call waited for review, so it was not run."
 SUBAGENT_TOOLS = frozenset({"Agent", "Task"})
 """The tool the main model starts a subagent with (``Agent``; ``Task`` in the CLI's init message)."""
@@ -281,12 +283,17 @@ class Binding:
                 return PermissionResultAllow()  # the hook recorded the policy's allow
             if verdict.kind is VerdictKind.DENY:
                 return deny(self.queue.submit(call).verdict.reason)
+        # A deferring gate only gets here with a pending request for calls it may not defer.
+        hold = self.gate.subagent_hold if self.defer else self.gate.hold
         submission = self.queue.submit(
             call,
             args_schema=self.gate.args_schemas.get(call.tool),
             description=context.title or context.description,
             capabilities=capabilities(call.tool),
             request_id=rid,
+            # A held call cannot be resumed by another process: if this one dies mid-hold, the request
+            # expires soon after the hold instead of waiting for a decision nothing would apply.
+            timeout_seconds=hold + HOLD_GRACE_SECONDS if hold is not None else None,
         )
         if submission.request is None:
             return (
@@ -295,8 +302,6 @@ class Binding:
                 else PermissionResultAllow()
             )
         request = submission.request
-        # A deferring gate only gets here with a pending request for calls it may not defer.
-        hold = self.gate.subagent_hold if self.defer else self.gate.hold
         if request.is_open:
             request = await self._wait(rid, hold)
         if request.is_open:

@@ -40,7 +40,7 @@ from crossgate.decisions import AnyDecision
 from crossgate.runs import Finished, Parked
 from crossgate_claude import Gate, request_id
 from crossgate_claude import _turns as turns
-from crossgate_claude._callbacks import HELD_TOO_LONG, SESSION_ENDED, UNKNOWN_AGENT
+from crossgate_claude._callbacks import HELD_TOO_LONG, HOLD_GRACE_SECONDS, SESSION_ENDED, UNKNOWN_AGENT
 from crossgate_claude._turns import RunTracker, read_run
 from crossgate_claude.testing import agent_call
 from tests.adapters.claude.conftest import PROTECTED
@@ -130,6 +130,9 @@ async def test_an_unanswered_subagent_call_is_cancelled_after_subagent_hold(
     assert request.closed_reason == HELD_TOO_LONG.format(seconds=0.05)
     assert tickets.delete_runs() == 0
     assert told(world)[0] == (True, HELD_TOO_LONG.format(seconds=0.05))
+    # Had this process died mid-hold, the request would have expired on its own soon after.
+    assert request.expires_at is not None
+    assert (request.expires_at - request.created_at).total_seconds() == pytest.approx(0.05 + HOLD_GRACE_SECONDS)
 
 
 async def test_a_policy_deny_inside_a_subagent_never_asks(
