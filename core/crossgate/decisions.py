@@ -134,7 +134,8 @@ class _Compiled:
 def _compile(schema: Mapping[str, Any]) -> _Compiled:
     validator = jsonschema.validators.validator_for(schema)(schema)
     try:
-        fast = jsonschema_rs.validator_for(dict(schema), offline=True)
+        # Formats are annotations for the reference validator (no format checker), in every draft.
+        fast = jsonschema_rs.validator_for(dict(schema), offline=True, validate_formats=False)
     except Exception:  # a schema it refuses (an unresolvable $ref, ...): the reference validator decides alone
         fast = None
     return _Compiled(validator, fast)

@@ -43,6 +43,17 @@ def test_a_schema_checked_once_and_then_broken_in_place_is_refused() -> None:
         check_schema(schema)
 
 
+@pytest.mark.parametrize("draft", ["draft-04", "draft-07", None])
+def test_formats_are_annotations_in_every_draft_as_for_the_reference_validator(draft: str | None) -> None:
+    # MCP tool schemas often name draft 7; a format there must not refuse what jsonschema accepts.
+    schema: dict[str, Any] = {"type": "object", "properties": {"to": {"type": "string", "format": "email"}}}
+    if draft:
+        schema["$schema"] = f"http://json-schema.org/{draft}/schema#"
+    validate_args({"to": "not an address"}, schema)
+    with pytest.raises(InvalidArgumentsError, match="is not of type 'string'"):
+        validate_args({"to": 5}, schema)
+
+
 def test_equal_schemas_in_different_objects_give_the_same_answers() -> None:
     first, second = ticket_schema(), ticket_schema()
     validate_args({"id": "a"}, first)
@@ -71,18 +82,23 @@ scalar_schemas = st.sampled_from(
         {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
         {"anyOf": [{"type": "string"}, {"type": "integer"}]},
         {"const": 1},
+        {"type": "string", "format": "email"},
+        {"type": "string", "format": "date"},
     ]
 )
+DRAFTS = [None, "http://json-schema.org/draft-04/schema#", "http://json-schema.org/draft-07/schema#"]
 tool_schemas = st.builds(
-    lambda props, required, closed: {
+    lambda props, required, closed, draft: {
         "type": "object",
         "properties": props,
         "required": sorted(required & set(props)),
         **({"additionalProperties": False} if closed else {}),
+        **({"$schema": draft} if draft else {}),
     },
     st.dictionaries(st.sampled_from(["id", "path", "n", "tags"]), scalar_schemas, max_size=3),
     st.sets(st.sampled_from(["id", "path", "n", "tags"])),
     st.booleans(),
+    st.sampled_from(DRAFTS),
 )
 argument_values = st.recursive(
     st.none() | st.booleans() | st.integers(-3, 12) | st.floats(-2, 12, allow_nan=False) | st.text(max_size=5),
