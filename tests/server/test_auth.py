@@ -10,6 +10,7 @@ import pytest
 from crossgate import ReviewQueue
 from crossgate.errors import ConfigurationError
 from crossgate.model import RequestStatus
+from crossgate.server import ServerSettings
 from crossgate.server.settings import load_config, reviewers_from_env
 from tests.server.conftest import TOKENS, auth, submit
 
@@ -165,6 +166,15 @@ def test_tokens_from_toml_yaml_and_env(tmp_path: Path) -> None:
     assert config["reviewers"][1].frameworks == ("langgraph",)
     assert config["webhooks"][0].format == "slack"
     assert config["secret"] == b"x" * 32
+    tuned = tmp_path / "tuned.toml"
+    tuned.write_text("webhook_attempts = 3\nwebhook_lease_seconds = 12\nwebhook_backoff_seconds = 0.25\n")
+    settings = ServerSettings(**load_config(tuned, env={}))
+    assert (settings.webhook_attempts, settings.webhook_lease_seconds, settings.webhook_backoff_seconds) == (
+        3,
+        12.0,
+        0.25,
+    )
+    assert settings.webhook_timeout_seconds == ServerSettings().webhook_timeout_seconds
     yaml_file = tmp_path / "reviewers.yaml"
     yaml_file.write_text("reviewers:\n  - name: carol\n    token: carol-token-1\n    tools: [read_*]\n")
     assert load_config(yaml_file, env={})["reviewers"][0].tools == ("read_*",)
@@ -182,6 +192,10 @@ def test_tokens_from_toml_yaml_and_env(tmp_path: Path) -> None:
         ("webhooks:\n  - url: http://x\n    format: xml\n", "json or slack"),
         ("surprise: 1\n", "unknown keys"),
         ("- just a list\n", "must hold a mapping"),
+        ("webhook_lease_seconds: 0\n", "webhook_lease_seconds must be positive"),
+        ("webhook_attempts: 2.5\n", "webhook_attempts must be a whole number"),
+        ("webhook_backoff_seconds: soon\n", "webhook_backoff_seconds must be a number"),
+        ("webhook_timeout_seconds: true\n", "webhook_timeout_seconds must be a number"),
     ],
 )
 def test_bad_token_files_are_refused(tmp_path: Path, text: str, problem: str) -> None:

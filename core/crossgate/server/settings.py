@@ -11,6 +11,9 @@ Reviewers come from a TOML or YAML file (``--tokens``) or from ``$CROSSGATE_TOKE
     frameworks = ["openai-agents", "langgraph"]
     tools = ["delete_*"]
 
+    webhook_lease_seconds = 30               # optional tuning: also webhook_attempts, webhook_backoff_seconds,
+                                             # webhook_timeout_seconds
+
     [[webhooks]]
     url = "http://127.0.0.1:9000/hooks/crossgate"
     format = "slack"                         # or "json"
@@ -184,6 +187,23 @@ class ServerSettings:
         return next((r for r in self.reviewers if r.name == name), None)
 
 
+WEBHOOK_TUNING: dict[str, type[int] | type[float]] = {
+    "webhook_attempts": int,
+    "webhook_backoff_seconds": float,
+    "webhook_timeout_seconds": float,
+    "webhook_lease_seconds": float,
+}
+"""Top-level keys of the file that tune webhook delivery (see :class:`ServerSettings`)."""
+
+
+def _positive(value: Any, kind: type[int] | type[float], what: str) -> int | float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or (kind is int and not isinstance(value, int)):
+        raise ConfigurationError(f"{what} must be a {'whole ' if kind is int else ''}number, got {value!r}")
+    if value <= 0:
+        raise ConfigurationError(f"{what} must be positive, got {value!r}")
+    return kind(value)
+
+
 def load_config(path: Path, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Read a reviewers/webhooks file (TOML or YAML) into keyword arguments for :class:`ServerSettings`."""
     env = os.environ if env is None else env
@@ -194,7 +214,7 @@ def load_config(path: Path, env: Mapping[str, str] | None = None) -> dict[str, A
         raise ConfigurationError(f"cannot read {path}: {exc}") from exc
     if not isinstance(data, dict):
         raise ConfigurationError(f"{path} must hold a mapping with 'reviewers' (and optionally 'webhooks')")
-    unknown = set(data) - {"reviewers", "webhooks", "secret_env", "base_url", "link_reviewer"}
+    unknown = set(data) - {"reviewers", "webhooks", "secret_env", "base_url", "link_reviewer", *WEBHOOK_TUNING}
     if unknown:
         raise ConfigurationError(f"{path}: unknown keys {', '.join(sorted(unknown))}")
     kwargs: dict[str, Any] = {
@@ -205,6 +225,9 @@ def load_config(path: Path, env: Mapping[str, str] | None = None) -> dict[str, A
         kwargs["base_url"] = str(data["base_url"])
     if "link_reviewer" in data:
         kwargs["link_reviewer"] = str(data["link_reviewer"])
+    for key, kind in WEBHOOK_TUNING.items():
+        if key in data:
+            kwargs[key] = _positive(data[key], kind, f"{path}: {key}")
     secret_env = data.get("secret_env")
     if secret_env:
         secret = env.get(str(secret_env))
