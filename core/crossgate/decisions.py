@@ -101,19 +101,19 @@ def check_schema(schema: Mapping[str, Any] | None) -> None:
     """Raise ConfigurationError if ``schema`` is not a valid JSON Schema."""
     if schema is None:
         return
-    held = _held(schema)
-    if held is not None and held.checked:
+    cached = _cached(schema)
+    if cached is not None and cached.checked:
         return
     try:
         text = canonical_json(schema)
     except InvalidArgumentsError as exc:
         raise ConfigurationError(f"args_schema is not JSON: {exc}") from exc
     _check_schema_text(text)
-    _hold(schema, _compiled_text(text), checked=True)
+    _cache(schema, _compiled_text(text), checked=True)
 
 
 # Checking a schema against its metaschema costs milliseconds, and adapters submit the same tool
-# schemas again and again: valid schemas and their validators are remembered by canonical text.
+# schemas again and again: valid schemas and their validators are cached by canonical text.
 @lru_cache(maxsize=512)
 def _check_schema_text(text: str) -> None:
     schema = json.loads(text)
@@ -142,14 +142,14 @@ def _compile(schema: Mapping[str, Any]) -> _Compiled:
 
 
 def _compiled(schema: Mapping[str, Any]) -> _Compiled:
-    held = _held(schema)
-    if held is not None:
-        return held.compiled
+    cached = _cached(schema)
+    if cached is not None:
+        return cached.compiled
     try:
         text = canonical_json(schema)
     except InvalidArgumentsError:
         return _compile(schema)
-    return _hold(schema, _compiled_text(text), checked=False).compiled
+    return _cache(schema, _compiled_text(text), checked=False).compiled
 
 
 @lru_cache(maxsize=512)
@@ -158,33 +158,33 @@ def _compiled_text(text: str) -> _Compiled:
 
 
 @dataclass(frozen=True, slots=True)
-class _Held:
+class _Cached:
     schema: Mapping[str, Any]
     snapshot: Mapping[str, Any]
     compiled: _Compiled
     checked: bool
 
 
-# An adapter passes the same schema object (a tool's parameters) on every call: remembered by identity,
+# An adapter passes the same schema object (a tool's parameters) on every call: cached by identity,
 # a hit needs that very object (kept alive here, so its id is not reused) still equal to a snapshot
-# taken when it was remembered, so a schema changed in place is compiled again.
-_HELD: dict[int, _Held] = {}
-_HELD_LIMIT = 512
+# taken when it was cached, so a schema changed in place is compiled again.
+_CACHE: dict[int, _Cached] = {}
+_CACHE_LIMIT = 512
 
 
-def _held(schema: Mapping[str, Any]) -> _Held | None:
-    held = _HELD.get(id(schema))
-    if held is not None and held.schema is schema and held.snapshot == schema:
-        return held
+def _cached(schema: Mapping[str, Any]) -> _Cached | None:
+    cached = _CACHE.get(id(schema))
+    if cached is not None and cached.schema is schema and cached.snapshot == schema:
+        return cached
     return None
 
 
-def _hold(schema: Mapping[str, Any], compiled: _Compiled, *, checked: bool) -> _Held:
-    if len(_HELD) >= _HELD_LIMIT:
-        _HELD.clear()
-    held = _Held(schema, copy.deepcopy(dict(schema)), compiled, checked)
-    _HELD[id(schema)] = held
-    return held
+def _cache(schema: Mapping[str, Any], compiled: _Compiled, *, checked: bool) -> _Cached:
+    if len(_CACHE) >= _CACHE_LIMIT:
+        _CACHE.clear()
+    cached = _Cached(schema, copy.deepcopy(dict(schema)), compiled, checked)
+    _CACHE[id(schema)] = cached
+    return cached
 
 
 def _check_remember(request: ApprovalRequest, decision: AnyDecision) -> None:

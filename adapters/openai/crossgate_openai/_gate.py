@@ -302,7 +302,7 @@ class Gate:
         if isinstance(resolution, (Approve, Edit, Respond)):
             # Edit and respond are approved at the SDK level; the gated tool substitutes args or content.
             state.approve(item)
-            scope.held[request.id] = request
+            scope.decided[request.id] = request
             return
         if not isinstance(resolution, Reject):
             return

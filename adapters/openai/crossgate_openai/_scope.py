@@ -19,7 +19,7 @@ class RunScope:
 
     run: str
     session: str | None = None
-    held: dict[str, ApprovalRequest] = field(default_factory=dict, compare=False)
+    decided: dict[str, ApprovalRequest] = field(default_factory=dict, compare=False)
     """Decided requests the gate just read, by id, for the gated tools to use once instead of reading again."""
 
 

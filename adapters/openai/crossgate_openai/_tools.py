@@ -161,9 +161,9 @@ class GatedInvoker:
         if scope is None:
             return None
         request_id = request_id_for(scope.run, self.agent, call_id)
-        held = scope.held.pop(request_id, None)  # used once: a second invocation reads the stored request
-        if held is not None:
-            return held
+        decided = scope.decided.pop(request_id, None)  # used once: a second invocation reads the stored request
+        if decided is not None:
+            return decided
         try:
             return self.binding.queue.get(request_id)
         except NotFoundError:
