@@ -7,21 +7,21 @@ It enforces DESIGN.md's invariants 1 (fail closed), 2 (bound to arguments), 3 (e
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
+from crossgate._parked_runs import ParkedRunsMixin
+from crossgate._queue_base import call_payload, clip_text
+from crossgate._standing_rules import StandingRulesMixin
 from crossgate.audit import AuditReport, verify_chain
 from crossgate.clock import Clock, new_id, utc_now
 from crossgate.decisions import AnyDecision, check_decision, check_open, check_schema, decision_summary
 from crossgate.errors import (
-    AdapterError,
     AlreadyAppliedError,
     ConflictError,
     DecisionNotAllowedError,
     FingerprintMismatchError,
-    NotFoundError,
-    ParkedRunClaimedError,
     RequestCancelledError,
     RequestExpiredError,
 )
@@ -36,10 +36,6 @@ from crossgate.model import (
     Event,
     JsonObject,
     NewEvent,
-    ParkedRun,
-    ParkedRunStatus,
-    Reject,
-    RememberMatch,
     RememberScope,
     RequestStatus,
     StandingRule,
@@ -48,12 +44,11 @@ from crossgate.model import (
     VerdictKind,
 )
 from crossgate.policy.rules import Policy
-from crossgate.stores.base import Page, RequestQuery, Store, claimable
+from crossgate.stores.base import Page, RequestQuery, Store
 from crossgate.waiting import WaitRegistry
 
 REQUIRED_DECISIONS = (DecisionKind.APPROVE, DecisionKind.REJECT)
 """Every adapter can express these; a request always allows at least them."""
-OUTCOME_TEXT_LIMIT = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,13 +61,15 @@ class Submission:
     """False for a request :meth:`ReviewQueue.prepare` built and nobody stored yet."""
 
 
-class ReviewQueue:
-    """Submit calls, decide requests exactly once, wait for decisions, and keep the audit chain."""
+class ReviewQueue(StandingRulesMixin, ParkedRunsMixin):
+    """Submit calls, decide requests exactly once, wait for decisions, and keep the audit chain.
+
+    Standing rules and parked runs are in their own modules (``_standing_rules``, ``_parked_runs``).
+    """
 
     def __init__(self, store: Store, policy: Policy | None = None, *, clock: Clock = utc_now) -> None:
-        self.store = store
+        super().__init__(store, clock=clock)
         self.policy = policy or Policy()
-        self._clock = clock
         self._waits = WaitRegistry(store)
         # The active standing rules as of an audit head: every rule change appends its event in the
         # same transaction, so an unchanged head (from any process) means unchanged rules.
@@ -82,10 +79,6 @@ class ReviewQueue:
         """Stop the wake-up watcher and close the store."""
         self._waits.close()
         self.store.close()
-
-    def now(self) -> datetime:
-        """The queue's clock."""
-        return self._clock()
 
     # policy -------------------------------------------------------------------------------------
     def evaluate(self, call: ToolCall) -> Verdict:
@@ -164,7 +157,7 @@ class ReviewQueue:
         now = self.now()
         if verdict.kind is not VerdictKind.ASK:
             kind = "auto_allowed" if verdict.kind is VerdictKind.ALLOW else "auto_denied"
-            payload = {**_call_payload(call), "reason": verdict.reason, "rule": verdict.rule}
+            payload = {**call_payload(call), "reason": verdict.reason, "rule": verdict.rule}
             self.store.append_event(self._event(kind, run=call.run, actor="policy", channel="policy", payload=payload))
             return Submission(verdict)
         allowed = tuple(k for k in verdict.allowed_decisions if k in capabilities)
@@ -188,19 +181,7 @@ class ReviewQueue:
         )
         return Submission(verdict, request, stored=False)
 
-    def _submitted_event(self, request: ApprovalRequest) -> NewEvent:
-        call = request.call
-        payload = {**_call_payload(call), "fingerprint": request.fingerprint, "reason": request.reason}
-        return self._event("submitted", request, actor=request.requested_by, channel=call.framework, payload=payload)
-
     # reading ------------------------------------------------------------------------------------
-    def get(self, request_id: str) -> ApprovalRequest:
-        """The request with this id; NotFoundError if there is none."""
-        request = self.store.get_request(request_id)
-        if request is None:
-            raise NotFoundError(f"no request with id {request_id!r}")
-        return request
-
     def list_requests(self, query: RequestQuery | None = None) -> Page[ApprovalRequest]:
         """One page of requests (newest first unless the query says otherwise)."""
         return self.store.list_requests(query or RequestQuery())
@@ -318,9 +299,9 @@ class ReviewQueue:
 
         ``request_id`` may be the request the caller holds: its id and run never change, so it is not read again.
         """
-        payload: JsonObject = {"ran": ran, "result": _clip(result), "error": _clip(error)}
+        payload: JsonObject = {"ran": ran, "result": clip_text(result), "error": clip_text(error)}
         if call is not None:
-            payload.update(_call_payload(call))
+            payload.update(call_payload(call))
         run = call.run if call else None
         if isinstance(request_id, ApprovalRequest):
             run, request_id = request_id.call.run, request_id.id
@@ -422,222 +403,6 @@ class ReviewQueue:
         """How many callers are waiting in this process."""
         return self._waits.waiting
 
-    # standing rules -----------------------------------------------------------------------------
-    def add_rule(self, rule: StandingRule, *, actor: str | None = None, channel: str = "api") -> StandingRule:
-        """Store a standing rule (built by hand, or by ``remember``)."""
-        payload = rule.model_dump(mode="json", exclude_none=True)
-        self.store.insert_rule(rule, self._event("rule_added", actor=actor, channel=channel, payload=payload))
-        return rule
-
-    def new_rule(
-        self,
-        *,
-        effect: VerdictKind | str,
-        tool: str,
-        match: RememberMatch = RememberMatch.TOOL,
-        arg_patterns: Mapping[str, str] | None = None,
-        args_fingerprint: str | None = None,
-        agent: str | None = None,
-        framework: str | None = None,
-        scope: RememberScope = RememberScope.FOREVER,
-        run: str | None = None,
-        session: str | None = None,
-        message: str | None = None,
-        created_by: str | None = None,
-        source_request: str | None = None,
-        expires_at: datetime | None = None,
-    ) -> StandingRule:
-        """Build an unsaved standing rule with a fresh id and the current time (``add_rule`` stores it).
-
-        ``effect`` is allow or deny; pydantic's ValidationError names any field that is not valid.
-        """
-        return StandingRule(
-            id=new_id("rule"),
-            created_at=self.now(),
-            effect=effect,  # validated (and coerced from text) by the model
-            tool=tool,
-            match=match,
-            arg_patterns=dict(arg_patterns or {}),
-            args_fingerprint=args_fingerprint,
-            agent=agent,
-            framework=framework,
-            scope=scope,
-            run=run,
-            session=session,
-            message=message,
-            created_by=created_by,
-            source_request=source_request,
-            expires_at=expires_at,
-        )
-
-    def rules(self, *, include_revoked: bool = False) -> list[StandingRule]:
-        """Standing rules, oldest first."""
-        return self.store.list_rules(include_revoked=include_revoked)
-
-    def revoke_rule(self, rule_id: str, *, actor: str | None = None, channel: str = "api") -> StandingRule:
-        """Revoke a standing rule; it stops applying at once in every adapter."""
-        rule = self.store.get_rule(rule_id)
-        if rule is None:
-            raise NotFoundError(f"no standing rule with id {rule_id!r}")
-        if rule.revoked_at is not None:
-            raise ConflictError(f"standing rule {rule_id} was already revoked")
-        revoked = rule.model_copy(update={"revoked_at": self.now(), "revoked_by": actor})
-        event = self._event("rule_revoked", actor=actor, channel=channel, payload={"rule": rule_id})
-        if self.store.revoke_rule(revoked, event) is None:
-            raise ConflictError(f"standing rule {rule_id} was already revoked")
-        return revoked
-
-    def _remember(self, request: ApprovalRequest, decision: AnyDecision, reviewer: str) -> StandingRule:
-        remember = decision.remember
-        assert remember is not None
-        call = request.call
-        effect = VerdictKind.DENY if isinstance(decision, Reject) else VerdictKind.ALLOW
-        args = request.approved_args() or call.args
-        rule = self.new_rule(
-            effect=effect,
-            tool=call.tool,
-            match=remember.match,
-            arg_patterns=remember.arg_patterns,
-            args_fingerprint=fingerprint(call.tool, args) if remember.match is RememberMatch.EXACT else None,
-            agent=call.agent if remember.this_agent_only else None,
-            scope=remember.scope,
-            run=call.run if remember.scope is RememberScope.RUN else None,
-            session=call.session_key if remember.scope is RememberScope.SESSION else None,
-            message=decision.message if isinstance(decision, Reject) else None,
-            created_by=reviewer,
-            source_request=request.id,
-            expires_at=remember.expires_at,
-        )
-        return self.add_rule(rule, actor=reviewer, channel=decision.channel or "api")
-
-    # parked runs --------------------------------------------------------------------------------
-    def park(
-        self,
-        *,
-        framework: str,
-        run: str,
-        request_ids: Sequence[str],
-        state: str,
-        metadata: JsonObject | None = None,
-        new_requests: Sequence[ApprovalRequest] = (),
-    ) -> ParkedRun:
-        """Store an SDK's paused state server-side; any process can resume it once.
-
-        ``new_requests`` (from :meth:`prepare`, each one of ``request_ids``) are stored in the same
-        transaction as the run, so no reviewer ever sees a request whose run is not parked yet.
-        """
-        fresh = {r.id: r for r in new_requests}
-        unknown = sorted(set(fresh) - set(request_ids))
-        if unknown:
-            raise AdapterError(f"new requests {unknown} are not among the parked run's request ids")
-        for request_id in request_ids:
-            if request_id not in fresh:
-                self.get(request_id)
-        now = self.now()
-        parked = ParkedRun(
-            id=new_id("park"),
-            framework=framework,
-            run=run,
-            request_ids=tuple(request_ids),
-            state=state,
-            metadata=metadata or {},
-            created_at=now,
-            updated_at=now,
-        )
-        payload: JsonObject = {"parked_run": parked.id, "requests": list(parked.request_ids)}
-        event = self._event("run_parked", run=run, channel=framework, payload=payload)
-        submitted = [(r, self._submitted_event(r)) for r in new_requests]
-        self.store.insert_parked_run(parked, event, submitted)
-        return parked
-
-    def get_parked(self, parked_id: str) -> ParkedRun:
-        """The parked run with this id; NotFoundError if there is none."""
-        parked = self.store.get_parked_run(parked_id)
-        if parked is None:
-            raise NotFoundError(f"no parked run with id {parked_id!r}")
-        return parked
-
-    def parked_runs(
-        self,
-        *,
-        statuses: Sequence[ParkedRunStatus] = (ParkedRunStatus.PARKED,),
-        framework: str | None = None,
-        run: str | None = None,
-    ) -> list[ParkedRun]:
-        """Parked runs, oldest first."""
-        return self.store.list_parked_runs(statuses=statuses, framework=framework, run=run)
-
-    def is_ready(self, parked: ParkedRun) -> bool:
-        """True once no request of the parked run is pending."""
-        return all(not self.get(r).is_open for r in parked.request_ids)
-
-    def ready_runs(self, *, framework: str | None = None) -> list[ParkedRun]:
-        """Parked runs whose requests are all decided, expired or cancelled.
-
-        Includes runs whose resumer's lease ran out (the worker died mid-resume), so another worker
-        takes them over; anything it already applied is refused by ``mark_applied`` and never runs twice.
-        """
-        self.expire_overdue()
-        now = self.now()
-        statuses = (ParkedRunStatus.PARKED, ParkedRunStatus.RESUMING)
-        candidates = self.parked_runs(statuses=statuses, framework=framework)
-        return [p for p in candidates if claimable(p, now) and self.is_ready(p)]
-
-    def claim_parked(self, parked_id: str | ParkedRun, *, owner: str, lease_seconds: float = 300.0) -> ParkedRun:
-        """Take a parked run for resuming; ParkedRunClaimedError if resumed already or leased by another.
-
-        ``parked_id`` may be the parked run the caller holds: only its id and run are used (they never
-        change), so it is not read again; the claim itself is decided on the stored run.
-        """
-        current = parked_id if isinstance(parked_id, ParkedRun) else self.get_parked(parked_id)
-        parked_id = current.id
-        now = self.now()
-        event = self._event("run_claimed", run=current.run, actor=owner, payload={"parked_run": parked_id})
-        claimed = self.store.claim_parked_run(parked_id, owner, now, now + timedelta(seconds=lease_seconds), event)
-        if claimed is None:
-            latest = self.get_parked(parked_id)
-            raise ParkedRunClaimedError(
-                f"parked run {parked_id} is {latest.status.value}"
-                + (f" by {latest.lease_owner}" if latest.status is ParkedRunStatus.RESUMING else "")
-                + "; a parked state is resumed once"
-            )
-        return claimed
-
-    def finish_parked(
-        self,
-        parked_id: str | ParkedRun,
-        *,
-        owner: str,
-        status: ParkedRunStatus = ParkedRunStatus.RESUMED,
-        outcome: str | None = None,
-    ) -> ParkedRun:
-        """Close a resume the caller holds the lease for (``parked_id`` may be the parked run it holds)."""
-        current = parked_id if isinstance(parked_id, ParkedRun) else self.get_parked(parked_id)
-        parked_id = current.id
-        payload: JsonObject = {"parked_run": parked_id, "status": status.value, "outcome": _clip(outcome)}
-        event = self._event("run_resumed", run=current.run, actor=owner, payload=payload)
-        finished = self.store.finish_parked_run(parked_id, owner, status, outcome, self.now(), event)
-        if finished is None:
-            self.get_parked(parked_id)  # NotFoundError for a run that does not exist
-            raise ParkedRunClaimedError(f"{owner} does not hold the lease on parked run {parked_id}")
-        return finished
-
-    def retry_parked(self, parked_id: str, *, actor: str | None = None) -> ParkedRun:
-        """Offer a failed parked run for resuming again, from the state it was parked with.
-
-        A worker (or the adapter's ``resume``) takes it as it takes any ready run. Calls its failed attempt
-        applied are never run again: their gated tools refuse, and the model is told what happened then.
-        NotFoundError for an unknown id; ConflictError unless the run failed.
-        """
-        current = self.get_parked(parked_id)
-        payload: JsonObject = {"parked_run": current.id, "failed_with": _clip(current.outcome)}
-        event = self._event("run_retried", run=current.run, actor=actor, payload=payload)
-        retried = self.store.retry_parked_run(current.id, self.now(), event)
-        if retried is None:
-            latest = self.get_parked(parked_id)
-            raise ConflictError(f"parked run {parked_id} is {latest.status.value}; only a failed run can be retried")
-        return retried
-
     # audit --------------------------------------------------------------------------------------
     def events(self, *, after: int = 0, limit: int | None = None, request_id: str | None = None) -> list[Event]:
         """The audit log in order."""
@@ -646,39 +411,6 @@ class ReviewQueue:
     def verify_audit(self) -> AuditReport:
         """Check the hash chain of the whole log against the recorded head."""
         return verify_chain(self.store.list_events(), head=self.store.audit_head())
-
-    def _event(
-        self,
-        kind: str,
-        request: ApprovalRequest | None = None,
-        *,
-        run: str | None = None,
-        actor: str | None = None,
-        channel: str | None = None,
-        payload: JsonObject | None = None,
-    ) -> NewEvent:
-        return NewEvent(
-            kind=kind,
-            at=self.now(),
-            request_id=request.id if request else None,
-            run=request.call.run if request else run,
-            actor=actor,
-            channel=channel,
-            payload=payload or {},
-        )
-
-
-def _call_payload(call: ToolCall) -> JsonObject:
-    payload: JsonObject = {
-        "framework": call.framework,
-        "tool": call.tool,
-        "args": call.args,
-        "call_id": call.call_id,
-        "agent": call.agent,
-    }
-    if call.context:  # what the SDK said besides (a subagent's instance id, the SDK's own tool name)
-        payload["context"] = call.context
-    return payload
 
 
 def _verdict_of(request: ApprovalRequest) -> Verdict:
@@ -689,9 +421,3 @@ def _verdict_of(request: ApprovalRequest) -> Verdict:
         allowed_decisions=request.allowed_decisions,
         description=request.description,
     )
-
-
-def _clip(text: str | None) -> str | None:
-    if text is None or len(text) <= OUTCOME_TEXT_LIMIT:
-        return text
-    return text[: OUTCOME_TEXT_LIMIT - 1] + "…"

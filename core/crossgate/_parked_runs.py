@@ -1,0 +1,148 @@
+"""``ReviewQueue``'s parked runs: an SDK's paused state kept server-side and resumed once, from any process."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from crossgate._queue_base import QueueBase, clip_text
+from crossgate.clock import new_id
+from crossgate.errors import AdapterError, ConflictError, NotFoundError, ParkedRunClaimedError
+from crossgate.model import ApprovalRequest, JsonObject, ParkedRun, ParkedRunStatus
+from crossgate.stores.base import claimable
+
+
+class ParkedRunsMixin(QueueBase):
+    """Park, claim, finish and retry parked runs; a claim is a lease, so a dead resumer's run is taken over."""
+
+    if TYPE_CHECKING:
+
+        def expire_overdue(self) -> list[ApprovalRequest]: ...
+
+    def park(
+        self,
+        *,
+        framework: str,
+        run: str,
+        request_ids: Sequence[str],
+        state: str,
+        metadata: JsonObject | None = None,
+        new_requests: Sequence[ApprovalRequest] = (),
+    ) -> ParkedRun:
+        """Store an SDK's paused state server-side; any process can resume it once.
+
+        ``new_requests`` (from :meth:`prepare`, each one of ``request_ids``) are stored in the same
+        transaction as the run, so no reviewer ever sees a request whose run is not parked yet.
+        """
+        fresh = {r.id: r for r in new_requests}
+        unknown = sorted(set(fresh) - set(request_ids))
+        if unknown:
+            raise AdapterError(f"new requests {unknown} are not among the parked run's request ids")
+        for request_id in request_ids:
+            if request_id not in fresh:
+                self.get(request_id)
+        now = self.now()
+        parked = ParkedRun(
+            id=new_id("park"),
+            framework=framework,
+            run=run,
+            request_ids=tuple(request_ids),
+            state=state,
+            metadata=metadata or {},
+            created_at=now,
+            updated_at=now,
+        )
+        payload: JsonObject = {"parked_run": parked.id, "requests": list(parked.request_ids)}
+        event = self._event("run_parked", run=run, channel=framework, payload=payload)
+        submitted = [(r, self._submitted_event(r)) for r in new_requests]
+        self.store.insert_parked_run(parked, event, submitted)
+        return parked
+
+    def get_parked(self, parked_id: str) -> ParkedRun:
+        """The parked run with this id; NotFoundError if there is none."""
+        parked = self.store.get_parked_run(parked_id)
+        if parked is None:
+            raise NotFoundError(f"no parked run with id {parked_id!r}")
+        return parked
+
+    def parked_runs(
+        self,
+        *,
+        statuses: Sequence[ParkedRunStatus] = (ParkedRunStatus.PARKED,),
+        framework: str | None = None,
+        run: str | None = None,
+    ) -> list[ParkedRun]:
+        """Parked runs, oldest first."""
+        return self.store.list_parked_runs(statuses=statuses, framework=framework, run=run)
+
+    def is_ready(self, parked: ParkedRun) -> bool:
+        """True once no request of the parked run is pending."""
+        return all(not self.get(r).is_open for r in parked.request_ids)
+
+    def ready_runs(self, *, framework: str | None = None) -> list[ParkedRun]:
+        """Parked runs whose requests are all decided, expired or cancelled.
+
+        Includes runs whose resumer's lease ran out (the worker died mid-resume), so another worker
+        takes them over; anything it already applied is refused by ``mark_applied`` and never runs twice.
+        """
+        self.expire_overdue()
+        now = self.now()
+        statuses = (ParkedRunStatus.PARKED, ParkedRunStatus.RESUMING)
+        candidates = self.parked_runs(statuses=statuses, framework=framework)
+        return [p for p in candidates if claimable(p, now) and self.is_ready(p)]
+
+    def claim_parked(self, parked_id: str | ParkedRun, *, owner: str, lease_seconds: float = 300.0) -> ParkedRun:
+        """Take a parked run for resuming; ParkedRunClaimedError if resumed already or leased by another.
+
+        ``parked_id`` may be the parked run the caller holds: only its id and run are used (they never
+        change), so it is not read again; the claim itself is decided on the stored run.
+        """
+        current = parked_id if isinstance(parked_id, ParkedRun) else self.get_parked(parked_id)
+        parked_id = current.id
+        now = self.now()
+        event = self._event("run_claimed", run=current.run, actor=owner, payload={"parked_run": parked_id})
+        claimed = self.store.claim_parked_run(parked_id, owner, now, now + timedelta(seconds=lease_seconds), event)
+        if claimed is None:
+            latest = self.get_parked(parked_id)
+            raise ParkedRunClaimedError(
+                f"parked run {parked_id} is {latest.status.value}"
+                + (f" by {latest.lease_owner}" if latest.status is ParkedRunStatus.RESUMING else "")
+                + "; a parked state is resumed once"
+            )
+        return claimed
+
+    def finish_parked(
+        self,
+        parked_id: str | ParkedRun,
+        *,
+        owner: str,
+        status: ParkedRunStatus = ParkedRunStatus.RESUMED,
+        outcome: str | None = None,
+    ) -> ParkedRun:
+        """Close a resume the caller holds the lease for (``parked_id`` may be the parked run it holds)."""
+        current = parked_id if isinstance(parked_id, ParkedRun) else self.get_parked(parked_id)
+        parked_id = current.id
+        payload: JsonObject = {"parked_run": parked_id, "status": status.value, "outcome": clip_text(outcome)}
+        event = self._event("run_resumed", run=current.run, actor=owner, payload=payload)
+        finished = self.store.finish_parked_run(parked_id, owner, status, outcome, self.now(), event)
+        if finished is None:
+            self.get_parked(parked_id)  # NotFoundError for a run that does not exist
+            raise ParkedRunClaimedError(f"{owner} does not hold the lease on parked run {parked_id}")
+        return finished
+
+    def retry_parked(self, parked_id: str, *, actor: str | None = None) -> ParkedRun:
+        """Offer a failed parked run for resuming again, from the state it was parked with.
+
+        A worker (or the adapter's ``resume``) takes it as it takes any ready run. Calls its failed attempt
+        applied are never run again: their gated tools refuse, and the model is told what happened then.
+        NotFoundError for an unknown id; ConflictError unless the run failed.
+        """
+        current = self.get_parked(parked_id)
+        payload: JsonObject = {"parked_run": current.id, "failed_with": clip_text(current.outcome)}
+        event = self._event("run_retried", run=current.run, actor=actor, payload=payload)
+        retried = self.store.retry_parked_run(current.id, self.now(), event)
+        if retried is None:
+            latest = self.get_parked(parked_id)
+            raise ConflictError(f"parked run {parked_id} is {latest.status.value}; only a failed run can be retried")
+        return retried

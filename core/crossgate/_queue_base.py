@@ -1,0 +1,78 @@
+"""What every part of ``ReviewQueue`` shares: the store, the clock, reading requests and building events."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from crossgate.clock import Clock
+from crossgate.errors import NotFoundError
+from crossgate.model import ApprovalRequest, JsonObject, NewEvent, ToolCall
+from crossgate.stores.base import Store
+
+OUTCOME_TEXT_LIMIT = 500
+"""How much of a tool's result or error text an audit event keeps."""
+
+
+class QueueBase:
+    """The store and clock of a review queue, and the helpers its parts share."""
+
+    def __init__(self, store: Store, *, clock: Clock) -> None:
+        self.store = store
+        self._clock = clock
+
+    def now(self) -> datetime:
+        """The queue's clock."""
+        return self._clock()
+
+    def get(self, request_id: str) -> ApprovalRequest:
+        """The request with this id; NotFoundError if there is none."""
+        request = self.store.get_request(request_id)
+        if request is None:
+            raise NotFoundError(f"no request with id {request_id!r}")
+        return request
+
+    def _submitted_event(self, request: ApprovalRequest) -> NewEvent:
+        call = request.call
+        payload = {**call_payload(call), "fingerprint": request.fingerprint, "reason": request.reason}
+        return self._event("submitted", request, actor=request.requested_by, channel=call.framework, payload=payload)
+
+    def _event(
+        self,
+        kind: str,
+        request: ApprovalRequest | None = None,
+        *,
+        run: str | None = None,
+        actor: str | None = None,
+        channel: str | None = None,
+        payload: JsonObject | None = None,
+    ) -> NewEvent:
+        return NewEvent(
+            kind=kind,
+            at=self.now(),
+            request_id=request.id if request else None,
+            run=request.call.run if request else run,
+            actor=actor,
+            channel=channel,
+            payload=payload or {},
+        )
+
+
+def call_payload(call: ToolCall) -> JsonObject:
+    """The fields of ``call`` an audit event records."""
+    payload: JsonObject = {
+        "framework": call.framework,
+        "tool": call.tool,
+        "args": call.args,
+        "call_id": call.call_id,
+        "agent": call.agent,
+    }
+    if call.context:  # what the SDK said besides (a subagent's instance id, the SDK's own tool name)
+        payload["context"] = call.context
+    return payload
+
+
+def clip_text(text: str | None) -> str | None:
+    """``text`` cut to ``OUTCOME_TEXT_LIMIT`` characters, marked with an ellipsis where it was cut."""
+    if text is None or len(text) <= OUTCOME_TEXT_LIMIT:
+        return text
+    return text[: OUTCOME_TEXT_LIMIT - 1] + "…"
