@@ -31,6 +31,7 @@ from crossgate.model import (
     CANCEL_MESSAGE,
     EXPIRY_MESSAGE,
     ApprovalRequest,
+    Approve,
     DecisionKind,
     Edit,
     Event,
@@ -221,8 +222,8 @@ class ReviewQueue(StandingRulesMixin, ParkedRunsMixin):
         now = self.now()
         check_open(request, now)
         check_decision(request, decision, reviewer)
-        if isinstance(decision, Edit):
-            self._check_edit_policy(request, decision)
+        if isinstance(decision, Approve | Edit):
+            self._check_policy_allows(request, decision)
         stamped = decision.model_copy(
             update={"fingerprint": request.fingerprint, "reviewer": reviewer, "channel": channel, "decided_at": now}
         )
@@ -237,15 +238,25 @@ class ReviewQueue(StandingRulesMixin, ParkedRunsMixin):
         self._waits.notify(request_id)
         return decided
 
-    def _check_edit_policy(self, request: ApprovalRequest, edit: Edit) -> None:
-        # An edit must not route around the policy: the edited call is the one that runs, so a deny
-        # (a policy rule or a remembered rejection) for it refuses the edit, as it would the call.
-        verdict = self.evaluate(request.call.model_copy(update={"args": edit.args}))
-        if verdict.kind is VerdictKind.DENY:
-            why = verdict.reason or (f"rule {verdict.rule}" if verdict.rule else "the policy denies it")
+    def _check_policy_allows(self, request: ApprovalRequest, decision: Approve | Edit) -> None:
+        # A person cannot approve past a deny: the policy (or a standing rule) may have changed since the
+        # call was submitted, and an edit is a new call. Reject and respond run nothing, so stay allowed.
+        args = decision.args if isinstance(decision, Edit) else request.call.args
+        denial = self._policy_denial(request, args)
+        if denial is not None:
+            which = "the edited arguments" if isinstance(decision, Edit) else "these arguments"
             raise DecisionNotAllowedError(
-                f"request {request.id}: the policy denies {request.call.tool} with the edited arguments ({why})"
+                f"request {request.id}: the policy denies {request.call.tool} with {which} ({denial}); "
+                "reject it, or change the policy first"
             )
+
+    def _policy_denial(self, request: ApprovalRequest, args: JsonObject) -> str | None:
+        """Why the policy denies ``request``'s call with ``args`` now; None unless it does."""
+        call = request.call if args is request.call.args else request.call.model_copy(update={"args": args})
+        verdict = self.evaluate(call)
+        if verdict.kind is not VerdictKind.DENY:
+            return None
+        return verdict.reason or (f"rule {verdict.rule}" if verdict.rule else f"the policy denies {call.tool}")
 
     def mark_applied(
         self, request_id: str | ApprovalRequest, *, args: JsonObject | None = None, actor: str | None = None
@@ -278,6 +289,7 @@ class ReviewQueue(StandingRulesMixin, ParkedRunsMixin):
                 raise FingerprintMismatchError(
                     f"request {request_id}: the arguments about to run are not the ones the reviewer approved"
                 )
+            self._refuse_if_denied_now(request, args)
         now = self.now()
         applied = request.model_copy(update={"status": RequestStatus.APPLIED, "applied_at": now})
         event = self._event("applied", request, actor=actor, channel=request.call.framework, payload={})
@@ -285,6 +297,22 @@ class ReviewQueue(StandingRulesMixin, ParkedRunsMixin):
             raise AlreadyAppliedError(f"request {request_id} was already applied; nothing runs twice")
         self._waits.notify(request_id)
         return applied
+
+    def _refuse_if_denied_now(self, request: ApprovalRequest, args: JsonObject) -> None:
+        # The policy decides at apply time too: a deny added after the approval (a new policy rule, a
+        # remembered rejection) wins, however long the run was parked. The request closes as cancelled,
+        # so every later resume answers the SDK with the policy's reason and nothing runs.
+        denial = self._policy_denial(request, args)
+        if denial is None:
+            return
+        if self._close(request, RequestStatus.CANCELLED, denial, actor="policy", was=RequestStatus.DECIDED) is None:
+            latest = self.get(request.id)
+            if latest.status is RequestStatus.APPLIED:
+                raise AlreadyAppliedError(f"request {request.id} was already applied; nothing runs twice")
+        raise RequestCancelledError(
+            f"request {request.id}: the policy now denies {request.call.tool} ({denial}); it was approved, "
+            "and is cancelled instead of run"
+        )
 
     def record_outcome(
         self,
@@ -343,11 +371,17 @@ class ReviewQueue(StandingRulesMixin, ParkedRunsMixin):
         return closed
 
     def _close(
-        self, request: ApprovalRequest, status: RequestStatus, reason: str, *, actor: str | None
+        self,
+        request: ApprovalRequest,
+        status: RequestStatus,
+        reason: str,
+        *,
+        actor: str | None,
+        was: RequestStatus = RequestStatus.PENDING,
     ) -> ApprovalRequest | None:
         closed = request.model_copy(update={"status": status, "closed_reason": reason})
         event = self._event(status.value, request, actor=actor, payload={"reason": reason})
-        if self.store.update_request(closed, (RequestStatus.PENDING,), event) is None:
+        if self.store.update_request(closed, (was,), event) is None:
             return None
         self._waits.notify(request.id)
         return closed
