@@ -265,3 +265,21 @@ async def test_a_deny_verdict_never_runs_and_never_asks(make_world) -> None:  # 
     assert world.tickets.delete_runs() == 0
     assert reason in world.driver.tool_results("run-deny")[0]
     assert [e.kind for e in world.queue.events()].count("auto_denied") >= 1
+
+
+async def test_a_deny_added_after_the_approval_wins_on_resume(make_world) -> None:  # type: ignore[no-untyped-def]
+    world = make_world()
+    outcome = await world.driver.start(["t3"], run="run-frozen")
+    request_id = world.only_request(outcome)
+    world.queue.decide(request_id, Approve(), reviewer="ann")
+    frozen = "Deletes are frozen until Monday; tell the user to ask again then."
+    world.queue.add_rule(world.queue.new_rule(effect="deny", tool=TOOL, message=frozen, created_by="sec"))
+    done = await world.driver.resume(outcome.parked_run)  # type: ignore[union-attr]
+    assert isinstance(done, Finished)
+    assert world.tickets.delete_runs() == 0
+    assert world.tickets.ids() == ["t1", "t2", "t3"]
+    [told] = world.driver.tool_results("run-frozen")
+    assert frozen in told, "the model reads the policy's reason"
+    closed = world.queue.get(request_id)
+    assert closed.status is RequestStatus.CANCELLED and closed.closed_reason == frozen
+    assert "applied" not in [e.kind for e in world.queue.events(request_id=request_id)]

@@ -26,6 +26,7 @@ from crossgate import (
     ConfigurationError,
     Edit,
     Reject,
+    RequestCancelledError,
     RequestStatus,
     ReviewQueue,
     ToolCall,
@@ -166,8 +167,7 @@ def ask(
     finally:
         _asking.reset(token)
     decision: AnyDecision = answer
-    _mark_applied(queue, request.id, call, decision)
-    return decision, request.id
+    return _mark_applied(queue, request.id, call, decision), request.id
 
 
 def interrupt_value(request: ApprovalRequest) -> JsonObject:
@@ -186,17 +186,22 @@ def interrupt_value(request: ApprovalRequest) -> JsonObject:
     }
 
 
-def _mark_applied(queue: ReviewQueue, request_id: str, call: ToolCall, decision: AnyDecision) -> None:
+def _mark_applied(queue: ReviewQueue, request_id: str, call: ToolCall, decision: AnyDecision) -> AnyDecision:
+    """Apply ``decision`` exactly once; return what the node must do (a rejection if the policy now denies it)."""
     request = queue.get(request_id)
     if request.status is RequestStatus.DECIDED:
-        if isinstance(decision, Edit):
-            queue.mark_applied(request_id, args=decision.args, actor="langgraph")
-        elif isinstance(decision, Approve):
-            queue.mark_applied(request_id, args=call.args, actor="langgraph")
-        else:
-            queue.mark_applied(request_id, actor="langgraph")
+        args = decision.args if isinstance(decision, Edit) else call.args if isinstance(decision, Approve) else None
+        try:
+            queue.mark_applied(request_id, args=args, actor="langgraph")
+        except RequestCancelledError:
+            # The policy denied the call after its approval: the queue cancelled it with the reason.
+            closed = queue.get(request_id).resolution()
+            if not isinstance(closed, Reject):
+                raise
+            return closed
     elif request.status is RequestStatus.APPLIED and isinstance(decision, Approve | Edit):
         raise AlreadyAppliedError(
             f"request {request_id} was already applied: the node ran again after its tool ran, and an "
             "approval runs a tool once (ask once per node; give each tool call its own task with tool_calls_router)"
         )
+    return decision
