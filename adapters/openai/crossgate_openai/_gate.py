@@ -10,7 +10,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agents import Agent, FunctionTool, RunConfig, Runner, RunResult, RunResultStreaming, RunState, ToolApprovalItem
+from agents import (
+    Agent,
+    AgentsException,
+    FunctionTool,
+    RunConfig,
+    Runner,
+    RunResult,
+    RunResultStreaming,
+    RunState,
+    ToolApprovalItem,
+)
 
 from crossgate import (
     AdapterError,
@@ -243,13 +253,25 @@ class Gate:
             options["context"] = context
         if self.max_turns is not None:
             options["max_turns"] = self.max_turns
+        result: SdkResult
         with run_scope(scope):
-            if not stream:
-                return await Runner.run(agent, start, **options)
-            streamed = Runner.run_streamed(agent, start, **options)
-            async for _event in streamed.stream_events():
-                pass
-            return streamed
+            try:
+                if stream:
+                    result = streamed = Runner.run_streamed(agent, start, **options)
+                    async for _event in streamed.stream_events():
+                        pass
+                else:
+                    result = await Runner.run(agent, start, **options)
+            except AgentsException:
+                # The SDK wraps a store error of a gated tool's check ("Error running tool ..."): raise
+                # crossgate's own error, which says what failed.
+                if scope.failures:
+                    raise scope.failures[0] from None
+                raise
+        if scope.failures:
+            # A nested as_tool run can swallow it, and its approval then comes back as if never answered.
+            raise scope.failures[0]
+        return result
 
     def _translate(self, item: ToolApprovalItem, scope: RunScope, *, store: bool) -> _Ask | _Answer:
         """The request of an interruption a reviewer must decide, or crossgate's own answer to it.

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from crossgate import ApprovalRequest
+    from crossgate import ApprovalRequest, StoreError
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +21,9 @@ class RunScope:
     session: str | None = None
     decided: dict[str, ApprovalRequest] = field(default_factory=dict, compare=False)
     """Decided requests the gate just read, by id, for the gated tools to use once instead of reading again."""
+    failures: list[StoreError] = field(default_factory=list, compare=False)
+    """Store errors raised by crossgate's checks inside the SDK's run. The SDK wraps them (``UserError``) or,
+    in a nested ``as_tool`` run, swallows them; the gate raises the first one once the SDK returns."""
 
 
 _SCOPE: ContextVar[RunScope | None] = ContextVar("crossgate_openai_run", default=None)
@@ -39,6 +42,13 @@ def run_scope(scope: RunScope) -> Iterator[None]:
         yield
     finally:
         _SCOPE.reset(token)
+
+
+def keep_failure(error: StoreError) -> None:
+    """Keep a store error raised inside the SDK's run for the gate to raise, whatever the SDK makes of it."""
+    scope = _SCOPE.get()
+    if scope is not None:
+        scope.failures.append(error)
 
 
 def request_id_for(run: str, agent: str, call_id: str) -> str:

@@ -48,6 +48,7 @@ from crossgate import (
     RequestStatus,
     Respond,
     ReviewQueue,
+    StoreError,
     ToolCall,
     Verdict,
     VerdictKind,
@@ -56,7 +57,7 @@ from crossgate import (
 from crossgate.decisions import validate_args
 from crossgate.outcomes import already_applied_message
 from crossgate_openai._capabilities import FRAMEWORK
-from crossgate_openai._scope import RunScope, current_scope, request_id_for
+from crossgate_openai._scope import RunScope, current_scope, keep_failure, request_id_for
 
 ToolInvoker = Callable[[ToolContext[Any], str], Awaitable[Any]]
 
@@ -126,7 +127,11 @@ class ApprovalPolicy:
         except (InvalidArgumentsError, ValueError):
             # Fail closed: the run pauses and Gate answers the model with what is wrong.
             return True
-        return self.binding.queue.evaluate(call).kind is VerdictKind.ASK
+        try:
+            return self.binding.queue.evaluate(call).kind is VerdictKind.ASK
+        except StoreError as exc:
+            keep_failure(exc)
+            raise
 
 
 class GatedInvoker:
@@ -141,6 +146,14 @@ class GatedInvoker:
         self.is_agent_tool = bool(getattr(tool, "_is_agent_tool", False))
 
     async def __call__(self, ctx: ToolContext[Any], raw: str) -> Any:
+        try:
+            return await self._invoke(ctx, raw)
+        except StoreError as exc:
+            # Nothing is run without the store: the error ends the run (see RunScope.failures).
+            keep_failure(exc)
+            raise
+
+    async def _invoke(self, ctx: ToolContext[Any], raw: str) -> Any:
         queue = self.binding.queue
         scope = current_scope()
         call_id = ctx.tool_call_id
@@ -210,6 +223,10 @@ class GatedInvoker:
             message = already_applied_message(self.tool, request.id, queue.outcome(request.id))
             queue.record_outcome(request, ran=False, error=f"not run again: request {request.id} was applied before")
             return message
+        except StoreError:
+            # Not an answer about this call: the run fails (its parked run can be retried) rather than
+            # telling the model the call did not run and so using up the reviewer's decision.
+            raise
         except CrossgateError as exc:
             message = f"crossgate did not run {self.tool}: {exc}"
             queue.record_outcome(request, ran=False, error=message)

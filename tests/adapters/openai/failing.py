@@ -1,0 +1,48 @@
+"""A real store whose chosen operations raise ``StoreError``, as a database that went away mid-run would."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from crossgate import ApprovalRequest, RequestStatus, StoreError
+
+
+def always(*args: Any, **kwargs: Any) -> bool:
+    return True
+
+
+def applying(request: ApprovalRequest, *args: Any, **kwargs: Any) -> bool:
+    """``update_request`` as ``mark_applied`` calls it (the row about to become applied)."""
+    return request.status is RequestStatus.APPLIED
+
+
+class FailingStore:
+    """Delegates every call to ``inner``; a method named in :meth:`fail` raises StoreError while armed."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.failing: dict[str, Callable[..., bool]] = {}
+        self.refused: list[str] = []
+
+    def fail(self, method: str, when: Callable[..., bool] = always) -> None:
+        """Make ``method`` raise StoreError whenever ``when(*args, **kwargs)`` is true."""
+        self.failing[method] = when
+
+    def heal(self) -> None:
+        """The database is back."""
+        self.failing.clear()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.inner, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            when = self.failing.get(name)
+            if when is not None and when(*args, **kwargs):
+                self.refused.append(name)
+                raise StoreError(f"the database is unreachable ({name})")
+            return attr(*args, **kwargs)
+
+        return call
