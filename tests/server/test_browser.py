@@ -190,3 +190,41 @@ def test_pending_list_updates_live_without_reloading(tmp_path: Path) -> None:
         assert (rule.tool, rule.scope.value, rule.run, rule.created_by) == ("delete_user", "run", "r8", "alice")
         browser.close()
     queue.close()
+
+
+def test_hidden_characters_show_as_escapes_and_an_edit_keeps_them(tmp_path: Path) -> None:
+    """A right-to-left override, a zero-width space and an escape in an argument read as ``\\u`` escapes;
+    the edit form shows them the same way and sends the exact characters back."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from crossgate import ReviewQueue, ToolCall
+    from crossgate.server.app import create_app
+    from crossgate.stores import open_store
+    from tests.server.conftest import POLICY, TICKET_SCHEMA, TOKENS, make_settings
+    from tests.server.live import live_server
+
+    hidden = "t3\u202e\u200b\x1b[2K"
+    escaped = "t3\\u202e\\u200b\\u001b[2K"
+    queue = ReviewQueue(open_store(str(tmp_path / "q.db")), POLICY)
+    call = ToolCall(framework="langgraph", tool="delete_ticket", args={"id": hidden, "reason": "cleanup"}, run="r1")
+    request = queue.submit(call, args_schema=TICKET_SCHEMA).request
+    assert request is not None
+    with live_server(create_app(queue, make_settings())) as base, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page()
+        page.goto(f"{base}/login?token={TOKENS['alice']}")
+        expect(page.locator("a.req code.args")).to_contain_text(f'"id": "{escaped}"')
+        assert not any(ch in page.locator("body").inner_text() for ch in "\u202e\u200b\x1b")
+        page.locator("a.req").click()
+        expect(page.locator("#args-json")).to_contain_text(f'"id": "{escaped}"')
+        page.locator('.tab[data-kind="edit"]').click()
+        expect(page.locator(".hidden-chars")).to_be_visible()
+        area = page.locator('textarea[name="args-json"]')
+        expect(area).to_have_value(f'{{\n  "id": "{escaped}",\n  "reason": "cleanup"\n}}')
+        assert not any(ch in page.locator("body").inner_text() for ch in "\u202e\u200b\x1b")
+        area.fill(area.input_value().replace("cleanup", "duplicate"))
+        page.locator("#decision-submit").click()
+        expect(page.locator(".decided")).to_contain_text("edit by alice via web", timeout=10_000)
+        assert queue.get(request.id).approved_args() == {"id": hidden, "reason": "duplicate"}
+        browser.close()
+    queue.close()

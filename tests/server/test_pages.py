@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import httpx
@@ -97,3 +98,33 @@ async def test_pages_tell_the_stream_where_they_start(signed_in: httpx.AsyncClie
     head = queue.store.audit_head()[0]
     for path in ("/", "/history", "/rules"):
         assert f'data-head="{head}"' in (await signed_in.get(path)).text, path
+
+
+HIDDEN_ARGS = {"id": "t3\u202e\u200b\x1b[2K", "reason": "cleanup"}
+"""A right-to-left override, a zero-width space and a terminal escape, as a model might hide them."""
+RAW = ("\u202e", "\u200b", "\x1b")
+
+
+async def test_hidden_characters_reach_the_reviewer_escaped(signed_in: httpx.AsyncClient, queue: ReviewQueue) -> None:
+    request = submit(queue, tool="delete_ticket\x1b[2K\u202e", args=HIDDEN_ARGS)
+    listing = (await signed_in.get("/")).text
+    fragment = (await signed_in.get("/partials/pending")).text
+    page = (await signed_in.get(f"/requests/{request.id}")).text
+    for html in (listing, fragment, page):
+        assert not any(ch in html for ch in RAW), html
+        assert "t3\\u202e\\u200b\\u001b[2K" in html  # the arguments' JSON, hidden characters escaped
+        assert '<span class="tool">delete_ticket\\x1b[2K\\u202e</span>' in html
+    assert "<title>delete_ticket\\x1b[2K\\u202e · crossgate</title>" in page
+    assert '<pre class="json" id="args-json">{\n  &quot;id&quot;: &quot;t3\\u202e\\u200b\\u001b[2K&quot;,\n' in page
+    # the edit form starts from the exact arguments, carried as data, not from the escaped text
+    data = re.search(r'<script id="request-data" type="application/json">(.*?)</script>', page, re.S)
+    assert data is not None
+    assert json.loads(data.group(1))["args"] == HIDDEN_ARGS
+
+    queue.cancel(request.id, actor="alice")
+    history = (await signed_in.get("/history")).text
+    assert not any(ch in history for ch in RAW)
+    assert "t3\\u202e\\u200b\\u001b[2K" in history
+    closed = (await signed_in.get(f"/requests/{request.id}")).text
+    assert not any(ch in closed for ch in RAW)
+    assert queue.get(request.id).call.args == HIDDEN_ARGS  # only the display changed

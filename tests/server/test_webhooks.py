@@ -145,3 +145,33 @@ async def test_unreachable_receiver_gives_up_and_loses_no_request() -> None:
         listed = (await http.get("/api/requests", params={"status": "pending"}, headers=auth("alice"))).json()
         assert [r["id"] for r in listed["items"]] == [request.id]
     queue.close()
+
+
+async def test_people_see_hidden_characters_escaped_machines_get_the_exact_values() -> None:
+    args = {"id": "t3\u202e\u200b\x1b[2K"}
+    raw = ("\u202e", "\u200b", "\x1b")
+    queue = fresh_queue()
+    with Receiver() as slack, Receiver() as machine:
+        targets = (WebhookTarget(url=slack.url, format="slack"), WebhookTarget(url=machine.url))
+        async with serving(queue, *targets, link_reviewer="alice", base_url="http://testserver") as http:
+            request = submit(queue, tool="delete_ticket\u200b", args=args, agent="support\u202e")
+            await until(lambda: len(slack.bodies) == 1 and len(machine.bodies) == 1)
+            body = slack.bodies[0]
+            shown = [body["text"], *(b["text"]["text"] for b in body["blocks"][:2])]
+            shown += [e["text"] for e in body["blocks"][2]["elements"]]
+            for text in shown:
+                assert not any(ch in text for ch in raw), text
+            assert body["text"] == (
+                "openai-agents · support\\u202e asks to run delete_ticket\\u200b: Deleting a ticket cannot be undone."
+            )
+            assert body["blocks"][1]["text"]["text"] == '```{\n  "id": "t3\\u202e\\u200b\\u001b[2K"\n}```'
+            # the JSON body is for machines: the exact values
+            assert machine.bodies[0]["request"]["call"]["args"] == args
+            assert machine.bodies[0]["request"]["call"]["tool"] == "delete_ticket\u200b"
+            # the Approve button opens a confirmation page that shows the call escaped too
+            approve = next(b["url"] for b in body["blocks"][-1]["elements"] if b["text"]["text"] == "Approve")
+            page = (await http.get(approve.removeprefix("http://testserver"))).text
+            assert not any(ch in page for ch in raw)
+            assert "&quot;id&quot;: &quot;t3\\u202e\\u200b\\u001b[2K&quot;" in page
+            assert queue.get(request.id).call.args == args
+    queue.close()

@@ -12,7 +12,7 @@ from typer.core import TyperGroup
 
 from crossgate.cli.context import CliContext
 from crossgate.cli.exit_codes import FAILURE, USAGE, exit_code_for, one_line
-from crossgate.cli.output import visible
+from crossgate.display import visible
 from crossgate.errors import CrossgateError
 from crossgate.stores import DB_ENV
 

@@ -9,7 +9,8 @@ import typer
 from crossgate.cli.context import queue_of
 from crossgate.cli.exit_codes import FAILURE, one_line
 from crossgate.cli.options import JsonFlag
-from crossgate.cli.output import event_json, print_events, print_json, say, visible
+from crossgate.cli.output import event_json, print_events, print_json, say
+from crossgate.display import visible
 
 audit_app = typer.Typer(name="audit", help="Check the hash-chained audit log.")
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import unicodedata
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -14,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from crossgate.decisions import AnyDecision
+from crossgate.display import visible
 from crossgate.model import (
     ApprovalRequest,
     Edit,
@@ -30,24 +30,6 @@ from crossgate.queue import Submission
 ARGS_PREVIEW = 60
 ARGS_MIN = 12
 """On a narrow terminal the arguments column shrinks to this before the table gets wider than the screen."""
-
-
-_HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp"})
-
-
-def visible(text: str) -> str:
-    """``text`` with control and invisible formatting characters written as escapes.
-
-    Arguments come from a model: a terminal escape sequence or a right-to-left override in them must
-    not change what the reviewer reads.
-    """
-    if text.isprintable():
-        return text
-    return "".join(ch.encode("unicode_escape").decode("ascii") if _is_hidden(ch) else ch for ch in text)
-
-
-def _is_hidden(ch: str) -> bool:
-    return unicodedata.category(ch) in _HIDDEN
 
 
 def print_json(data: Any) -> None:

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
+from crossgate.display import visible_lines
 from crossgate.model import ApprovalRequest, DecisionKind, Event, RememberScope, StandingRule
 
 FRAMEWORK_LABELS = {
@@ -21,8 +22,13 @@ FRAMEWORK_LABELS = {
 
 
 def e(value: object) -> str:
-    """Escape any value for HTML text or attributes."""
-    return escape("" if value is None else str(value), quote=True)
+    """Escape any value for HTML text or attributes, hidden characters written as visible escapes.
+
+    Tool names and arguments come from a model: a right-to-left override, a zero-width or a control
+    character in them must not change what the reviewer reads (see ``crossgate.display``). Line feeds
+    stay, for pretty-printed JSON and multi-line messages; the exact values travel in ``request-data``.
+    """
+    return escape(visible_lines("" if value is None else str(value)), quote=True)
 
 
 def layout(

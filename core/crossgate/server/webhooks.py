@@ -43,6 +43,7 @@ from urllib.parse import urlsplit
 import anyio
 import httpx
 
+from crossgate.display import visible, visible_lines
 from crossgate.model import ApprovalRequest, DecisionKind, Event
 from crossgate.server.delivery import CursorLease
 from crossgate.server.settings import WebhookTarget
@@ -255,11 +256,15 @@ def json_body(state: ServerState, event: Event, request: ApprovalRequest) -> dic
 
 
 def slack_body(state: ServerState, event: Event, request: ApprovalRequest) -> dict[str, Any]:
-    """A body a Slack-compatible incoming webhook accepts: ``text`` plus Block Kit ``blocks``."""
+    """A body a Slack-compatible incoming webhook accepts: ``text`` plus Block Kit ``blocks``.
+
+    People read it, so hidden characters in the tool, the arguments and the names are written as
+    escapes (``crossgate.display``); the JSON body keeps the exact values.
+    """
     call = request.call
     links = _links(state, request)
     who = f"{call.framework}" + (f" · {call.agent}" if call.agent else "")
-    args = json.dumps(call.args, indent=2, ensure_ascii=False)
+    args = visible_lines(json.dumps(call.args, indent=2, ensure_ascii=False))
     if len(args) > 2500:
         args = args[:2500] + "\n…"
     if event.kind == "submitted":
@@ -267,10 +272,12 @@ def slack_body(state: ServerState, event: Event, request: ApprovalRequest) -> di
     else:
         decision = request.decision.kind.value if request.decision else event.kind
         text = f"{call.tool} from {who}: {decision} by {event.actor} via {event.channel}"
+    text = visible(text)
+    where = visible(f"request `{request.id}` · run `{call.run}`")
     blocks: list[dict[str, Any]] = [
         {"type": "section", "text": {"type": "mrkdwn", "text": f"*{text}*"}},
         {"type": "section", "text": {"type": "mrkdwn", "text": f"```{args}```"}},
-        {"type": "context", "elements": [{"type": "mrkdwn", "text": f"request `{request.id}` · run `{call.run}`"}]},
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": where}]},
     ]
     buttons = [
         {"type": "button", "text": {"type": "plain_text", "text": label}, "url": links[key]}

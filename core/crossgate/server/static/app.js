@@ -5,6 +5,37 @@
 (function () {
   const page = document.body.dataset.page;
 
+  // ---- hidden characters ---------------------------------------------------------------------
+  // Controls, invisible formatting (U+202E, U+200B, ...) and separators, as crossgate.display has them:
+  // the page shows them as \u escapes, so a model cannot disguise an argument.
+  const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+  const HIDDEN_ALL = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
+
+  function escapeUnits(ch) {
+    let out = "";
+    for (let i = 0; i < ch.length; i++) out += "\\u" + ch.charCodeAt(i).toString(16).padStart(4, "0");
+    return out;
+  }
+
+  function visibleText(text) {
+    return text.replace(HIDDEN_ALL, (ch) => (ch === "\n" ? ch : escapeUnits(ch)));
+  }
+
+  function hasHidden(value) {
+    if (typeof value === "string") return HIDDEN.test(value);
+    if (Array.isArray(value)) return value.some(hasHidden);
+    if (value !== null && typeof value === "object") {
+      return Object.entries(value).some(([key, item]) => HIDDEN.test(key) || hasHidden(item));
+    }
+    return false;
+  }
+
+  // JSON with hidden characters as \u escapes: they show, and JSON.parse gives back the exact value.
+  // (JSON.stringify escapes line feeds inside strings, so a raw one is layout and stays.)
+  function visibleJson(value) {
+    return visibleText(JSON.stringify(value, null, 2));
+  }
+
   // ---- live updates ------------------------------------------------------------------------
   function listen(onChange) {
     if (!window.EventSource) return;
@@ -85,7 +116,7 @@
 
     function showError(text) {
       errorBox.hidden = !text;
-      errorBox.textContent = text || "";
+      errorBox.textContent = text ? visibleText(text) : "";
     }
 
     form.addEventListener("submit", async (event) => {
@@ -139,7 +170,9 @@
   }
 
   function buildEditor(holder, schema, args) {
-    return simpleSchema(schema, args) ? schemaEditor(holder, schema, args) : jsonEditor(holder, schema, args);
+    // A text input would show hidden characters raw; the JSON editor shows them escaped and keeps them exact.
+    if (hasHidden(args)) return jsonEditor(holder, schema, args, true);
+    return simpleSchema(schema, args) ? schemaEditor(holder, schema, args) : jsonEditor(holder, schema, args, false);
   }
 
   function field(holder, name, labelText, control, hint) {
@@ -173,7 +206,7 @@
       if (Array.isArray(prop.enum)) {
         control = document.createElement("select");
         if (!required.has(name)) control.appendChild(new Option("(leave out)", ""));
-        prop.enum.forEach((v) => control.appendChild(new Option(String(v), JSON.stringify(v))));
+        prop.enum.forEach((v) => control.appendChild(new Option(visibleText(String(v)), JSON.stringify(v))));
         if (current !== undefined) control.value = JSON.stringify(current);
       } else if (type === "boolean") {
         control = document.createElement("input");
@@ -191,7 +224,7 @@
       } else {
         control = document.createElement("textarea");
         control.className = "json-input";
-        if (current !== undefined) control.value = JSON.stringify(current, null, 2);
+        if (current !== undefined) control.value = visibleJson(current);
       }
       control.name = "arg-" + name;
       control.dataset.arg = name;
@@ -256,12 +289,19 @@
     return null;
   }
 
-  function jsonEditor(holder, schema, args) {
+  function jsonEditor(holder, schema, args, hidden) {
+    if (hidden) {
+      const notice = document.createElement("p");
+      notice.className = "notice hidden-chars";
+      notice.textContent = "These arguments contain hidden or control characters, shown as \\u escapes. " +
+        "The escapes stand for the characters themselves: left as they are, they are sent unchanged.";
+      holder.appendChild(notice);
+    }
     const area = document.createElement("textarea");
     area.className = "json-input";
     area.name = "args-json";
     area.rows = 8;
-    area.value = JSON.stringify(args, null, 2);
+    area.value = visibleJson(args);
     const error = field(holder, "args", "Arguments (JSON object)", area, schema ? "checked against the tool's schema on the server" : "");
     return {
       read() {
