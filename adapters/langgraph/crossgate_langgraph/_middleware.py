@@ -34,6 +34,7 @@ from crossgate import (
     Reject,
     Respond,
     ReviewQueue,
+    StoreError,
     ToolCall,
     VerdictKind,
 )
@@ -185,6 +186,10 @@ class CrossgateGuard(AgentMiddleware[Any, Any]):
             return self._message(call, text, error=isinstance(decision, Reject)), request_id
         try:
             self.queue.mark_applied(request_id, args=call.args, actor="langchain")
+        except StoreError:
+            # Not an answer about this call: the run fails and the decision stays unused, rather than
+            # the model being told the call did not run.
+            raise
         except CrossgateError as exc:
             self.queue.record_outcome(request_id, ran=False, error=str(exc))
             return self._message(call, f"Not run: {exc}", error=True), request_id
