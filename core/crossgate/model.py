@@ -19,6 +19,10 @@ EXPIRY_MESSAGE = (
     "No reviewer answered this request in time, so the tool call was not run. "
     "Do not retry it; tell the user it needs a person's approval."
 )
+APPROVAL_LAPSED_MESSAGE = (
+    "A person approved this {tool} call, but it was not run within {seconds:g} seconds of the approval, so the "
+    "approval lapsed and the call was not run. Do not retry it on your own; tell the user it needs a fresh approval."
+)
 CANCEL_MESSAGE = "This tool call was cancelled before anyone decided it, so it was not run. Do not retry it."
 
 
@@ -109,6 +113,8 @@ class Verdict(_Frozen):
     description: str | None = None
     timeout_seconds: float | None = None
     """How long a reviewer has before the request expires; None means it never expires."""
+    apply_within_seconds: float | None = None
+    """How long an approval stays good to apply after it is given; None means it never lapses."""
 
 
 class Remember(_Frozen):
@@ -196,6 +202,8 @@ class ApprovalRequest(_Frozen):
     applied_at: datetime | None = None
     closed_reason: str | None = None
     """Why an expired or cancelled request closed."""
+    apply_within_seconds: float | None = None
+    """An approve or edit not applied this long after ``decided_at`` lapses (the request expires); None: never."""
 
     @property
     def is_open(self) -> bool:

@@ -28,6 +28,7 @@ from crossgate.errors import (
 from crossgate.fingerprint import fingerprint
 from crossgate.model import (
     ALL_DECISIONS,
+    APPROVAL_LAPSED_MESSAGE,
     CANCEL_MESSAGE,
     EXPIRY_MESSAGE,
     ApprovalRequest,
@@ -179,6 +180,7 @@ class ReviewQueue(StandingRulesMixin, ParkedRunsMixin):
             requested_by=requested_by,
             created_at=now,
             expires_at=now + timedelta(seconds=timeout) if timeout else None,
+            apply_within_seconds=verdict.apply_within_seconds,
         )
         return Submission(verdict, request, stored=False)
 
@@ -289,6 +291,7 @@ class ReviewQueue(StandingRulesMixin, ParkedRunsMixin):
                 raise FingerprintMismatchError(
                     f"request {request_id}: the arguments about to run are not the ones the reviewer approved"
                 )
+            self._refuse_if_lapsed(request)
             self._refuse_if_denied_now(request, args)
         now = self.now()
         applied = request.model_copy(update={"status": RequestStatus.APPLIED, "applied_at": now})
@@ -298,6 +301,20 @@ class ReviewQueue(StandingRulesMixin, ParkedRunsMixin):
         self._waits.notify(request_id)
         return applied
 
+    def _refuse_if_lapsed(self, request: ApprovalRequest) -> None:
+        # An approval is for the world as the reviewer saw it: one left unused past its rule's window
+        # (a run parked for days) expires instead of running, and every later resume gets the same answer.
+        window = request.apply_within_seconds
+        if window is None or request.decided_at is None:
+            return
+        if self.now() <= request.decided_at + timedelta(seconds=window):
+            return
+        reason = APPROVAL_LAPSED_MESSAGE.format(tool=request.call.tool, seconds=window)
+        self._close_unapplied(request, RequestStatus.EXPIRED, reason, actor="crossgate")
+        raise RequestExpiredError(
+            f"request {request.id}: its approval lapsed {window:g} seconds after it was given, before it was applied"
+        )
+
     def _refuse_if_denied_now(self, request: ApprovalRequest, args: JsonObject) -> None:
         # The policy decides at apply time too: a deny added after the approval (a new policy rule, a
         # remembered rejection) wins, however long the run was parked. The request closes as cancelled,
@@ -305,14 +322,17 @@ class ReviewQueue(StandingRulesMixin, ParkedRunsMixin):
         denial = self._policy_denial(request, args)
         if denial is None:
             return
-        if self._close(request, RequestStatus.CANCELLED, denial, actor="policy", was=RequestStatus.DECIDED) is None:
-            latest = self.get(request.id)
-            if latest.status is RequestStatus.APPLIED:
-                raise AlreadyAppliedError(f"request {request.id} was already applied; nothing runs twice")
+        self._close_unapplied(request, RequestStatus.CANCELLED, denial, actor="policy")
         raise RequestCancelledError(
             f"request {request.id}: the policy now denies {request.call.tool} ({denial}); it was approved, "
             "and is cancelled instead of run"
         )
+
+    def _close_unapplied(self, request: ApprovalRequest, status: RequestStatus, reason: str, *, actor: str) -> None:
+        """Close a decided request that must not run; AlreadyAppliedError if another caller applied it first."""
+        closed = self._close(request, status, reason, actor=actor, was=RequestStatus.DECIDED)
+        if closed is None and self.get(request.id).status is RequestStatus.APPLIED:
+            raise AlreadyAppliedError(f"request {request.id} was already applied; nothing runs twice")
 
     def record_outcome(
         self,

@@ -7,7 +7,6 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,22 +17,10 @@ from typer.testing import CliRunner, Result
 
 from crossgate import MemoryStore, Policy, ReviewQueue, ToolCall
 from crossgate.cli import CliContext, app
+from tests.support.clock import FakeClock
 
 CROSSGATE = Path(sys.executable).parent / "crossgate"
 """The installed console script."""
-
-
-class FakeClock:
-    """A clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
 
 
 @dataclass

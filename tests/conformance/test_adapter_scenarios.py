@@ -283,3 +283,18 @@ async def test_a_deny_added_after_the_approval_wins_on_resume(make_world) -> Non
     closed = world.queue.get(request_id)
     assert closed.status is RequestStatus.CANCELLED and closed.closed_reason == frozen
     assert "applied" not in [e.kind for e in world.queue.events(request_id=request_id)]
+
+
+async def test_an_approval_left_unused_past_its_window_lapses_on_resume(make_world) -> None:  # type: ignore[no-untyped-def]
+    window = ASK_DELETES.model_copy(update={"apply_within_seconds": 0.2})
+    world = make_world(Policy(rules=(window,)))
+    outcome = await world.driver.start(["t3"], run="run-lapsed")
+    request_id = world.only_request(outcome)
+    world.queue.decide(request_id, Approve(), reviewer="ann")
+    await asyncio.sleep(0.3)
+    done = await world.driver.resume(outcome.parked_run)  # type: ignore[union-attr]
+    assert isinstance(done, Finished)
+    assert world.tickets.delete_runs() == 0
+    [told] = world.driver.tool_results("run-lapsed")
+    assert "lapsed" in told, told
+    assert world.queue.get(request_id).status is RequestStatus.EXPIRED

@@ -37,7 +37,7 @@ from crossgate import (
     VerdictKind,
     fingerprint,
 )
-from crossgate.errors import AlreadyAppliedError, ConflictError, RequestCancelledError
+from crossgate.errors import AlreadyAppliedError, ConflictError, RequestCancelledError, RequestExpiredError
 from crossgate.outcomes import already_applied_message
 from crossgate_claude._translate import (
     FRAMEWORK,
@@ -328,8 +328,9 @@ class Binding:
                 self.queue.mark_applied(rid, args=args, actor=FRAMEWORK)
             except AlreadyAppliedError:
                 result = deny(already_applied_message(request.call.tool, rid, self.queue.outcome(rid)))
-            except RequestCancelledError:
-                # The policy denied the call after its approval; the cancelled request carries its reason.
+            except (RequestCancelledError, RequestExpiredError):
+                # The policy denied the call after its approval, or the approval lapsed: the closed request
+                # carries the reason the model reads.
                 result = to_permission_result(self.queue.get(rid))
             except ConflictError as exc:
                 result = deny(f"This decision cannot be applied ({_short(exc)}), so the tool call was not run.")

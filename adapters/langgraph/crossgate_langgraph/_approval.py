@@ -27,6 +27,7 @@ from crossgate import (
     Edit,
     Reject,
     RequestCancelledError,
+    RequestExpiredError,
     RequestStatus,
     ReviewQueue,
     ToolCall,
@@ -193,8 +194,9 @@ def _mark_applied(queue: ReviewQueue, request_id: str, call: ToolCall, decision:
         args = decision.args if isinstance(decision, Edit) else call.args if isinstance(decision, Approve) else None
         try:
             queue.mark_applied(request_id, args=args, actor="langgraph")
-        except RequestCancelledError:
-            # The policy denied the call after its approval: the queue cancelled it with the reason.
+        except (RequestCancelledError, RequestExpiredError):
+            # The policy denied the call after its approval, or the approval lapsed: the queue closed the
+            # request with the reason the model reads.
             closed = queue.get(request_id).resolution()
             if not isinstance(closed, Reject):
                 raise

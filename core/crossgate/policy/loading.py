@@ -22,7 +22,13 @@ POLICY_ENV = "CROSSGATE_POLICY"
 
 FORMAT_VERSION = 1
 
-_POLICY_KEYS = ("default", "default_reason", "default_allowed_decisions", "default_timeout_seconds")
+_POLICY_KEYS = (
+    "default",
+    "default_reason",
+    "default_allowed_decisions",
+    "default_timeout_seconds",
+    "default_apply_within_seconds",
+)
 _TOP_KEYS = frozenset({"version", "rules", "claude_permissions", "langchain_interrupt_on", *_POLICY_KEYS})
 _CLAUDE_OPTIONS = frozenset({"root", "cwd", "home", "frameworks", "settings_file"})
 _CONDITION_KINDS = ("glob", "path", "regex", "equals", "one_of", "present", "absent")

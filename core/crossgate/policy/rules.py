@@ -189,6 +189,8 @@ class PolicyRule(BaseModel):
     description: str | None = None
     allowed_decisions: tuple[DecisionKind, ...] = ALL_DECISIONS
     timeout_seconds: float | None = Field(default=None, gt=0)
+    apply_within_seconds: float | None = Field(default=None, gt=0)
+    """ask: an approval not applied this long after it was given lapses, and the call does not run."""
     rememberable: bool = True
     """False keeps asking even when a reviewer remembered an approval for matching calls."""
 
@@ -241,6 +243,7 @@ class Policy(BaseModel):
     default_reason: str = "No policy rule covers this call, so a person must review it."
     default_allowed_decisions: tuple[DecisionKind, ...] = ALL_DECISIONS
     default_timeout_seconds: float | None = Field(default=None, gt=0)
+    default_apply_within_seconds: float | None = Field(default=None, gt=0)
 
     @model_validator(mode="after")
     def _unique_names(self) -> Policy:
@@ -286,6 +289,7 @@ class Policy(BaseModel):
             reason=self.default_reason,
             allowed_decisions=self.default_allowed_decisions,
             timeout_seconds=self.default_timeout_seconds,
+            apply_within_seconds=self.default_apply_within_seconds,
         )
 
     def with_rules(self, *rules: PolicyRule) -> Policy:
@@ -310,6 +314,7 @@ def _from_rule(rule: PolicyRule) -> Verdict:
         allowed_decisions=rule.allowed_decisions,
         description=rule.description,
         timeout_seconds=rule.timeout_seconds,
+        apply_within_seconds=rule.apply_within_seconds,
     )
 
 
