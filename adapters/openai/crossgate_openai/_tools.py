@@ -29,6 +29,7 @@ from agents import (
     FunctionTool,
     Handoff,
     ImageGenerationTool,
+    ProgrammaticToolCallingTool,
     RunContextWrapper,
     ToolSearchTool,
     WebSearchTool,
@@ -44,6 +45,7 @@ from crossgate import (
     Edit,
     InvalidArgumentsError,
     NotFoundError,
+    Policy,
     Reject,
     RequestStatus,
     Respond,
@@ -61,8 +63,17 @@ from crossgate_openai._scope import RunScope, current_scope, keep_failure, reque
 
 ToolInvoker = Callable[[ToolContext[Any], str], Awaitable[Any]]
 
-HOSTED_TOOLS = (WebSearchTool, FileSearchTool, CodeInterpreterTool, ImageGenerationTool, ToolSearchTool)
-"""Tools that run on OpenAI's side without local effects; left as they are."""
+HOSTED_TOOLS = (
+    WebSearchTool,
+    FileSearchTool,
+    CodeInterpreterTool,
+    ImageGenerationTool,
+    ToolSearchTool,
+    ProgrammaticToolCallingTool,
+)
+"""Tools the model provider runs on its side: crossgate never sees their calls, so it cannot gate them.
+Left as they are when the policy allows them outright, refused at install otherwise (hosted MCP and
+hosted shell tools are refused in any case, as every tool that is not a function tool)."""
 
 NOT_THROUGH_GATE = (
     "crossgate did not run {tool}: it needs a reviewer's decision, and this run was not started through "
@@ -265,7 +276,8 @@ def install(agent: Agent[Any], binding: GateBinding) -> list[Agent[Any]]:
     """Gate every function tool reachable from ``agent``; return the agents visited (starting agent first).
 
     Idempotent: tools gated before are re-bound to ``binding``. Raises ConfigurationError for tools crossgate
-    cannot gate (local shell, computer, apply-patch, custom and MCP tools), so nothing runs ungated.
+    cannot gate (local shell, computer, apply-patch, custom and MCP tools, and hosted tools the policy does
+    not allow outright), so nothing the policy covers runs ungated.
     """
     visited: list[Agent[Any]] = []
     seen: set[int] = set()
@@ -289,6 +301,7 @@ def install(agent: Agent[Any], binding: GateBinding) -> list[Agent[Any]]:
 
 def _gate_tool(tool: Any, agent: Agent[Any], binding: GateBinding) -> Any:
     if isinstance(tool, HOSTED_TOOLS):
+        _check_hosted(tool, agent, binding.queue.policy)
         return tool
     if not isinstance(tool, FunctionTool):
         raise ConfigurationError(
@@ -305,6 +318,35 @@ def _gate_tool(tool: Any, agent: Agent[Any], binding: GateBinding) -> Any:
     gated.on_invoke_tool = GatedInvoker(binding, agent.name, gated, gated.on_invoke_tool)
     gated.needs_approval = ApprovalPolicy(binding, agent.name, gated)
     return gated
+
+
+def _check_hosted(tool: Any, agent: Agent[Any], policy: Policy) -> None:
+    """Refuse a hosted tool unless the policy allows every call of it by ``agent`` outright.
+
+    Its calls never reach crossgate, so a rule that would ask or deny them, or a default that is not
+    allow, would be silently ignored. A rule's argument conditions are not consulted: crossgate never
+    sees a hosted call's arguments, so such a rule may match any call.
+    """
+    call = ToolCall(framework=FRAMEWORK, tool=tool.name, agent=agent.name)
+    allowed = False
+    for rule in policy.rules:
+        if not rule.model_copy(update={"where": ()}).matches(call):
+            continue
+        if rule.verdict is not VerdictKind.ALLOW:
+            what = "denies" if rule.verdict is VerdictKind.DENY else "asks a person about"
+            raise ConfigurationError(_hosted_refusal(tool, agent, f"policy rule {rule.name!r} {what} it"))
+        allowed = allowed or not rule.where
+    if not allowed and policy.default is not VerdictKind.ALLOW:
+        why = f"no policy rule allows it outright, and the policy's default is {policy.default.value}"
+        raise ConfigurationError(_hosted_refusal(tool, agent, why))
+
+
+def _hosted_refusal(tool: Any, agent: Agent[Any], why: str) -> str:
+    return (
+        f"tool {tool.name!r} of agent {agent.name!r} is a {type(tool).__name__}, which the model provider runs "
+        f"on its side: crossgate never sees its calls and cannot gate them, but {why}. Remove the tool, or "
+        f"let it run ungated with a policy allow rule for {tool.name!r} and no ask or deny rule that matches it."
+    )
 
 
 def _handoff_target(handoff: Any, agent: Agent[Any]) -> Agent[Any]:
