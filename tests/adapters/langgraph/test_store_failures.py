@@ -30,10 +30,10 @@ from crossgate import (
 from crossgate.decisions import AnyDecision
 from crossgate.runs import Finished, Parked
 from crossgate_langgraph import Gate
-from tests.adapters.langgraph.failing import FailingStore, applying
 from tests.adapters.langgraph.test_agent import INPUT, told
 from tests.adapters.langgraph.worlds import OPS_POLICY, READ, WRITE, OpsTools, ops_agent, ops_model, ticket_graph
 from tests.conformance.tickets import TicketStore
+from tests.support.failing_store import FailingStore, applying
 
 MODES = pytest.mark.parametrize("mode", ["per_call", "batched"])
 DECISIONS = pytest.mark.parametrize(

@@ -29,10 +29,10 @@ from crossgate.decisions import AnyDecision
 from crossgate.runs import Finished, Parked
 from crossgate_openai import Gate
 from tests.adapters.openai.conftest import ASK_POLICY, REJECTION
-from tests.adapters.openai.failing import FailingStore, applying
 from tests.adapters.openai.scripted import PlannedModel, delete_call, outputs_by_call, ticket_agent, tool_results
 from tests.adapters.openai.test_nested import as_tool_graph
 from tests.conformance.tickets import TicketStore
+from tests.support.failing_store import FailingStore, applying
 
 STREAM = pytest.mark.parametrize("stream", [False, True], ids=["run", "run_streamed"])
 
