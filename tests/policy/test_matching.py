@@ -8,8 +8,8 @@ import pytest
 from pydantic import ValidationError
 
 from crossgate.errors import ConfigurationError
-from crossgate.policy import ArgCondition, MatchKind, PolicyRule
-from crossgate.policy.rules import lookup_arg, match_text, normalize_path
+from crossgate.policy import ArgCondition, MatchKind, Policy, PolicyRule
+from crossgate.policy.rules import ToolRules, lookup_arg, match_text, normalize_path
 
 from .helpers import call
 
@@ -189,3 +189,26 @@ def test_malformed_rules_are_refused() -> None:
 def test_match_text_refuses_a_non_text_kind() -> None:
     with pytest.raises(ConfigurationError):
         match_text(MatchKind.EQUALS, "a", "a")
+
+
+def test_rules_for_tool_lists_what_may_match_whatever_the_arguments() -> None:
+    conditional = PolicyRule(
+        name="prod", verdict="deny", tool="run_*", where=({"arg": "env", "kind": "equals", "value": "prod"},)
+    )
+    ops_only = PolicyRule(name="ops", verdict="ask", tool="run_sql", agents=("ops-*",))
+    openai_only = PolicyRule(name="oa", verdict="allow", tool="*", frameworks=("openai-agents",))
+    other_tool = PolicyRule(name="read", verdict="allow", tool="read_*")
+    policy = Policy(rules=(conditional, ops_only, openai_only, other_tool))
+
+    any_agent = policy.rules_for_tool("run_sql", framework="langchain")
+    assert [r.name for r in any_agent.rules] == ["prod", "ops"], "an agent-scoped rule may match an unknown agent"
+    assert any_agent.default_reachable, "neither rule covers every call: conditions, or agents not known"
+
+    ops = policy.rules_for_tool("run_sql", framework="langchain", agent="ops-bot")
+    assert [r.name for r in ops.rules] == ["prod", "ops"] and not ops.default_reachable
+    other = policy.rules_for_tool("run_sql", framework="langchain", agent="support")
+    assert [r.name for r in other.rules] == ["prod"] and other.default_reachable
+
+    openai = policy.rules_for_tool("run_sql", framework="openai-agents", agent="support")
+    assert [r.name for r in openai.rules] == ["prod", "oa"] and not openai.default_reachable
+    assert policy.rules_for_tool("delete_ticket", framework="langchain") == ToolRules(rules=(), default_reachable=True)

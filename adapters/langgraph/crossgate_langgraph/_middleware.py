@@ -40,7 +40,7 @@ from crossgate import (
 )
 from crossgate.model import ALL_DECISIONS
 from crossgate.policy import Policy
-from crossgate_langgraph._calls import agent_call, agent_request_id, turn_of
+from crossgate_langgraph._calls import AGENT_FRAMEWORK, agent_call, agent_request_id, turn_of
 
 ToolResult = ToolMessage | Command[Any]
 InterruptMode = Literal["per_call", "batched"]
@@ -62,7 +62,7 @@ def crossgate_middleware(
     interrupt_on: dict[str, bool | InterruptOnConfig] = {}
     for tool in tools:
         interrupt_on[tool.name] = InterruptOnConfig(
-            allowed_decisions=[k.value for k in possible_decisions(queue.policy, tool.name)],
+            allowed_decisions=[k.value for k in possible_decisions(queue.policy, tool.name, agent)],
             description=_describe(queue, agent),
             when=_when(queue, agent),
         )
@@ -72,20 +72,14 @@ def crossgate_middleware(
     ]
 
 
-def possible_decisions(policy: Policy, tool: str) -> tuple[DecisionKind, ...]:
+def possible_decisions(policy: Policy, tool: str, agent: str | None = None) -> tuple[DecisionKind, ...]:
     """Every decision an ask verdict for ``tool`` may allow (the queue narrows it per call)."""
-    from fnmatch import fnmatchcase
-
+    found = policy.rules_for_tool(tool, framework=AGENT_FRAMEWORK, agent=agent)
     allowed: set[DecisionKind] = {DecisionKind.APPROVE, DecisionKind.REJECT}
-    default_reachable = True
-    for rule in policy.rules:
-        if not fnmatchcase(tool, rule.tool):
-            continue
+    for rule in found.rules:
         if rule.verdict is VerdictKind.ASK:
             allowed.update(rule.allowed_decisions)
-        if not rule.where and not rule.agents and (not rule.frameworks or "langchain" in rule.frameworks):
-            default_reachable = False  # every call of this tool matches a rule, so the default never decides
-    if default_reachable and policy.default is VerdictKind.ASK:
+    if found.default_reachable and policy.default is VerdictKind.ASK:
         allowed.update(policy.default_allowed_decisions)
     return tuple(k for k in ALL_DECISIONS if k in allowed)
 
@@ -129,7 +123,7 @@ def _describe(queue: ReviewQueue, agent: str | None) -> Callable[..., str]:
         except (RuntimeError, ConflictError):
             thread = None
         call = ToolCall(
-            framework="langchain", tool=tool_call["name"], args=dict(tool_call["args"]), run=thread, agent=agent
+            framework=AGENT_FRAMEWORK, tool=tool_call["name"], args=dict(tool_call["args"]), run=thread, agent=agent
         )
         verdict = queue.evaluate(call)
         return verdict.description or verdict.reason or f"crossgate asks about {call.tool}"

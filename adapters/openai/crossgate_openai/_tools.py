@@ -327,16 +327,12 @@ def _check_hosted(tool: Any, agent: Agent[Any], policy: Policy) -> None:
     allow, would be silently ignored. A rule's argument conditions are not consulted: crossgate never
     sees a hosted call's arguments, so such a rule may match any call.
     """
-    call = ToolCall(framework=FRAMEWORK, tool=tool.name, agent=agent.name)
-    allowed = False
-    for rule in policy.rules:
-        if not rule.model_copy(update={"where": ()}).matches(call):
-            continue
+    found = policy.rules_for_tool(tool.name, framework=FRAMEWORK, agent=agent.name)
+    for rule in found.rules:
         if rule.verdict is not VerdictKind.ALLOW:
             what = "denies" if rule.verdict is VerdictKind.DENY else "asks a person about"
             raise ConfigurationError(_hosted_refusal(tool, agent, f"policy rule {rule.name!r} {what} it"))
-        allowed = allowed or not rule.where
-    if not allowed and policy.default is not VerdictKind.ALLOW:
+    if found.default_reachable and policy.default is not VerdictKind.ALLOW:
         why = f"no policy rule allows it outright, and the policy's default is {policy.default.value}"
         raise ConfigurationError(_hosted_refusal(tool, agent, why))
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from fnmatch import fnmatchcase
@@ -210,6 +211,20 @@ class PolicyRule(BaseModel):
             return False
         return all(condition.matches(call.args) for condition in self.where)
 
+    def may_match(self, tool: str, *, framework: str, agent: str | None = None) -> bool:
+        """True if this rule matches some call of ``tool``, whatever its arguments (``agent=None``: any agent)."""
+        if not fnmatchcase(tool, self.tool):
+            return False
+        if self.frameworks and framework not in self.frameworks:
+            return False
+        return not self.agents or agent is None or any(fnmatchcase(agent, a) for a in self.agents)
+
+    def matches_every_call(self, tool: str, *, framework: str, agent: str | None = None) -> bool:
+        """True if this rule matches every call of ``tool`` by ``agent`` (``agent=None``: by any agent)."""
+        if not self.may_match(tool, framework=framework, agent=agent) or self.where:
+            return False
+        return not self.agents or agent is not None
+
 
 def standing_rule_matches(rule: StandingRule, call: ToolCall, now: datetime) -> bool:
     """True if the standing rule is active at ``now`` and covers ``call``."""
@@ -292,9 +307,28 @@ class Policy(BaseModel):
             apply_within_seconds=self.default_apply_within_seconds,
         )
 
+    def rules_for_tool(self, tool: str, *, framework: str, agent: str | None = None) -> ToolRules:
+        """What this policy may say about calls of ``tool`` whose arguments are not known yet.
+
+        For adapters that must decide before any call exists: what to offer a native review screen, or
+        whether a tool the SDK runs out of crossgate's reach would be covered by a rule.
+        """
+        rules = tuple(r for r in self.rules if r.may_match(tool, framework=framework, agent=agent))
+        covered = any(r.matches_every_call(tool, framework=framework, agent=agent) for r in rules)
+        return ToolRules(rules=rules, default_reachable=not covered)
+
     def with_rules(self, *rules: PolicyRule) -> Policy:
         """A copy with ``rules`` appended."""
         return self.model_copy(update={"rules": (*self.rules, *rules)})
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRules:
+    """The policy rules that may match calls of one tool, whatever their arguments (see ``rules_for_tool``)."""
+
+    rules: tuple[PolicyRule, ...]
+    default_reachable: bool
+    """False when one of ``rules`` matches every call of the tool, so the policy's default never decides."""
 
 
 def _first(rules: Sequence[PolicyRule], kind: VerdictKind) -> PolicyRule | None:
