@@ -32,7 +32,7 @@ from crossgate import (
     fingerprint,
     open_store,
 )
-from crossgate.model import EXPIRY_MESSAGE
+from crossgate.model import APPROVAL_LAPSED_MESSAGE, EXPIRY_MESSAGE
 from crossgate.runs import Finished, Parked
 from tests.conformance.harness import TOOL, TicketAgentDriver
 from tests.conformance.tickets import TicketStore
@@ -279,7 +279,7 @@ async def test_a_deny_added_after_the_approval_wins_on_resume(make_world) -> Non
     assert world.tickets.delete_runs() == 0
     assert world.tickets.ids() == ["t1", "t2", "t3"]
     [told] = world.driver.tool_results("run-frozen")
-    assert frozen in told, "the model reads the policy's reason"
+    assert told == frozen, "the model reads the policy's reason, in every adapter"
     closed = world.queue.get(request_id)
     assert closed.status is RequestStatus.CANCELLED and closed.closed_reason == frozen
     assert "applied" not in [e.kind for e in world.queue.events(request_id=request_id)]
@@ -296,5 +296,5 @@ async def test_an_approval_left_unused_past_its_window_lapses_on_resume(make_wor
     assert isinstance(done, Finished)
     assert world.tickets.delete_runs() == 0
     [told] = world.driver.tool_results("run-lapsed")
-    assert "lapsed" in told, told
+    assert told == APPROVAL_LAPSED_MESSAGE.format(tool=TOOL, seconds=0.2), "the same words in every adapter"
     assert world.queue.get(request_id).status is RequestStatus.EXPIRED

@@ -32,6 +32,8 @@ from crossgate import (
     CrossgateError,
     DecisionKind,
     Reject,
+    RequestCancelledError,
+    RequestExpiredError,
     Respond,
     ReviewQueue,
     StoreError,
@@ -184,6 +186,12 @@ class CrossgateGuard(AgentMiddleware[Any, Any]):
             # Not an answer about this call: the run fails and the decision stays unused, rather than
             # the model being told the call did not run.
             raise
+        except (RequestCancelledError, RequestExpiredError) as exc:
+            # The policy denied the call after its approval, or the approval lapsed: the closed request's
+            # reason is what the model reads (as in every adapter).
+            text = self.queue.get(request_id).closed_reason or f"Not run: {exc}"
+            self.queue.record_outcome(request_id, ran=False, result=text)
+            return self._message(call, text, error=True), request_id
         except CrossgateError as exc:
             self.queue.record_outcome(request_id, ran=False, error=str(exc))
             return self._message(call, f"Not run: {exc}", error=True), request_id

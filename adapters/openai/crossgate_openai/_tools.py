@@ -47,6 +47,8 @@ from crossgate import (
     NotFoundError,
     Policy,
     Reject,
+    RequestCancelledError,
+    RequestExpiredError,
     RequestStatus,
     Respond,
     ReviewQueue,
@@ -238,6 +240,12 @@ class GatedInvoker:
             # Not an answer about this call: the run fails (its parked run can be retried) rather than
             # telling the model the call did not run and so using up the reviewer's decision.
             raise
+        except (RequestCancelledError, RequestExpiredError) as exc:
+            # The policy denied the call after its approval, or the approval lapsed: the queue closed the
+            # request, and its reason is what the model reads (as in every adapter).
+            message = queue.get(request.id).closed_reason or f"crossgate did not run {self.tool}: {exc}"
+            queue.record_outcome(request, ran=False, result=message)
+            return message
         except CrossgateError as exc:
             message = f"crossgate did not run {self.tool}: {exc}"
             queue.record_outcome(request, ran=False, error=message)
