@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from crossgate import MemoryStore, Policy, PolicyRule, ReviewQueue, VerdictKind, fingerprint
+from crossgate import MemoryStore, Policy, PolicyRule, RequestExpiredError, ReviewQueue, VerdictKind, fingerprint
 from crossgate.cli import app
 from crossgate.cli.context import os_user
 from crossgate.model import CANCEL_MESSAGE, EXPIRY_MESSAGE
@@ -383,3 +383,19 @@ def test_remembering_under_a_rule_that_keeps_asking_says_so() -> None:
     other = cli.submit("read_file", '{"path": "a"}')["id"]
     lines = cli.ok("approve", other, "--remember", "forever", "--reviewer", "ann").stdout.splitlines()
     assert len(lines) == 2 and lines[1].startswith("remembered as standing rule rule_")
+
+
+def test_show_says_how_long_an_approval_stays_good_and_why_it_lapsed(clock: FakeClock) -> None:
+    queue = ReviewQueue(MemoryStore(), Policy(default_apply_within_seconds=900), clock=clock)
+    cli = Cli(queue, CliRunner())
+    rid = cli.submit()["id"]
+    assert cli.json("show", rid)["apply_within_seconds"] == 900
+    assert "apply within  900s of the approval, or it lapses" in cli.ok("show", rid).stdout
+    cli.ok("approve", rid, "--reviewer", "ann")
+    clock.advance(901)
+    with pytest.raises(RequestExpiredError):
+        queue.mark_applied(rid, args=queue.get(rid).call.args)
+    shown = cli.json("show", rid)
+    assert shown["status"] == "expired" and shown["reviewer"] == "ann"
+    assert "approval lapsed" in shown["closed_reason"]
+    queue.close()

@@ -68,6 +68,7 @@ def request_json(request: ApprovalRequest) -> dict[str, Any]:
         "requested_by": request.requested_by,
         "created_at": _time(request.created_at),
         "expires_at": _time(request.expires_at),
+        "apply_within_seconds": request.apply_within_seconds,
         "decided_at": _time(request.decided_at),
         "applied_at": _time(request.applied_at),
         "closed_reason": request.closed_reason,
@@ -163,6 +164,8 @@ def print_request(request: ApprovalRequest) -> None:
         ("created", _short_time(request.created_at)),
         ("expires", _short_time(request.expires_at)),
     ]
+    if request.apply_within_seconds is not None:
+        rows.append(("apply within", f"{request.apply_within_seconds:g}s of the approval, or it lapses"))
     decision = request.decision
     if decision is not None:
         rows += [("decision", _decision_text(decision)), ("reviewer", decision.reviewer), ("note", decision.note)]
