@@ -128,14 +128,17 @@ class Gate:
         context: Any = None,
         stream: bool = False,
         session: str | None = None,
+        requested_by: str | None = None,
     ) -> Outcome:
         """Run ``agent`` on ``input``; wait up to ``wait`` seconds for reviewers, then park if still pending.
 
         ``run`` names the crossgate run (a fresh id when None); ``session`` groups runs for standing rules
-        of scope session. ``stream=True`` runs through ``Runner.run_streamed`` and drains its events.
+        of scope session. ``requested_by`` is who the run acts for: every request of the run carries it,
+        including those of later resumes (it is parked with the run), and the queue refuses a decision
+        by that reviewer. ``stream=True`` runs through ``Runner.run_streamed`` and drains its events.
         """
         self.install(agent)
-        scope = RunScope(run or new_id("run"), session)
+        scope = RunScope(run or new_id("run"), session, requested_by)
         return await self._drive(agent, input, scope, wait=wait, context=context, stream=stream)
 
     async def resume(
@@ -152,7 +155,8 @@ class Gate:
         A run with a request still pending (after waiting up to ``wait`` seconds) stays parked and is
         returned as ``Parked`` unchanged. Unknown ids raise NotFoundError; a run resumed before raises
         ParkedRunClaimedError, and nothing runs twice. The SDK stores a JSON mapping context with the
-        state; any other context object must be passed again as ``context``.
+        state; any other context object must be passed again as ``context``. Who the run acts for
+        (``run(..., requested_by=...)``) is read from the parked run, never from the caller.
         """
         agent = agent or self.agent
         if agent is None:
@@ -177,7 +181,7 @@ class Gate:
             state = await RunState.from_string(agent, parked.state, context_override=context)
         # The lease must outlast an inline wait, or another resumer could take the run while this one waits.
         self.queue.claim_parked(parked, owner=self.owner, lease_seconds=self.lease_seconds + max(wait, 0.0))
-        scope = RunScope(parked.run, _text(parked.metadata.get("session")))
+        scope = RunScope(parked.run, _text(parked.metadata.get("session")), _text(parked.metadata.get("requested_by")))
         try:
             self._apply_decisions(state, scope, requests)
             outcome = await self._drive(
@@ -298,6 +302,7 @@ class Gate:
                 call,
                 args_schema=tool.params_json_schema,
                 description=tool.description or None,
+                requested_by=scope.requested_by,
                 capabilities=CAPABILITIES,
                 request_id=request_id_for(scope.run, agent_name, call_id),
             )
@@ -348,7 +353,12 @@ class Gate:
         *,
         stream: bool,
     ) -> Parked:
-        metadata: dict[str, Any] = {"agent": agent.name, "stream": stream, "session": scope.session}
+        metadata: dict[str, Any] = {
+            "agent": agent.name,
+            "stream": stream,
+            "session": scope.session,
+            "requested_by": scope.requested_by,
+        }
         parked: ParkedRun = self.queue.park(
             framework=FRAMEWORK,
             run=scope.run,

@@ -19,6 +19,8 @@ class RunScope:
 
     run: str
     session: str | None = None
+    requested_by: str | None = None
+    """Who the run acts for: every request it creates carries it, so that person cannot decide them."""
     decided: dict[str, ApprovalRequest] = field(default_factory=dict, compare=False)
     """Decided requests the gate just read, by id, for the gated tools to use once instead of reading again."""
     failures: list[StoreError] = field(default_factory=list, compare=False)

@@ -197,7 +197,8 @@ class GatedInvoker:
 
     async def _by_policy(self, ctx: ToolContext[Any], raw: str, call: ToolCall) -> Any:
         queue = self.binding.queue
-        submission = queue.submit(call)
+        scope = current_scope()
+        submission = queue.submit(call, requested_by=scope.requested_by if scope else None)
         if submission.request is not None:
             # An ask with no crossgate decision: approved natively, or the policy changed mid-run.
             message = NOT_THROUGH_GATE.format(tool=self.tool)
