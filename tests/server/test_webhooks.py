@@ -1,4 +1,4 @@
-"""Webhooks on new and decided requests: JSON and Slack bodies, retries with backoff, a silent receiver."""
+"""Webhooks on new, decided, expired and cancelled requests: JSON and Slack bodies, retries, a silent receiver."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import hmac
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -16,6 +17,7 @@ from crossgate import MemoryStore, ReviewQueue
 from crossgate.model import RequestStatus
 from crossgate.server.app import create_app
 from crossgate.server.settings import WebhookTarget
+from crossgate.server.webhooks import json_body
 from tests.server.conftest import POLICY, auth, make_settings, submit
 from tests.server.live import Receiver
 
@@ -174,4 +176,73 @@ async def test_people_see_hidden_characters_escaped_machines_get_the_exact_value
             assert not any(ch in page for ch in raw)
             assert "&quot;id&quot;: &quot;t3\\u202e\\u200b\\u001b[2K&quot;" in page
             assert queue.get(request.id).call.args == args
+    queue.close()
+
+
+def buttons(slack: dict[str, Any]) -> dict[str, str]:
+    return {b["text"]["text"]: b["url"] for b in slack["blocks"][-1]["elements"]}
+
+
+async def test_expired_and_cancelled_requests_are_announced_without_decision_links() -> None:
+    # A card that showed Approve must learn that it no longer works; a target that lists only
+    # "submitted" still gets nothing else.
+    now = [datetime.now(UTC)]
+    queue = ReviewQueue(MemoryStore(), POLICY, clock=lambda: now[0])
+    with Receiver() as machine, Receiver() as slack, Receiver() as only_new:
+        targets = (
+            WebhookTarget(url=machine.url),
+            WebhookTarget(url=slack.url, format="slack"),
+            WebhookTarget(url=only_new.url, events=("submitted",)),
+        )
+        async with serving(queue, *targets, link_reviewer="alice", base_url="http://testserver"):
+            overdue = submit(queue, timeout_seconds=60)
+            dropped = submit(queue, args={"id": "t2"})
+            await until(lambda: len(machine.bodies) == 2 and len(slack.bodies) == 2 and len(only_new.bodies) == 2)
+            assert {"approve", "reject"} <= set(machine.bodies[0]["links"]), "open requests do get decision links"
+            assert "Approve" in buttons(slack.bodies[0])
+
+            now[0] += timedelta(seconds=61)
+            queue.expire_overdue()  # the server's sweeper may have got there first: either closes it once
+            assert queue.get(overdue.id).status is RequestStatus.EXPIRED
+            queue.cancel(dropped.id, actor="ops")
+            await until(lambda: len(machine.bodies) == 4 and len(slack.bodies) == 4)
+
+            expired, cancelled = machine.bodies[2:]
+            assert (expired["event"], expired["request"]["id"]) == ("request.expired", overdue.id)
+            assert (cancelled["event"], cancelled["request"]["id"]) == ("request.cancelled", dropped.id)
+            assert (expired["request"]["status"], cancelled["request"]["status"]) == ("expired", "cancelled")
+            assert cancelled["actor"] == "ops"
+            assert expired["links"] == {"page": f"http://testserver/requests/{overdue.id}"}
+            assert cancelled["links"] == {"page": f"http://testserver/requests/{dropped.id}"}
+
+            expired_card, cancelled_card = slack.bodies[2:]
+            assert expired_card["text"] == (
+                "delete_ticket from openai-agents · support: expired before anyone decided it; it did not run"
+            )
+            assert cancelled_card["text"] == (
+                "delete_ticket from openai-agents · support: cancelled by ops before anyone decided it; it did not run"
+            )
+            for card, request in ((expired_card, overdue), (cancelled_card, dropped)):
+                assert buttons(card) == {"Open": f"http://testserver/requests/{request.id}"}
+                assert "/links/" not in str(card)
+
+            # deliveries are in order per target: once the next submission arrives, the closings were passed over
+            later = submit(queue, args={"id": "t3"})
+            await until(lambda: len(only_new.bodies) == 3)
+            assert [b["event"] for b in only_new.bodies] == ["request.submitted"] * 3
+            assert only_new.bodies[2]["request"]["id"] == later.id
+    queue.close()
+
+
+async def test_a_request_past_its_expiry_gets_no_decision_links_before_it_is_swept() -> None:
+    now = [datetime.now(UTC)]
+    queue = ReviewQueue(MemoryStore(), POLICY, clock=lambda: now[0])
+    app = create_app(queue, make_settings(link_reviewer="alice", base_url="http://testserver"))
+    state = app.state.crossgate
+    request = submit(queue, timeout_seconds=60)
+    (event,) = queue.events(request_id=request.id)
+    assert set(json_body(state, event, request)["links"]) == {"page", "approve", "reject"}
+    now[0] += timedelta(seconds=61)
+    assert queue.get(request.id).is_open, "not swept yet"
+    assert set(json_body(state, event, queue.get(request.id))["links"]) == {"page"}
     queue.close()

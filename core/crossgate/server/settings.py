@@ -17,7 +17,7 @@ Reviewers come from a TOML or YAML file (``--tokens``) or from ``$CROSSGATE_TOKE
     [[webhooks]]
     url = "http://127.0.0.1:9000/hooks/crossgate"
     format = "slack"                         # or "json"
-    events = ["submitted", "decided"]
+    events = ["submitted", "decided", "expired", "cancelled"]   # the default; list fewer to filter
 
 ``$CROSSGATE_TOKENS`` holds ``name:token`` pairs separated by commas; those reviewers have full scope.
 """
@@ -41,7 +41,9 @@ from crossgate.model import ApprovalRequest, StandingRule
 
 TOKENS_ENV = "CROSSGATE_TOKENS"
 SECRET_ENV = "CROSSGATE_SECRET"
-NOTIFIED_EVENTS = ("submitted", "decided")
+NOTIFIED_EVENTS = ("submitted", "decided", "expired", "cancelled")
+"""Event kinds a webhook target gets by default: a request's opening and every way it closes, so a
+channel that showed its decision buttons also learns when they stopped working."""
 _GLOB_CHARS = frozenset("*?[")
 
 

@@ -1,4 +1,4 @@
-"""Webhook notifications on new and decided requests, fed from the event log.
+"""Webhook notifications on new, decided, expired and cancelled requests, fed from the event log.
 
 The notifier reads the log after the queue has recorded a change (invariant 4: a pause persists
 before anyone is notified), so a slow, failing or silent receiver can delay only its own deliveries:
@@ -51,7 +51,12 @@ from crossgate.server.state import ServerState
 
 log = logging.getLogger(__name__)
 
-EVENT_NAMES = {"submitted": "request.submitted", "decided": "request.decided"}
+EVENT_NAMES = {
+    "submitted": "request.submitted",
+    "decided": "request.decided",
+    "expired": "request.expired",
+    "cancelled": "request.cancelled",
+}
 READ_BATCH = 100
 """Events read from the log at a time, per target."""
 DELIVERY_HEADER = "x-crossgate-delivery"
@@ -232,10 +237,16 @@ class Notifier:
 
 
 def _links(state: ServerState, request: ApprovalRequest) -> dict[str, str]:
+    """The request's page, and signed decision links while it can still be decided.
+
+    The body is built from the request as it is when the notification goes out: a request that was
+    decided, expired or cancelled meanwhile, or is past its expiry, gets no decision links.
+    """
     base = state.settings.base_url.rstrip("/")
     links = {"page": f"{base}/requests/{request.id}"}
     reviewer = state.settings.link_reviewer
-    if request.is_open and reviewer is not None:
+    overdue = request.expires_at is not None and request.expires_at <= state.queue.now()
+    if request.is_open and not overdue and reviewer is not None:
         expires = datetime.now(UTC) + timedelta(seconds=state.settings.link_ttl_seconds)
         for kind, url in state.sign_links(request, reviewer, expires, base).items():
             links[kind.value] = url
@@ -269,6 +280,9 @@ def slack_body(state: ServerState, event: Event, request: ApprovalRequest) -> di
         args = args[:2500] + "\n…"
     if event.kind == "submitted":
         text = f"{who} asks to run {call.tool}: {request.reason}"
+    elif event.kind in ("expired", "cancelled"):
+        by = f" by {event.actor}" if event.kind == "cancelled" and event.actor else ""
+        text = f"{call.tool} from {who}: {event.kind}{by} before anyone decided it; it did not run"
     else:
         decision = request.decision.kind.value if request.decision else event.kind
         text = f"{call.tool} from {who}: {decision} by {event.actor} via {event.channel}"
