@@ -89,6 +89,8 @@ class Binding:
 
     gate: Gate
     defer: bool = True
+    requested_by: str | None = None
+    """Who the session acts for: every request it creates carries it, so that person cannot decide them."""
     session: str | None = None
     """The session being resumed, when known before the CLI reports it."""
     sessions: dict[str, str] = field(default_factory=dict)
@@ -185,6 +187,7 @@ class Binding:
             "args_schema": self.gate.args_schemas.get(call.tool),
             "capabilities": capabilities(call.tool),
             "request_id": rid,
+            "requested_by": self.requested_by,
         }
         submission = submit(call, **asked)
         if submission.request is None:
@@ -214,7 +217,7 @@ class Binding:
                 run=session or tool_use_id,
                 request_ids=[rid],
                 state=json.dumps(state, sort_keys=True),
-                metadata={"tool_use_id": tool_use_id, "tool": call.tool},
+                metadata={"tool_use_id": tool_use_id, "tool": call.tool, "requested_by": self.requested_by},
                 new_requests=[] if submission.stored else [request],
             )
         except Exception:
@@ -291,6 +294,7 @@ class Binding:
             description=context.title or context.description,
             capabilities=capabilities(call.tool),
             request_id=rid,
+            requested_by=self.requested_by,
             # A held call cannot be resumed by another process: if this one dies mid-hold, the request
             # expires soon after the hold instead of waiting for a decision nothing would apply.
             timeout_seconds=hold + HOLD_GRACE_SECONDS if hold is not None else None,

@@ -80,23 +80,34 @@ class Gate:
         self.strict = strict
         self._transport = transport
 
-    def options(self, base: ClaudeAgentOptions | None = None) -> ClaudeAgentOptions:
-        """``base`` (or the gate's options) with crossgate's ``can_use_tool`` and hooks, for your own client."""
-        options, _ = self._bind(base or self.base_options)
+    def options(self, base: ClaudeAgentOptions | None = None, *, requested_by: str | None = None) -> ClaudeAgentOptions:
+        """``base`` (or the gate's options) with crossgate's ``can_use_tool`` and hooks, for your own client.
+
+        ``requested_by`` is who the session acts for, as in :meth:`run`.
+        """
+        options, _ = self._bind(base or self.base_options, requested_by=requested_by)
         return options
 
     async def run(
-        self, prompt: str, options: ClaudeAgentOptions | None = None, *, wait: float | None = 0.0
+        self,
+        prompt: str,
+        options: ClaudeAgentOptions | None = None,
+        *,
+        wait: float | None = 0.0,
+        requested_by: str | None = None,
     ) -> Finished[ResultMessage] | Parked:
         """Run one turn; finish, or park when a call is deferred and not decided within ``wait`` seconds.
 
         Within ``wait`` (None: no limit) a decided deferral is resumed here in a fresh CLI process.
         Refuses to prompt a session that has a deferred call: the CLI would lose that call.
+        ``requested_by`` is who the run acts for: every request of the run carries it (deferred or held
+        inline, and in later resumes: it is parked with the call), and the queue refuses a decision by
+        that reviewer.
         """
         base = options or self.base_options
         if base.resume is not None:
             self._refuse_if_deferred(base.resume)
-        bound, binding = self._bind(base)
+        bound, binding = self._bind(base, requested_by=requested_by)
         result = await self._turn(bound, binding, prompt)
         return await self._outcome(result, wait, base)
 
@@ -108,7 +119,7 @@ class Gate:
         The CLI re-asks permission for the deferred ``tool_use_id`` and ``can_use_tool`` answers from the
         stored decision. ``options`` (default: the gate's) must offer the parked session's tools. A run
         whose request is still pending comes back as ``Parked`` unchanged; a run resumed before raises
-        ``ParkedRunClaimedError``.
+        ``ParkedRunClaimedError``. Who the run acts for is read from the parked run, never from the caller.
         """
         parked = self.queue.get_parked(parked_run)
         if parked.framework != FRAMEWORK:
@@ -125,7 +136,9 @@ class Gate:
             overrides: dict[str, Any] = {}
             if base.cwd is None and state.get("cwd"):
                 overrides["cwd"] = state["cwd"]
-            bound, binding = self._bind(base, resume=session, **overrides)
+            acts_for = claimed.metadata.get("requested_by")
+            requested_by = acts_for if isinstance(acts_for, str) else None
+            bound, binding = self._bind(base, requested_by=requested_by, resume=session, **overrides)
             binding.session, binding.expect = session, tool_use_id
             result = await self._turn(bound, binding, None)
         except BaseException as exc:
@@ -138,8 +151,10 @@ class Gate:
         return await self._outcome(result, wait, base)
 
     # internals ----------------------------------------------------------------------------------
-    def _bind(self, base: ClaudeAgentOptions, **overrides: Any) -> tuple[ClaudeAgentOptions, Binding]:
-        binding = Binding(self, defer=self.defer)
+    def _bind(
+        self, base: ClaudeAgentOptions, *, requested_by: str | None, **overrides: Any
+    ) -> tuple[ClaudeAgentOptions, Binding]:
+        binding = Binding(self, defer=self.defer, requested_by=requested_by)
         options = merge(base, binding, hook_timeout=self.hook_timeout, strict=self.strict, **overrides)
         return options, binding
 
