@@ -43,6 +43,8 @@ DECISION_SCHEMA: Final[dict[str, Any]] = decision_schema()
 ``response_schema`` every crossgate interrupt carries."""
 
 DENY_FALLBACK = "The policy denies this tool call, so it was not run. Do not retry it."
+REQUESTED_BY_KEY: Final = "crossgate_requested_by"
+"""The ``configurable`` key through which ``Gate`` tells nodes who the run acts for."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,14 +95,39 @@ def graph_request_id(thread: str, checkpoint_ns: str, tool: str, call_id: str | 
 
 def current_thread() -> tuple[str, str]:
     """The thread id and checkpoint namespace of the running task."""
-    try:
-        configurable = get_config().get("configurable", {})
-    except RuntimeError as exc:
-        raise ConfigurationError("request_approval() must be called inside a running LangGraph node") from exc
+    configurable = _configurable()
     thread = configurable.get("thread_id")
     if thread is None:
         raise ConfigurationError("request_approval() needs a thread: compile with a checkpointer, pass a thread_id")
     return str(thread), str(configurable.get("checkpoint_ns", ""))
+
+
+def _configurable() -> Mapping[str, Any]:
+    try:
+        return get_config().get("configurable", {})
+    except RuntimeError as exc:
+        raise ConfigurationError("request_approval() must be called inside a running LangGraph node") from exc
+
+
+def requested_by_in(config: Any) -> str | None:
+    """Who the run of ``config`` acts for, as ``Gate`` put it there; None when it did not."""
+    value = ((config or {}).get("configurable") or {}).get(REQUESTED_BY_KEY)
+    return value if isinstance(value, str) else None
+
+
+def acting_for(requested_by: str | None) -> str | None:
+    """Who the request of the running node is made for: the gate's person, or the node's when the gate has none.
+
+    A node naming someone else than the gate's run is refused: one run acts for one person, and the
+    gate's value (restored from the parked run on resume) is the trusted one.
+    """
+    given = requested_by_in({"configurable": _configurable()})
+    if given is not None and requested_by is not None and requested_by != given:
+        raise ConfigurationError(
+            f"request_approval(requested_by={requested_by!r}) in a run the gate runs for {given!r}; "
+            "leave requested_by out inside Gate runs"
+        )
+    return given if given is not None else requested_by
 
 
 def request_approval(
@@ -115,6 +142,7 @@ def request_approval(
     args_schema: JsonObject | None = None,
     description: str | None = None,
     framework: str = "langgraph",
+    requested_by: str | None = None,
 ) -> AnyDecision:
     """Ask crossgate whether the node may run ``tool`` with ``args``; pause the thread while a person decides.
 
@@ -129,6 +157,10 @@ def request_approval(
     these arguments. A decision to run is marked applied here, once; if the node runs again after
     the tool ran, this raises ``AlreadyAppliedError`` instead of approving twice. Pass ``call_id``
     when one node asks more than once about the same tool.
+
+    The request carries who the run acts for (that person cannot decide it): inside ``Gate.run`` and
+    ``Gate.resume`` the gate passes it down, so leave ``requested_by`` out there (a different value is
+    refused); outside a gate, pass it here.
     """
     decision, _ = ask(
         queue,
@@ -143,18 +175,30 @@ def request_approval(
         ),
         args_schema=args_schema,
         description=description,
+        requested_by=requested_by,
     )
     return decision
 
 
 def ask(
-    queue: ReviewQueue, call: ToolCall, *, args_schema: JsonObject | None = None, description: str | None = None
+    queue: ReviewQueue,
+    call: ToolCall,
+    *,
+    args_schema: JsonObject | None = None,
+    description: str | None = None,
+    requested_by: str | None = None,
 ) -> tuple[AnyDecision, str | None]:
     """:func:`request_approval` for a built call; also returns the request id (None for allow and deny)."""
     thread, namespace = current_thread()
     call = call.model_copy(update={"run": thread})
     request_id = graph_request_id(thread, namespace, call.tool, call.call_id)
-    submission = queue.submit(call, args_schema=args_schema, description=description, request_id=request_id)
+    submission = queue.submit(
+        call,
+        args_schema=args_schema,
+        description=description,
+        requested_by=acting_for(requested_by),
+        request_id=request_id,
+    )
     if submission.request is None:
         if submission.verdict.kind is VerdictKind.ALLOW:
             return Approve(fingerprint=call.fingerprint), None

@@ -36,6 +36,7 @@ from crossgate import (
     VerdictKind,
 )
 from crossgate.runs import Finished, Parked
+from crossgate_langgraph._approval import REQUESTED_BY_KEY
 from crossgate_langgraph._calls import agent_call, agent_request_id, last_tool_calls
 from crossgate_langgraph._shapes import hitl_decision, interrupt_shape, resume_command
 
@@ -74,9 +75,12 @@ class _ParkState:
         )
 
 
-def thread_config(thread: str) -> dict[str, Any]:
-    """The LangGraph config of a thread."""
-    return {"configurable": {"thread_id": thread}}
+def thread_config(thread: str, requested_by: str | None = None) -> dict[str, Any]:
+    """The LangGraph config of a thread, telling nodes who the run acts for when someone is named."""
+    configurable: dict[str, Any] = {"thread_id": thread}
+    if requested_by is not None:
+        configurable[REQUESTED_BY_KEY] = requested_by
+    return {"configurable": configurable}
 
 
 class Gate:
@@ -122,27 +126,36 @@ class Gate:
         self._graphs[name] = graph
 
     # running ------------------------------------------------------------------------------------
-    async def run(self, graph: Graph, input: Any, *, thread: str, wait: float = 0.0) -> Finished[Any] | Parked:
+    async def run(
+        self, graph: Graph, input: Any, *, thread: str, wait: float = 0.0, requested_by: str | None = None
+    ) -> Finished[Any] | Parked:
         """Run ``graph`` on ``thread`` until it ends or pauses for approval.
 
         A pause submits its requests and parks the thread. With ``wait`` > 0, waits up to that many
-        seconds for every decision and resumes in place when all arrived.
+        seconds for every decision and resumes in place when all arrived. ``requested_by`` is who the
+        run acts for: every request of the run carries it (nodes' ``request_approval`` gets it through
+        the config; it is parked with the thread for later resumes), and the queue refuses a decision by
+        that reviewer.
         """
         self.add_graph(graph)
         async with self._lock(thread):
             if self.queue.parked_runs(statuses=(ParkedRunStatus.PARKED, ParkedRunStatus.RESUMING), run=thread):
                 raise ConflictError(f"thread {thread} is parked waiting for decisions; resume it instead")
-            output = await graph.ainvoke(input, thread_config(thread), version="v2")
-            outcome = await self._settle(graph, thread, output)
+            output = await graph.ainvoke(input, thread_config(thread, requested_by), version="v2")
+            outcome = await self._settle(graph, thread, output, requested_by)
         if isinstance(outcome, Parked) and wait > 0:
             await asyncio.gather(*(self.queue.wait(r, wait) for r in outcome.request_ids))
             if self.queue.is_ready(self.queue.get_parked(outcome.parked_run)):
                 return await self.resume(outcome.parked_run)
         return outcome
 
-    async def park(self, graph: Graph, *, thread: str) -> Finished[Any] | Parked:
+    async def park(self, graph: Graph, *, thread: str, requested_by: str | None = None) -> Finished[Any] | Parked:
         """Park a thread that is already paused without a parked run (say, the process died right
-        after the pause); submitting finds existing requests, so this is safe to repeat."""
+        after the pause); submitting finds existing requests, so this is safe to repeat.
+
+        ``requested_by`` is who the run acts for, as in :meth:`run`; when None, the person the thread's
+        stored requests were made for is kept.
+        """
         self.add_graph(graph)
         async with self._lock(thread):
             if self.queue.parked_runs(statuses=(ParkedRunStatus.PARKED, ParkedRunStatus.RESUMING), run=thread):
@@ -150,7 +163,7 @@ class Gate:
             snapshot = await graph.aget_state(thread_config(thread))
             if snapshot.created_at is None:
                 raise ConflictError(f"thread {thread} never started in this graph's checkpointer")
-            return await self._settle(graph, thread, snapshot)
+            return await self._settle(graph, thread, snapshot, requested_by)
 
     async def resume(self, parked_run: str, *, partial: bool = False) -> Finished[Any] | Parked:
         """Resume a parked thread once its requests are decided; a parked run is resumed once.
@@ -158,7 +171,7 @@ class Gate:
         While a request is still pending this returns the same ``Parked`` and changes nothing; with
         ``partial=True`` the decided interrupts are answered and the rest park again. Refuses (and
         marks the parked run failed) a thread that never started, has finished, or moved on since it
-        parked.
+        parked. Who the run acts for is read from the parked run, never from the caller.
         """
         parked = self.queue.get_parked(parked_run)
         if parked.framework != self.framework:
@@ -177,7 +190,9 @@ class Gate:
         async with self._lock(state.thread):
             self.queue.claim_parked(parked.id, owner=self.owner, lease_seconds=self.lease_seconds)
             try:
-                outcome = await self._resume_claimed(graph, state, requests)
+                acts_for = parked.metadata.get("requested_by")
+                requested_by = acts_for if isinstance(acts_for, str) else None
+                outcome = await self._resume_claimed(graph, state, requests, requested_by)
             except Exception as exc:
                 # Failed runs are not retried: the thread may have moved. A cancelled resume keeps its
                 # lease instead, and another resumer may claim it once the lease runs out.
@@ -201,9 +216,9 @@ class Gate:
         return graph
 
     async def _resume_claimed(
-        self, graph: Graph, state: _ParkState, requests: Mapping[str, ApprovalRequest]
+        self, graph: Graph, state: _ParkState, requests: Mapping[str, ApprovalRequest], requested_by: str | None
     ) -> Finished[Any] | Parked:
-        config = thread_config(state.thread)
+        config = thread_config(state.thread, requested_by)
         snapshot = await graph.aget_state(config)
         if snapshot.created_at is None:
             raise ConflictError(
@@ -232,7 +247,7 @@ class Gate:
             if is_invalid_resume(exc):
                 raise AdapterError(f"LangGraph refused crossgate's answer for thread {state.thread}: {exc}") from exc
             raise
-        return await self._settle(graph, state.thread, output)
+        return await self._settle(graph, state.thread, output, requested_by)
 
     def _answer(self, entry: _Pending, requests: Sequence[ApprovalRequest]) -> Any:
         decisions = [r.resolution() for r in requests]
@@ -267,16 +282,17 @@ class Gate:
                 ):
                     self.queue.mark_applied(request_id, actor=self.owner)
 
-    async def _settle(self, graph: Graph, thread: str, output: Any) -> Finished[Any] | Parked:
+    async def _settle(self, graph: Graph, thread: str, output: Any, requested_by: str | None) -> Finished[Any] | Parked:
         # A GraphOutput from ainvoke(version="v2"), or a StateSnapshot: both list the pending interrupts.
         interrupts: Sequence[Interrupt] = tuple(getattr(output, "interrupts", ()) or ())
         if not interrupts:
             return Finished(thread, getattr(output, "value", getattr(output, "values", output)))
         snapshot = await graph.aget_state(thread_config(thread))
+        requested_by = self._acting_for(interrupts, requested_by)
         # Requests for the middleware's calls are stored together with the parked run (one transaction);
         # a node's request_approval stored its own before interrupting.
         new_requests: list[ApprovalRequest] = []
-        entries = [self._submit(i, thread, snapshot.values, new_requests) for i in interrupts]
+        entries = [self._submit(i, thread, snapshot.values, new_requests, requested_by) for i in interrupts]
         state = _ParkState(
             graph=graph.name,
             thread=thread,
@@ -289,13 +305,36 @@ class Gate:
             run=thread,
             request_ids=request_ids,
             state=state.dumps(),
-            metadata={"graph": graph.name, "interrupts": [e.id for e in entries]},
+            metadata={"graph": graph.name, "interrupts": [e.id for e in entries], "requested_by": requested_by},
             new_requests=new_requests,
         )
         return Parked(thread, parked.id, tuple(request_ids))
 
+    def _acting_for(self, interrupts: Sequence[Interrupt], requested_by: str | None) -> str | None:
+        """Who the parked run acts for: ``requested_by``, else whom the nodes' stored requests name.
+
+        The requests nodes stored are trusted (they come from the store); a run naming someone else, or
+        requests naming several people, are refused rather than parked for the wrong person.
+        """
+        named = set()
+        for pending in interrupts:
+            if interrupt_shape(pending.value) == "crossgate":
+                stored = self.queue.store.get_request(str(pending.value["request_id"]))
+                if stored is not None and stored.requested_by is not None:
+                    named.add(stored.requested_by)
+        if requested_by is not None:
+            named.add(requested_by)
+        if len(named) > 1:
+            raise AdapterError(f"the thread's requests were made for several people ({sorted(named)}); not parking it")
+        return next(iter(named), None)
+
     def _submit(
-        self, pending: Interrupt, thread: str, values: Mapping[str, Any], new_requests: list[ApprovalRequest]
+        self,
+        pending: Interrupt,
+        thread: str,
+        values: Mapping[str, Any],
+        new_requests: list[ApprovalRequest],
+        requested_by: str | None,
     ) -> _Pending:
         """Turn one pending interrupt into crossgate requests (stored once; a re-submit finds them).
 
@@ -320,7 +359,9 @@ class Gate:
             matched = [(call, value.get("description"), None)]
         else:
             matched = _match_batched(value, calls)
-        request_ids = [self._submit_call(thread, turn, c, d, allowed, new_requests) for c, d, allowed in matched]
+        request_ids = [
+            self._submit_call(thread, turn, c, d, allowed, new_requests, requested_by) for c, d, allowed in matched
+        ]
         return _Pending(pending.id, shape, request_ids, [c["name"] for c, _, _ in matched])
 
     def _submit_call(
@@ -331,6 +372,7 @@ class Gate:
         description: Any,
         allowed: Any,
         new_requests: list[ApprovalRequest],
+        requested_by: str | None,
     ) -> str:
         call_id = str(call.get("id") or "")
         neutral = agent_call(call["name"], call["args"], call_id=call_id, thread=thread, agent=self.agent)
@@ -338,6 +380,7 @@ class Gate:
         submission = self.queue.prepare(
             neutral,
             description=description if isinstance(description, str) else None,
+            requested_by=requested_by,
             capabilities=capabilities,
             request_id=agent_request_id(thread, turn, call_id),
         )

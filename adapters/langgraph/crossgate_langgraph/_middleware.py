@@ -42,6 +42,7 @@ from crossgate import (
 )
 from crossgate.model import ALL_DECISIONS
 from crossgate.policy import Policy
+from crossgate_langgraph._approval import requested_by_in
 from crossgate_langgraph._calls import AGENT_FRAMEWORK, agent_call, agent_request_id, turn_of
 
 ToolResult = ToolMessage | Command[Any]
@@ -161,7 +162,8 @@ class CrossgateGuard(AgentMiddleware[Any, Any]):
         call, request_id, _ = _call_for(request, self.agent)
         reviewed = self.queue.store.get_request(request_id)
         if reviewed is None:
-            verdict = self.queue.submit(call).verdict
+            requested_by = requested_by_in(getattr(request.runtime, "config", None))
+            verdict = self.queue.submit(call, requested_by=requested_by).verdict
             if verdict.kind is VerdictKind.ALLOW:
                 return None, None
             if verdict.kind is VerdictKind.DENY:
