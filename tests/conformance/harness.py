@@ -41,8 +41,10 @@ class TicketAgentDriver(ABC):
         """The store's URL, for resuming in another process."""
 
     @abstractmethod
-    async def start(self, ticket_ids: Sequence[str], *, run: str) -> Finished[object] | Parked:
-        """Run the agent until it finishes or parks (no inline wait)."""
+    async def start(
+        self, ticket_ids: Sequence[str], *, run: str, requested_by: str | None = None
+    ) -> Finished[object] | Parked:
+        """Run the agent until it finishes or parks (no inline wait), acting for ``requested_by``."""
 
     @abstractmethod
     async def resume(self, parked_run: str) -> Finished[object] | Parked:

@@ -28,6 +28,7 @@ from crossgate import (
     RequestStatus,
     Respond,
     ReviewQueue,
+    SelfDecisionError,
     VerdictKind,
     fingerprint,
     open_store,
@@ -298,3 +299,58 @@ async def test_an_approval_left_unused_past_its_window_lapses_on_resume(make_wor
     [told] = world.driver.tool_results("run-lapsed")
     assert told == APPROVAL_LAPSED_MESSAGE.format(tool=TOOL, seconds=0.2), "the same words in every adapter"
     assert world.queue.get(request_id).status is RequestStatus.EXPIRED
+
+
+def refuse_self_approval(world: World, request_id: str, person: str) -> None:
+    """``person`` cannot approve ``request_id``: refused, and the request stays pending and undecided."""
+    with pytest.raises(SelfDecisionError):
+        world.queue.decide(request_id, Approve(), reviewer=person)
+    request = world.queue.get(request_id)
+    assert request.status is RequestStatus.PENDING
+    assert request.decision is None
+
+
+async def test_the_person_a_run_acts_for_cannot_approve_its_calls(make_world) -> None:  # type: ignore[no-untyped-def]
+    world = make_world()
+    first = await world.driver.start(["t3", "t1"], run="run-own", requested_by="pat")
+    t3 = world.only_request(first)
+    assert world.queue.get(t3).requested_by == "pat"
+    refuse_self_approval(world, t3, "pat")
+    still = await world.driver.resume(first.parked_run)  # type: ignore[union-attr]
+    assert isinstance(still, Parked) and still.parked_run == first.parked_run, "nothing to resume: still pending"
+    assert world.tickets.delete_runs() == 0
+
+    world.queue.decide(t3, Approve(), reviewer="ann")
+    second = await world.driver.resume(first.parked_run)  # type: ignore[union-attr]
+    t1 = world.only_request(second)
+    assert world.queue.get(t1).call.args == {"id": "t1"}
+    assert world.queue.get(t1).requested_by == "pat", "a request made after the resume carries the run's person"
+    assert world.tickets.delete_runs("t3") == 1
+    refuse_self_approval(world, t1, "pat")
+    world.queue.decide(t1, Reject(message=REJECTION), reviewer="ann")
+    done = await world.driver.resume(second.parked_run)  # type: ignore[union-attr]
+    assert isinstance(done, Finished)
+    assert world.tickets.delete_runs() == 1
+    assert world.tickets.ids() == ["t1", "t2"]
+    results = world.driver.tool_results("run-own")
+    assert results[0] == "deleted ticket t3"
+    assert REJECTION in results[1]
+
+
+@pytest.mark.slow
+async def test_a_resume_in_another_process_keeps_the_person_the_run_acts_for(make_world) -> None:  # type: ignore[no-untyped-def]
+    world = make_world()
+    first = await world.driver.start(["t3", "t1"], run="run-own-elsewhere", requested_by="pat")
+    t3 = world.only_request(first)
+    world.queue.decide(t3, Approve(), reviewer="ann")
+    command = world.driver.resume_command(first.parked_run)  # type: ignore[union-attr]
+    completed = await asyncio.to_thread(
+        subprocess.run, command, capture_output=True, text=True, timeout=240, check=False
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    [again] = world.queue.parked_runs()  # parked again, by the other process, on t1
+    t1 = world.only_request(Parked(again.run, again.id, again.request_ids))
+    assert world.queue.get(t1).requested_by == "pat", "the other process read the person from the store"
+    assert world.tickets.delete_runs("t3") == 1
+    refuse_self_approval(world, t1, "pat")
+    assert world.tickets.delete_runs("t1") == 0

@@ -59,9 +59,11 @@ class ClaudeTicketDriver(TicketAgentDriver):
         )
         return Gate(self.queue, options=options, resume_timeout=60.0)
 
-    async def start(self, ticket_ids: Sequence[str], *, run: str) -> Finished[object] | Parked:
+    async def start(
+        self, ticket_ids: Sequence[str], *, run: str, requested_by: str | None = None
+    ) -> Finished[object] | Parked:
         lines = [f"{RUN_MARK}{run}", *(f"CALL {TOOL} {json.dumps({'id': i})}" for i in ticket_ids)]
-        return await self.gate().run("\n".join(lines), wait=0)
+        return await self.gate().run("\n".join(lines), wait=0, requested_by=requested_by)
 
     async def resume(self, parked_run: str) -> Finished[object] | Parked:
         return await self.gate().resume(parked_run)

@@ -85,11 +85,13 @@ class _TicketDriver(TicketAgentDriver):
             graph = self.build(saver)
             yield Gate(self.queue, graph), graph
 
-    async def start(self, ticket_ids: Sequence[str], *, run: str) -> Finished[object] | Parked:
+    async def start(
+        self, ticket_ids: Sequence[str], *, run: str, requested_by: str | None = None
+    ) -> Finished[object] | Parked:
         self.workdir.joinpath(f"{self.kind}-policy.json").write_text(self.queue.policy.model_dump_json())
         task = f"{TASK_PREFIX} {' '.join(ticket_ids)}"
         async with self.gate() as (gate, graph):
-            return await gate.run(graph, {"messages": [HumanMessage(task)]}, thread=run)
+            return await gate.run(graph, {"messages": [HumanMessage(task)]}, thread=run, requested_by=requested_by)
 
     async def resume(self, parked_run: str) -> Finished[object] | Parked:
         async with self.gate() as (gate, _):

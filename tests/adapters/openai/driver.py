@@ -53,10 +53,12 @@ class OpenAITicketDriver(TicketAgentDriver):
         model = PlannedModel([[delete_call(t)] for t in plan], record=self._file("inputs", run))
         return ticket_agent(self.tickets, model)
 
-    async def start(self, ticket_ids: Sequence[str], *, run: str) -> Finished[object] | Parked:
+    async def start(
+        self, ticket_ids: Sequence[str], *, run: str, requested_by: str | None = None
+    ) -> Finished[object] | Parked:
         self._file("plan", run).write_text(json.dumps(list(ticket_ids)), encoding="utf-8")
         self.workdir.joinpath("openai-policy.json").write_text(self.queue.policy.model_dump_json(), encoding="utf-8")
-        return await self.gate.run(self.agent(run), TASK, run=run)
+        return await self.gate.run(self.agent(run), TASK, run=run, requested_by=requested_by)
 
     async def resume(self, parked_run: str) -> Finished[object] | Parked:
         run = self.queue.get_parked(parked_run).run
