@@ -37,7 +37,7 @@ LEASE = 0.6
 class Recorder:
     """A webhook receiver that records every attempt; ``answer(n)`` is attempt n's status, or None to hang."""
 
-    def __init__(self, answer: Callable[[int], int | None] = lambda n: 204) -> None:
+    def __init__(self, answer: Callable[[int], int | None] = lambda n: 204, delay: float = 0.0) -> None:
         self.answer = answer
         self.attempts: list[tuple[dict[str, str], dict[str, Any]]] = []
         self.delivered: list[tuple[dict[str, str], dict[str, Any]]] = []
@@ -55,6 +55,7 @@ class Recorder:
                 if status is None:
                     recorder._release.wait(60)
                     return
+                time.sleep(delay)
                 if status < 300:
                     with recorder._lock:
                         recorder.delivered.append((headers, body))
@@ -258,6 +259,46 @@ async def test_a_target_given_up_on_moves_past_the_event_and_is_not_blocked(tmp_
             assert stats(state) == {"delivered": 1, "failed": 2, "attempts": 5, "leases": 1, "backlog": 0}
         assert [b["request"]["id"] for _, b in receiver.delivered] == [third.id], "given-up events are not resent"
         assert receiver.ids(delivered_only=False) == [delivery_id(receiver.url, s) for s in (1, 1, 2, 2, 3)]
+    queue.close()
+
+
+async def test_a_clean_stop_lets_a_delivery_under_way_finish_so_a_restart_sends_nothing_twice(tmp_path: Path) -> None:
+    db = str(tmp_path / "crossgate.db")
+    queue = open_queue(db)
+    with Recorder(delay=0.5) as receiver:
+        target = WebhookTarget(url=receiver.url, events=("submitted",))
+        async with running(queue, target) as state:
+            first = submit(queue, args={"id": "t1"})
+            await until(lambda: len(receiver.attempts) == 1, what="the delivery to start")
+        assert stats(state)["delivered"] == 1, "the stop waited for the answer"
+        assert stored_seq(queue, receiver.url) == relevant_seqs(queue)[0], "and for the cursor to move past it"
+        async with running(queue, target):
+            second = submit(queue, args={"id": "t2"})
+            await until(lambda: len(receiver.delivered) == 2)
+            await asyncio.sleep(3 * LEASE)
+        assert [b["request"]["id"] for _, b in receiver.delivered] == [first.id, second.id]
+        assert len(receiver.attempts) == 2, "nothing was sent twice"
+    queue.close()
+
+
+async def test_a_stop_between_retries_leaves_the_event_due_for_the_next_server(tmp_path: Path) -> None:
+    queue = open_queue(str(tmp_path / "crossgate.db"))
+    up = threading.Event()
+    with Recorder(lambda n: 204 if up.is_set() else 503) as receiver:
+        target = WebhookTarget(url=receiver.url, events=("submitted",))
+        async with running(queue, target, webhook_attempts=5, webhook_backoff_seconds=30.0) as state:
+            request = submit(queue, args={"id": "t1"})
+            await until(lambda: len(receiver.attempts) == 1, what="the first attempt")
+            stopping = time.monotonic()
+        assert time.monotonic() - stopping < 4.0, "the stop cut the backoff short instead of waiting it out"
+        assert stats(state)["failed"] == 0 and stats(state)["delivered"] == 0
+        assert stored_seq(queue, receiver.url) == 0, "an event not delivered is not passed over"
+        up.set()
+        async with running(queue, target):
+            await until(lambda: len(receiver.delivered) == 1, what="the next server's delivery")
+        [(headers, body)] = receiver.delivered
+        assert body["request"]["id"] == request.id
+        assert receiver.ids(delivered_only=False) == [headers[DELIVERY_HEADER]] * 2, "the same delivery id both times"
     queue.close()
 
 

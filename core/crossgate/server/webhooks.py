@@ -60,6 +60,8 @@ EVENT_NAMES = {
 READ_BATCH = 100
 """Events read from the log at a time, per target."""
 DELIVERY_HEADER = "x-crossgate-delivery"
+STOP_GRACE_SECONDS = 5.0
+"""How long a stopping server lets deliveries under way finish, so a clean restart sends nothing twice."""
 
 
 def target_digest(url: str) -> str:
@@ -95,6 +97,10 @@ class Notifier:
         self._tasks: list[asyncio.Task[None]] = []
         self._counts: Counter[str] = Counter()
         self._start_head = 0
+        self._stopping = asyncio.Event()
+        self._in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
 
     @property
     def owner(self) -> str:
@@ -119,7 +125,14 @@ class Notifier:
             self._tasks.append(asyncio.create_task(self._serve(target), name=f"crossgate-webhook {_label(target.url)}"))
 
     async def stop(self) -> None:
-        """Stop delivering and release every lease this server holds; the cursors keep their place."""
+        """Stop delivering and release every lease this server holds; the cursors keep their place.
+
+        Deliveries under way get up to ``STOP_GRACE_SECONDS`` to finish and store their cursor, so a
+        clean stop (a deploy) sends nothing twice; one still retrying then is left for the next server.
+        """
+        self._stopping.set()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._idle.wait(), STOP_GRACE_SECONDS)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -184,8 +197,19 @@ class Notifier:
                 if body is None:
                     lease.skip(event.seq)
                     continue
-                await self._deliver(target, event.seq, body)
-                if not await lease.advance(event.seq):
+                if self._stopping.is_set():
+                    return
+                self._in_flight += 1
+                self._idle.clear()
+                try:
+                    if not await self._deliver(target, event.seq, body):
+                        return  # stopped between retries: the next server sends it, under the same id
+                    advanced = await lease.advance(event.seq)
+                finally:
+                    self._in_flight -= 1
+                    if not self._in_flight:
+                        self._idle.set()
+                if not advanced:
                     log.warning("crossgate lost the lease on webhook %s to another server", _label(target.url))
                     return
 
@@ -201,8 +225,12 @@ class Notifier:
             log.exception("crossgate could not build a notification for event %s", event.seq)
             return None
 
-    async def _deliver(self, target: WebhookTarget, seq: int, body: bytes) -> None:
-        """Post ``body`` with retries; count it delivered, or failed once the attempts run out."""
+    async def _deliver(self, target: WebhookTarget, seq: int, body: bytes) -> bool:
+        """Post ``body`` with retries; count it delivered, or failed once the attempts run out.
+
+        True when the event is done with (delivered, or given up on); False if the server began
+        stopping between attempts, so the event stays due.
+        """
         headers = {
             "content-type": "application/json",
             "user-agent": "crossgate-webhooks",
@@ -219,13 +247,16 @@ class Notifier:
                 response = await self._client.post(target.url, content=body, headers=headers)
                 if response.status_code < 300:
                     self._counts["delivered"] += 1
-                    return
+                    return True
                 problem = f"HTTP {response.status_code}"
             except httpx.HTTPError as exc:
                 problem = f"{type(exc).__name__}: {exc}"
             if attempt < attempts:
                 delay = self._settings.webhook_backoff_seconds * 2 ** (attempt - 1)
-                await asyncio.sleep(delay * (0.75 + random.random() / 2))  # jitter spreads retries of many servers
+                delay *= 0.75 + random.random() / 2  # jitter spreads the retries of many servers
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), delay)
+                    return False
         self._counts["failed"] += 1
         log.warning(
             "crossgate gave up on webhook %s for event %s after %d attempts (%s); moving past it",
@@ -234,6 +265,7 @@ class Notifier:
             attempts,
             problem,
         )
+        return True
 
 
 def _links(state: ServerState, request: ApprovalRequest) -> dict[str, str]:
