@@ -165,6 +165,7 @@ def test_tokens_from_toml_yaml_and_env(tmp_path: Path) -> None:
     assert [r.name for r in config["reviewers"]] == ["alice", "bob"]
     assert config["reviewers"][1].frameworks == ("langgraph",)
     assert config["webhooks"][0].format == "slack"
+    assert config["webhooks"][0].events == ("submitted", "decided", "expired", "cancelled")
     assert config["secret"] == b"x" * 32
     tuned = tmp_path / "tuned.toml"
     tuned.write_text("webhook_attempts = 3\nwebhook_lease_seconds = 12\nwebhook_backoff_seconds = 0.25\n")
@@ -190,6 +191,9 @@ def test_tokens_from_toml_yaml_and_env(tmp_path: Path) -> None:
         ("reviewers:\n  - name: a\n    token_env: NOPE\n", "not set"),
         ("reviewers:\n  - name: a\n    token: aaaaaaaaaa\n    colour: red\n", "unknown keys"),
         ("webhooks:\n  - url: http://x\n    format: xml\n", "json or slack"),
+        ("webhooks:\n  - url: http://x/t0k3n\n    events: [submitted, expire]\n", r"r.yaml: webhook 'x': .*'expire'"),
+        ("webhooks:\n  - url: http://x\n    events: []\n", "got none"),
+        ("webhooks:\n  - url: http://x\n    events: decided\n", "events must be a list"),
         ("surprise: 1\n", "unknown keys"),
         ("- just a list\n", "must hold a mapping"),
         ("webhook_lease_seconds: 0\n", "webhook_lease_seconds must be positive"),

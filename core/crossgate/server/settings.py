@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -44,6 +45,8 @@ SECRET_ENV = "CROSSGATE_SECRET"
 NOTIFIED_EVENTS = ("submitted", "decided", "expired", "cancelled")
 """Event kinds a webhook target gets by default: a request's opening and every way it closes, so a
 channel that showed its decision buttons also learns when they stopped working."""
+REQUEST_EVENTS = ("submitted", "decided", "applied", "executed", "expired", "cancelled")
+"""Every event kind of a request's life that a webhook target may ask for."""
 _GLOB_CHARS = frozenset("*?[")
 
 
@@ -141,6 +144,15 @@ class WebhookTarget:
     events: tuple[str, ...] = NOTIFIED_EVENTS
     secret: str | None = None
     """When set, JSON deliveries carry ``X-Crossgate-Signature: sha256=<HMAC of the body>``."""
+
+    def __post_init__(self) -> None:
+        # A misspelt kind would otherwise send nothing, silently.
+        unknown = [e for e in self.events if e not in REQUEST_EVENTS]
+        if unknown or not self.events:
+            raise ConfigurationError(
+                f"webhook {urlsplit(self.url).netloc or self.url!r}: events must be some of "
+                f"{', '.join(REQUEST_EVENTS)}; got {', '.join(map(repr, self.events)) or 'none'}"
+            )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -288,8 +300,15 @@ def _webhook_entry(entry: Any, path: Path) -> WebhookTarget:
     fmt = entry.get("format", "json")
     if fmt not in ("json", "slack"):
         raise ConfigurationError(f"{path}: webhook format must be json or slack, got {fmt!r}")
-    events = tuple(str(e) for e in entry.get("events", NOTIFIED_EVENTS))
-    return WebhookTarget(url=str(entry["url"]), format=fmt, events=events, secret=entry.get("secret"))
+    events = entry.get("events", NOTIFIED_EVENTS)
+    if isinstance(events, str) or not isinstance(events, list | tuple):
+        raise ConfigurationError(f"{path}: webhook events must be a list, got {events!r}")
+    try:
+        return WebhookTarget(
+            url=str(entry["url"]), format=fmt, events=tuple(str(e) for e in events), secret=entry.get("secret")
+        )
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{path}: {exc}") from None
 
 
 def _strings(value: Any, name: str, path: Path) -> tuple[str, ...]:
