@@ -20,28 +20,19 @@ from crossgate import (
     Reject,
     RequestStatus,
     ReviewQueue,
-    SelfDecisionError,
 )
 from crossgate.runs import Finished, Parked
 from crossgate_claude import Gate
 from crossgate_claude.testing import agent_call
 from tests.adapters.claude.fake_cli import World
 from tests.conformance.tickets import TicketStore
+from tests.support.decisions import refuse_self_approval
 
 REJECTION = "A person rejected this delete: t1 is a real customer ticket. Do not retry it."
 
 
 def calls(*ids: str) -> str:
     return "\n".join(f"CALL delete_ticket {json.dumps({'id': i})}" for i in ids)
-
-
-def refuse_self_approval(queue: ReviewQueue, request_id: str, person: str) -> None:
-    """``person`` cannot approve ``request_id``; the request stays pending and undecided."""
-    with pytest.raises(SelfDecisionError):
-        queue.decide(request_id, Approve(), reviewer=person)
-    request = queue.get(request_id)
-    assert request.status is RequestStatus.PENDING
-    assert request.decision is None
 
 
 def approve_held_call(queue: ReviewQueue) -> asyncio.Task[ApprovalRequest]:

@@ -15,9 +15,7 @@ from crossgate import (
     ConfigurationError,
     ParkedRunStatus,
     Reject,
-    RequestStatus,
     ReviewQueue,
-    SelfDecisionError,
 )
 from crossgate.runs import Finished, Parked
 from crossgate_langgraph import Gate, request_approval
@@ -25,6 +23,7 @@ from crossgate_langgraph._gate import thread_config
 from crossgate_langgraph.testing import ScriptedChatModel
 from tests.adapters.langgraph.worlds import SQL, WRITE, OpsTools, ops_agent
 from tests.conformance.tickets import TicketStore
+from tests.support.decisions import refuse_self_approval
 
 REJECTION = "A person rejected this delete: t1 is a real customer ticket. Do not retry it."
 
@@ -54,15 +53,6 @@ def two_deletes(queue: ReviewQueue, tickets: TicketStore, saver: Any, *, first_n
     builder.add_edge("delete_t3", "delete_t1")
     builder.add_edge("delete_t1", END)
     return builder.compile(checkpointer=saver, name="two-deletes")
-
-
-def refuse_self_approval(queue: ReviewQueue, request_id: str, person: str) -> None:
-    """``person`` cannot approve ``request_id``; the request stays pending and undecided."""
-    with pytest.raises(SelfDecisionError):
-        queue.decide(request_id, Approve(), reviewer=person)
-    request = queue.get(request_id)
-    assert request.status is RequestStatus.PENDING
-    assert request.decision is None
 
 
 async def test_a_graphs_requests_carry_it_through_resumes(

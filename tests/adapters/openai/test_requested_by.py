@@ -7,24 +7,16 @@ from collections.abc import Callable
 
 import pytest
 
-from crossgate import Approve, ParkedRunStatus, Reject, RequestStatus, ReviewQueue, SelfDecisionError
+from crossgate import Approve, ParkedRunStatus, Reject, ReviewQueue
 from crossgate.runs import Finished, Parked
 from crossgate_openai import Gate
 from tests.adapters.openai.conftest import REJECTION
 from tests.adapters.openai.scripted import PlannedModel, delete_call, ticket_agent, tool_results
 from tests.adapters.openai.test_nested import as_tool_graph
 from tests.conformance.tickets import TicketStore
+from tests.support.decisions import refuse_self_approval
 
 STREAM = pytest.mark.parametrize("stream", [False, True], ids=["run", "run_streamed"])
-
-
-def refuse_self_approval(queue: ReviewQueue, request_id: str, person: str) -> None:
-    """``person`` cannot approve ``request_id``; the request stays pending and undecided."""
-    with pytest.raises(SelfDecisionError):
-        queue.decide(request_id, Approve(), reviewer=person)
-    request = queue.get(request_id)
-    assert request.status is RequestStatus.PENDING
-    assert request.decision is None
 
 
 @STREAM
