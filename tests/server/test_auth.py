@@ -19,6 +19,7 @@ PROTECTED = [
     ("GET", "/api/requests"),
     ("GET", "/api/requests/x"),
     ("POST", "/api/requests/x/decision"),
+    ("POST", "/api/decisions"),
     ("POST", "/api/requests/x/links"),
     ("GET", "/api/requests/x/events"),
     ("GET", "/api/rules"),

@@ -39,6 +39,7 @@ def test_document_lists_every_operation() -> None:
         "/api/requests/{request_id}/decision-schema",
         "/api/requests/{request_id}/links",
         "/api/requests/{request_id}/events",
+        "/api/decisions",
         "/api/rules",
         "/api/rules/{rule_id}",
         "/api/events",
@@ -46,3 +47,18 @@ def test_document_lists_every_operation() -> None:
         "/api/stream",
     }
     assert app.openapi()["components"]["securitySchemes"]["HTTPBearer"]["type"] == "http"
+
+
+def test_the_batch_endpoint_is_documented_with_its_bodies() -> None:
+    document = app.openapi()
+    operation = document["paths"]["/api/decisions"]["post"]
+    assert operation["requestBody"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/BatchIn"}
+    ok = operation["responses"]["200"]["content"]["application/json"]["schema"]
+    assert ok == {"$ref": "#/components/schemas/BatchOut"}
+    schemas = document["components"]["schemas"]
+    items = schemas["BatchIn"]["properties"]["items"]
+    assert (items["minItems"], items["maxItems"]) == (1, 100)
+    assert set(schemas["BatchItemIn"]["required"]) == {"request_id", "decision"}
+    results = schemas["BatchOut"]["properties"]["results"]["items"]["anyOf"]
+    assert {r["$ref"] for r in results} == {"#/components/schemas/BatchDecided", "#/components/schemas/BatchRefused"}
+    assert set(schemas["BatchErrorOut"]["required"]) == {"error", "message", "status", "type"}

@@ -2,26 +2,37 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Body, Depends, Query, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import ValidationError
 
 from crossgate.decisions import check_open
-from crossgate.errors import NotFoundError
+from crossgate.errors import InvalidDecisionError, NotFoundError
 from crossgate.model import ApprovalRequest, DecisionKind, Event, RequestStatus, StandingRule
 from crossgate.schemas import decision_schema
 from crossgate.server.access import Caller, decide_blocked, require_scope
-from crossgate.server.errors import ForbiddenError
+from crossgate.server.errors import ForbiddenError, error_body
 from crossgate.server.schemas import (
+    ApproveIn,
     AuditOut,
+    BatchDecided,
+    BatchErrorOut,
+    BatchIn,
+    BatchOut,
+    BatchRefused,
     DecisionIn,
+    EditIn,
     ErrorOut,
     HealthOut,
     LinksOut,
+    RejectIn,
     RequestOut,
     RequestPage,
+    RespondIn,
     RuleIn,
     RulesOut,
     WhoAmI,
@@ -30,6 +41,8 @@ from crossgate.server.schemas import (
 from crossgate.server.state import ServerState, server_state
 from crossgate.stores.base import MAX_PAGE_SIZE, RequestQuery
 
+log = logging.getLogger(__name__)
+AnyDecisionIn = ApproveIn | EditIn | RejectIn | RespondIn
 bearer = HTTPBearer(auto_error=False, description="A reviewer's token.")
 
 
@@ -129,14 +142,61 @@ def get_decision_schema(request_id: str, state: StateDep, caller: CallerDep) -> 
 )
 def decide(request_id: str, body: Annotated[DecisionIn, Body()], state: StateDep, caller: CallerDep) -> RequestOut:
     """Decide a pending request exactly once: approve, edit, reject or respond, optionally remembered."""
+    return request_view(_decide_one(state, caller, request_id, body), caller)
+
+
+BATCH_PATH = "/api/decisions"
+BATCH_REFUSED = "the batch was refused as a whole; nothing in it was decided"
+"""Appended to the message of a malformed batch (see ``decide_many``)."""
+
+
+@router.post("/decisions", response_model=BatchOut, tags=["requests"])
+def decide_many(body: Annotated[BatchIn, Body()], state: StateDep, caller: CallerDep) -> BatchOut:
+    """Decide several requests, each on its own, with the same checks as the single decision endpoint.
+
+    The answer has one result per item, in the order given: the decided request, or the error (with the
+    status the single endpoint would have answered). A refused item neither stops nor undoes the others.
+    A malformed body (no items, more than 100, an item without request_id, a decision that does not
+    parse) is refused as a whole with 422, and then nothing is decided.
+    """
+    for index, item in enumerate(body.items):
+        _check_parses(index, item.decision)
+    return BatchOut(results=[_try_decide(state, caller, item.request_id, item.decision) for item in body.items])
+
+
+def _check_parses(index: int, body: AnyDecisionIn) -> None:
+    try:
+        to_decision(body)
+    except ValidationError as exc:  # e.g. a rejection message of blanks: before anything is decided
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in (f"body.items.{index}.decision", *first["loc"]))
+        raise InvalidDecisionError(f"{where}: {first['msg']}; {BATCH_REFUSED}") from exc
+
+
+def _try_decide(
+    state: ServerState, caller: Caller, request_id: str, body: AnyDecisionIn
+) -> BatchDecided | BatchRefused:
+    try:
+        decided = _decide_one(state, caller, request_id, body)
+    except Exception as exc:  # one item's refusal (or failure) is its own result; the batch goes on
+        error = error_body(exc)
+        internal = error["status"] == 500
+        if internal:
+            log.error("crossgate server error deciding %s in a batch", request_id, exc_info=exc)
+        kind = "InternalError" if internal else type(exc).__name__
+        return BatchRefused(request_id=request_id, error=BatchErrorOut.model_validate({**error, "type": kind}))
+    return BatchDecided(request_id=request_id, request=request_view(decided, caller))
+
+
+def _decide_one(state: ServerState, caller: Caller, request_id: str, body: AnyDecisionIn) -> ApprovalRequest:
+    """Every check of a decision made over HTTP: the reviewer's scope, remember's reach, then the queue's own."""
     queue = state.queue
     request = queue.get(request_id)
     require_scope(caller.reviewer, request)
     decision = to_decision(body)
     if decision.remember is not None and not caller.reviewer.unrestricted:
         _check_remember_scope(caller, request, decision.remember.this_agent_only)
-    decided = queue.decide(request_id, decision, reviewer=caller.reviewer.name, channel=caller.channel)
-    return request_view(decided, caller)
+    return queue.decide(request_id, decision, reviewer=caller.reviewer.name, channel=caller.channel)
 
 
 def _check_remember_scope(caller: Caller, request: ApprovalRequest, this_agent_only: bool) -> None:

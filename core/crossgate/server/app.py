@@ -105,5 +105,8 @@ async def _validation_response(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
     first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
     where = ".".join(str(p) for p in first.get("loc", ())) or "(request)"
-    body = {"error": "invalid_request", "message": f"{where}: {first.get('msg')}", "status": 422}
+    message = f"{where}: {first.get('msg')}"
+    if request.url.path == api.BATCH_PATH:  # say what happened to the rest of the batch: nothing
+        message += f"; {api.BATCH_REFUSED}"
+    body = {"error": "invalid_request", "message": message, "status": 422}
     return JSONResponse(body, status_code=422)

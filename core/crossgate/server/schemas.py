@@ -77,6 +77,23 @@ def to_decision(body: ApproveIn | EditIn | RejectIn | RespondIn) -> Approve | Ed
     return Respond(content=body.content, **common)
 
 
+BATCH_LIMIT = 100
+"""The most decisions one ``POST /api/decisions`` may carry."""
+
+
+class BatchItemIn(_In):
+    """One decision of a batch: the request it is for, and the same body the single endpoint takes."""
+
+    request_id: str = Field(min_length=1, max_length=200)
+    decision: DecisionIn
+
+
+class BatchIn(_In):
+    """Several decisions at once; each is decided on its own, as if sent to the single endpoint."""
+
+    items: list[BatchItemIn] = Field(min_length=1, max_length=BATCH_LIMIT)
+
+
 class RequestOut(ApprovalRequest):
     """A request as the API shows it, with what the calling reviewer may do with it."""
 
@@ -158,6 +175,34 @@ class ErrorOut(BaseModel):
     error: str
     message: str
     status: int
+
+
+class BatchErrorOut(ErrorOut):
+    """Why one item of a batch was refused: the single endpoint's error body, plus the error's class name."""
+
+    type: str = Field(description="The error's class name, e.g. NotFoundError or AlreadyDecidedError.")
+
+
+class BatchDecided(BaseModel):
+    """An item that was decided: the request as the single endpoint returns it."""
+
+    request_id: str
+    ok: Literal[True] = True
+    request: RequestOut
+
+
+class BatchRefused(BaseModel):
+    """An item that was not decided, with the status the single endpoint would have answered."""
+
+    request_id: str
+    ok: Literal[False] = False
+    error: BatchErrorOut
+
+
+class BatchOut(BaseModel):
+    """One result per item, in the order given."""
+
+    results: list[BatchDecided | BatchRefused]
 
 
 class WhoAmI(BaseModel):
