@@ -1,12 +1,17 @@
-"""The decision commands: approve, edit, reject, respond. Each records the reviewer and channel ``cli``."""
+"""The decision commands: approve, edit, reject, respond. Each records the reviewer and channel ``cli``.
+
+approve and reject take several ids: each is decided on its own, exactly as if it were given alone, and
+one refused id neither stops nor undoes the others. Edit and respond stay single: their content is per request.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from crossgate.cli.context import CHANNEL, queue_of, reviewer_name
+from crossgate.cli.exit_codes import OK, exit_code_for, one_line
 from crossgate.cli.options import (
     AgentOnly,
     Fingerprint,
@@ -22,10 +27,29 @@ from crossgate.cli.options import (
 )
 from crossgate.cli.output import print_json, request_json, rule_json, say
 from crossgate.decisions import AnyDecision
-from crossgate.errors import InvalidDecisionError
-from crossgate.model import Approve, Edit, Reject, Remember, RememberMatch, RememberScope, Respond, VerdictKind
+from crossgate.display import visible
+from crossgate.errors import CrossgateError, InvalidDecisionError
+from crossgate.model import (
+    ApprovalRequest,
+    Approve,
+    Edit,
+    Reject,
+    Remember,
+    RememberMatch,
+    RememberScope,
+    Respond,
+    StandingRule,
+    VerdictKind,
+)
+from crossgate.queue import ReviewQueue
 
 RequestId = Annotated[str, typer.Argument(metavar="ID", help="The request's id.")]
+RequestIds = Annotated[
+    list[str],
+    typer.Argument(
+        metavar="ID", help="The request's id; give several to decide each on its own with the same options."
+    ),
+]
 PAST_TENSE = {"approve": "approved", "edit": "edited", "reject": "rejected", "respond": "responded to"}
 
 
@@ -45,11 +69,60 @@ def _remember(
 
 def _decide(ctx: typer.Context, request_id: str, decision: AnyDecision, reviewer: str | None, as_json: bool) -> None:
     queue = queue_of(ctx)
-    decided = queue.decide(request_id, decision, reviewer=reviewer_name(reviewer), channel=CHANNEL)
-    remembered = [r for r in queue.rules() if r.source_request == decided.id]
+    decided, remembered = _decide_one(queue, request_id, decision, reviewer_name(reviewer))
     if as_json:
-        print_json({**request_json(decided), "standing_rule": rule_json(remembered[0]) if remembered else None})
+        print_json(_decided_json(decided, remembered))
+    else:
+        _say_decided(queue, decided, remembered)
+
+
+def _decide_each(
+    ctx: typer.Context, request_ids: list[str], decision: AnyDecision, reviewer: str | None, as_json: bool
+) -> None:
+    """Decide every id on its own; exit with the first failure's code (0 when all were decided).
+
+    A single id behaves exactly as before batches existed: its error is the command's error.
+    """
+    if len(request_ids) == 1:
+        _decide(ctx, request_ids[0], decision, reviewer, as_json)
         return
+    queue = queue_of(ctx)
+    name = reviewer_name(reviewer)
+    results: list[dict[str, Any]] = []
+    exit_code = OK
+    for request_id in request_ids:
+        try:
+            decided, remembered = _decide_one(queue, request_id, decision, name)
+        except CrossgateError as exc:  # this id's refusal is its own result; the others go on
+            code = exit_code_for(exc)
+            exit_code = exit_code or code
+            message = str(exc) or type(exc).__name__
+            error = {"exit_code": code, "type": type(exc).__name__, "message": message}
+            results.append({"request_id": request_id, "ok": False, "error": error})
+            if not as_json:
+                typer.echo(f"crossgate: error: {visible(request_id)}: {visible(one_line(message))}", err=True)
+            continue
+        results.append({"request_id": request_id, "ok": True, "request": _decided_json(decided, remembered)})
+        if not as_json:
+            _say_decided(queue, decided, remembered)
+    if as_json:
+        print_json(results)
+    if exit_code != OK:
+        raise typer.Exit(exit_code)
+
+
+def _decide_one(
+    queue: ReviewQueue, request_id: str, decision: AnyDecision, reviewer: str
+) -> tuple[ApprovalRequest, list[StandingRule]]:
+    decided = queue.decide(request_id, decision, reviewer=reviewer, channel=CHANNEL)
+    return decided, [r for r in queue.rules() if r.source_request == decided.id]
+
+
+def _decided_json(decided: ApprovalRequest, remembered: list[StandingRule]) -> dict[str, Any]:
+    return {**request_json(decided), "standing_rule": rule_json(remembered[0]) if remembered else None}
+
+
+def _say_decided(queue: ReviewQueue, decided: ApprovalRequest, remembered: list[StandingRule]) -> None:
     stamped = decided.decision
     assert stamped is not None
     say(f"{PAST_TENSE[stamped.kind.value]} {decided.id} ({decided.call.tool}) as {stamped.reviewer}")
@@ -62,7 +135,7 @@ def _decide(ctx: typer.Context, request_id: str, decision: AnyDecision, reviewer
 
 def approve(
     ctx: typer.Context,
-    request_id: RequestId,
+    request_ids: RequestIds,
     remember: RememberOpt = None,
     match: MatchOpt = None,
     pattern: PatternOpt = None,
@@ -72,12 +145,12 @@ def approve(
     reviewer: Reviewer = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Approve a request: the call runs as proposed."""
+    """Approve requests: each call runs as proposed."""
     remembered = _remember(remember, match, pattern, this_agent_only)
     decision = validated(
         lambda: Approve(remember=remembered, note=note, fingerprint=fingerprint), "decision", decision=True
     )
-    _decide(ctx, request_id, decision, reviewer, as_json)
+    _decide_each(ctx, request_ids, decision, reviewer, as_json)
 
 
 def edit(
@@ -104,7 +177,7 @@ def edit(
 
 def reject(
     ctx: typer.Context,
-    request_id: RequestId,
+    request_ids: RequestIds,
     message: Annotated[
         str, typer.Option("--message", metavar="TEXT", help="What the model reads; write it as an instruction.")
     ],
@@ -117,7 +190,7 @@ def reject(
     reviewer: Reviewer = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Reject a request: the call does not run, and the model reads the message."""
+    """Reject requests: the calls do not run, and each model reads the message."""
     if not message.strip():
         raise InvalidDecisionError("a rejection needs a message: it is what the model reads")
     remembered = _remember(remember, match, pattern, this_agent_only)
@@ -126,7 +199,7 @@ def reject(
         "decision",
         decision=True,
     )
-    _decide(ctx, request_id, decision, reviewer, as_json)
+    _decide_each(ctx, request_ids, decision, reviewer, as_json)
 
 
 def respond(
