@@ -269,6 +269,11 @@ class ReviewQueue(StandingRulesMixin, ParkedRunsMixin):
         edited) ones, or FingerprintMismatchError is raised and nothing is recorded. ``request_id`` may
         be the decided request the caller holds (a decision never changes once made): it is not read
         again, and the compare-and-set on the stored row still lets only one caller apply it.
+
+        An approve or edit is checked once more before it may run: past its rule's ``apply_within_seconds``
+        it lapses (the request expires, RequestExpiredError), and if the policy denies the call now the
+        request is cancelled with the policy's reason (RequestCancelledError). Either way nothing runs,
+        and the closed request's ``resolution()`` is the rejection the SDK should get.
         """
         if isinstance(request_id, ApprovalRequest) and request_id.status is RequestStatus.DECIDED:
             request = request_id
