@@ -128,3 +128,22 @@ async def test_hidden_characters_reach_the_reviewer_escaped(signed_in: httpx.Asy
     closed = (await signed_in.get(f"/requests/{request.id}")).text
     assert not any(ch in closed for ch in RAW)
     assert queue.get(request.id).call.args == HIDDEN_ARGS  # only the display changed
+
+
+async def test_pending_rows_offer_a_checkbox_only_where_the_reviewer_may_decide(
+    client: httpx.AsyncClient, queue: ReviewQueue
+) -> None:
+    langgraph = submit(queue, framework="langgraph")
+    openai = submit(queue, framework="openai-agents", args={"id": "t2"})
+    own = submit(queue, framework="langgraph", args={"id": "t3"}, requested_by="bob")
+    await client.get("/login", params={"token": TOKENS["bob"]})
+    page = (await client.get("/")).text
+    fragment = (await client.get("/partials/pending")).text
+    assert 'id="approve-selected"' in page and 'id="reject-selected"' in page and 'id="select-all"' in page
+    for html in (page, fragment):
+        boxes = dict(re.findall(r'<input type="checkbox" class="pick-box" value="(req_\w+)"([^>]*)>', html))
+        assert set(boxes) == {langgraph.id, openai.id, own.id}
+        assert "disabled" not in boxes[langgraph.id]
+        assert f'data-fingerprint="{langgraph.fingerprint}"' in boxes[langgraph.id]
+        assert 'disabled title="bob may decide frameworks langgraph' in boxes[openai.id]
+        assert f'disabled title="bob submitted request {own.id}' in boxes[own.id]

@@ -70,15 +70,20 @@ async def pending_page(request: Request) -> Response:
     caller = _caller(request)
     head = await _head(request)
     requests = await _run(server_state(request).queue.pending)
-    body = views.pending_page(requests)
+    body = views.pending_page(requests, _blocked(caller, requests))
     return _html(request, "Pending", body, page="pending", reviewer=caller.reviewer.name, head=head)
 
 
 @router.get("/partials/pending", response_class=HTMLResponse)
 async def pending_fragment(request: Request) -> Response:
-    _caller(request)
+    caller = _caller(request)
     requests = await _run(server_state(request).queue.pending)
-    return HTMLResponse(views.pending_list(requests))
+    return HTMLResponse(views.pending_list(requests, _blocked(caller, requests)))
+
+
+def _blocked(caller: Caller, requests: Sequence[ApprovalRequest]) -> dict[str, str]:
+    """Why the caller may not decide each of ``requests`` that they may not (scope, self-decision)."""
+    return {r.id: reason for r in requests if (reason := decide_blocked(caller.reviewer, r)) is not None}
 
 
 @router.get("/requests/{request_id}", response_class=HTMLResponse)

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from html import escape
 from typing import Any
@@ -88,26 +88,57 @@ def compact_args(args: dict[str, Any], limit: int = 90) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def pending_list(requests: Sequence[ApprovalRequest]) -> str:
-    """The live list of pending requests (also served alone as a fragment for live updates)."""
+def pending_list(requests: Sequence[ApprovalRequest], blocked: Mapping[str, str] | None = None) -> str:
+    """The live list of pending requests (also served alone as a fragment for live updates).
+
+    Each row has a checkbox for the batch decisions; ``blocked`` maps the ids the reviewer may not
+    decide to the reason, and their checkboxes are disabled with it as the title.
+    """
     if not requests:
         return '<div id="pending" data-count="0"><p class="empty">Nothing waits for a decision. New requests appear here by themselves.</p></div>'
+    blocked = blocked or {}
     rows = "".join(
-        f"""<a class="req" href="/requests/{e(r.id)}" data-id="{e(r.id)}" data-framework="{e(r.call.framework)}">
+        f"""<div class="req-row" data-id="{e(r.id)}">{_pick(r, blocked.get(r.id))}<a class="req" href="/requests/{e(r.id)}" data-id="{e(r.id)}" data-framework="{e(r.call.framework)}">
 <div class="req-head">{framework_badge(r.call.framework)}<span class="tool">{e(r.call.tool)}</span>
 <span class="age">{when(r.created_at)}</span></div>
 <code class="args">{e(compact_args(r.call.args))}</code>
 <div class="req-foot"><span>{e(r.call.agent or "no agent")}</span><span>run {e(r.call.run or "—")}</span>
-<span class="reason">{e(r.reason)}</span></div></a>"""
+<span class="reason">{e(r.reason)}</span></div></a></div>"""
         for r in requests
     )
     return f'<div id="pending" data-count="{len(requests)}">{rows}</div>'
 
 
-def pending_page(requests: Sequence[ApprovalRequest]) -> str:
+def _pick(request: ApprovalRequest, blocked: str | None) -> str:
+    """The row's checkbox; it carries the fingerprint shown, so a batch decision is bound to it as a single one is."""
+    state = f' disabled title="{e(blocked)}"' if blocked else ""
+    return (
+        f'<label class="pick"><input type="checkbox" class="pick-box" value="{e(request.id)}" '
+        f'data-fingerprint="{e(request.fingerprint)}" data-tool="{e(request.call.tool)}" '
+        f'aria-label="Select {e(request.call.tool)} {e(request.id)}"{state}></label>'
+    )
+
+
+def pending_page(requests: Sequence[ApprovalRequest], blocked: Mapping[str, str] | None = None) -> str:
+    """Pending requests with the batch bar: select several, approve or reject them in one request."""
     return f"""<section class="intro"><h1>Pending requests <span class="count">{len(requests)}</span></h1>
 <p class="muted">Tool calls from every agent SDK that the policy sent to a person. The list updates live.</p></section>
-{pending_list(requests)}"""
+{_batch_bar()}
+<section class="card batch-results" id="batch-results" aria-live="polite" hidden></section>
+{pending_list(requests, blocked)}"""
+
+
+def _batch_bar() -> str:
+    return """<form class="batch" id="batch" novalidate>
+<div class="batch-row"><label class="inline"><input type="checkbox" id="select-all"> Select all</label>
+<span class="muted" id="batch-count">none selected</span>
+<button type="button" class="primary" id="approve-selected" disabled>Approve selected</button>
+<button type="button" class="danger" id="reject-selected" disabled>Reject selected</button></div>
+<div class="batch-reject" id="batch-reject" hidden>
+<label>Message to the agents <span class="muted">(required; each model reads it, so write it as an instruction)</span><textarea name="message" rows="2" maxlength="4000"></textarea></label>
+<div class="batch-row"><button type="submit" class="danger" id="reject-confirm">Reject</button><button type="button" class="link" id="reject-cancel">Cancel</button></div></div>
+<label class="note">Note for the audit log <span class="muted">(optional, for each decision)</span><input name="note" maxlength="2000"></label>
+<p class="error" id="batch-error" role="alert" hidden></p></form>"""
 
 
 def _meta(request: ApprovalRequest) -> str:
