@@ -147,3 +147,15 @@ async def test_pending_rows_offer_a_checkbox_only_where_the_reviewer_may_decide(
         assert f'data-fingerprint="{langgraph.fingerprint}"' in boxes[langgraph.id]
         assert 'disabled title="bob may decide frameworks langgraph' in boxes[openai.id]
         assert f'disabled title="bob submitted request {own.id}' in boxes[own.id]
+
+
+async def test_the_page_says_how_long_an_approval_stays_good(signed_in: httpx.AsyncClient, queue: ReviewQueue) -> None:
+    plain = submit(queue, args={"id": "t1"})
+    assert "Approval good for" not in (await signed_in.get(f"/requests/{plain.id}")).text
+    queue.policy = queue.policy.model_copy(
+        update={"rules": tuple(r.model_copy(update={"apply_within_seconds": 900}) for r in queue.policy.rules)}
+    )
+    windowed = submit(queue, args={"id": "t2"})
+    assert windowed.apply_within_seconds == 900
+    page = (await signed_in.get(f"/requests/{windowed.id}")).text
+    assert "<dt>Approval good for</dt><dd>900 s after it is given, or it lapses" in page

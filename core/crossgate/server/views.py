@@ -154,6 +154,9 @@ def _meta(request: ApprovalRequest) -> str:
         ("Expires", when(request.expires_at) if request.expires_at else "never"),
         ("Fingerprint", f'<code title="{e(request.fingerprint)}">{e(request.fingerprint[:16])}…</code>'),
     ]
+    if request.apply_within_seconds is not None:
+        window = f"{request.apply_within_seconds:g} s after it is given, or it lapses and the call does not run"
+        items.append(("Approval good for", e(window)))
     if call.context:
         items.append(("Context", f"<code>{e(compact_args(call.context, 200))}</code>"))
     return "".join(f"<dt>{label}</dt><dd>{value}</dd>" for label, value in items)
