@@ -65,8 +65,8 @@ def driver_class(request: pytest.FixtureRequest) -> type[TicketAgentDriver]:
 class World:
     """One scenario's queue, tickets and driver, all on files under one temporary folder."""
 
-    def __init__(self, driver_class: type[TicketAgentDriver], workdir: Path, policy: Policy) -> None:
-        self.db_url = str(workdir / "crossgate.db")
+    def __init__(self, driver_class: type[TicketAgentDriver], workdir: Path, policy: Policy, db_url: str) -> None:
+        self.db_url = db_url
         self.queue = ReviewQueue(open_store(self.db_url), policy)
         self.tickets = TicketStore(workdir / "tickets.db")
         self.tickets.seed()
@@ -81,12 +81,25 @@ class World:
         return request.id
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The store every process of a scenario opens by the same URL: a SQLite file, or a PostgreSQL schema."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "crossgate.db")
+        return
+    from tests.support.postgres import postgres_store_factory
+
+    store = postgres_store_factory()()
+    yield store.url
+    store.close()
+
+
 @pytest.fixture
-def make_world(driver_class: type[TicketAgentDriver], tmp_path: Path) -> Iterator[object]:
+def make_world(driver_class: type[TicketAgentDriver], tmp_path: Path, database: str) -> Iterator[object]:
     worlds: list[World] = []
 
     def make(policy: Policy = ASK_POLICY) -> World:
-        world = World(driver_class, tmp_path, policy)
+        world = World(driver_class, tmp_path, policy, database)
         worlds.append(world)
         return world
 
