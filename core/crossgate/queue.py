@@ -244,7 +244,7 @@ class ReviewQueue(StandingRulesMixin, ParkedRunsMixin):
         # A person cannot approve past a deny: the policy (or a standing rule) may have changed since the
         # call was submitted, and an edit is a new call. Reject and respond run nothing, so stay allowed.
         args = decision.args if isinstance(decision, Edit) else request.call.args
-        denial = self._policy_denial(request, args)
+        denial = self.policy_denial(request, args)
         if denial is not None:
             which = "the edited arguments" if isinstance(decision, Edit) else "these arguments"
             raise DecisionNotAllowedError(
@@ -252,9 +252,15 @@ class ReviewQueue(StandingRulesMixin, ParkedRunsMixin):
                 "reject it, or change the policy first"
             )
 
-    def _policy_denial(self, request: ApprovalRequest, args: JsonObject) -> str | None:
-        """Why the policy denies ``request``'s call with ``args`` now; None unless it does."""
-        call = request.call if args is request.call.args else request.call.model_copy(update={"args": args})
+    def policy_denial(self, request: ApprovalRequest, args: JsonObject | None = None) -> str | None:
+        """Why the policy denies ``request``'s call (with ``args`` instead, if given) now; None unless it does.
+
+        A request is only made for calls the policy asked about, so a denial means a rule (or a remembered
+        rejection) added since: approving the call as proposed would be refused.
+        """
+        call = request.call
+        if args is not None and args is not call.args:
+            call = call.model_copy(update={"args": args})
         verdict = self.evaluate(call)
         if verdict.kind is not VerdictKind.DENY:
             return None
@@ -324,7 +330,7 @@ class ReviewQueue(StandingRulesMixin, ParkedRunsMixin):
         # The policy decides at apply time too: a deny added after the approval (a new policy rule, a
         # remembered rejection) wins, however long the run was parked. The request closes as cancelled,
         # so every later resume answers the SDK with the policy's reason and nothing runs.
-        denial = self._policy_denial(request, args)
+        denial = self.policy_denial(request, args)
         if denial is None:
             return
         self._close_unapplied(request, RequestStatus.CANCELLED, denial, actor="policy")

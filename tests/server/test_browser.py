@@ -228,3 +228,36 @@ def test_hidden_characters_show_as_escapes_and_an_edit_keeps_them(tmp_path: Path
         assert queue.get(request.id).approved_args() == {"id": hidden, "reason": "duplicate"}
         browser.close()
     queue.close()
+
+
+def test_a_call_the_policy_now_denies_opens_on_edit_and_can_be_rejected(tmp_path: Path) -> None:
+    """A deny added after the call was asked: the page says so, offers no approve, and rejecting works."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from crossgate import RequestStatus, ReviewQueue, ToolCall
+    from crossgate.server.app import create_app
+    from crossgate.stores import open_store
+    from tests.server.conftest import POLICY, TICKET_SCHEMA, TOKENS, make_settings
+    from tests.server.live import live_server
+
+    queue = ReviewQueue(open_store(str(tmp_path / "q.db")), POLICY)
+    call = ToolCall(framework="langgraph", tool="delete_ticket", args={"id": "t3"}, run="r1")
+    request = queue.submit(call, args_schema=TICKET_SCHEMA).request
+    assert request is not None
+    queue.add_rule(queue.new_rule(effect="deny", tool="delete_ticket", message="Deletes are frozen this week."))
+    with live_server(create_app(queue, make_settings())) as base, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page()
+        page.goto(f"{base}/login?token={TOKENS['alice']}")
+        page.locator("a.req").click()
+        expect(page.locator("#policy-denies")).to_contain_text("Deletes are frozen this week.")
+        expect(page.locator(".tab")).to_have_text(["Edit arguments", "Reject", "Respond as the tool"])
+        expect(page.locator('.tab[data-kind="edit"]')).to_have_attribute("aria-selected", "true")
+        page.locator('.tab[data-kind="reject"]').click()
+        page.locator('textarea[name="message"]').fill("Frozen this week; close the ticket instead.")
+        page.locator("#decision-submit").click()
+        expect(page.locator(".decided")).to_contain_text("reject by alice via web", timeout=10_000)
+        browser.close()
+    decided = queue.get(request.id)
+    assert decided.status is RequestStatus.DECIDED and decided.approved_args() is None
+    queue.close()

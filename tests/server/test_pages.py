@@ -159,3 +159,16 @@ async def test_the_page_says_how_long_an_approval_stays_good(signed_in: httpx.As
     assert windowed.apply_within_seconds == 900
     page = (await signed_in.get(f"/requests/{windowed.id}")).text
     assert "<dt>Approval good for</dt><dd>900 s after it is given, or it lapses" in page
+
+
+async def test_a_call_the_policy_now_denies_is_not_offered_for_approval(
+    signed_in: httpx.AsyncClient, queue: ReviewQueue
+) -> None:
+    request = submit(queue, args={"id": "t1"})
+    assert tabs((await signed_in.get(f"/requests/{request.id}")).text)[0] == "approve"
+    queue.add_rule(queue.new_rule(effect="deny", tool="delete_*", message="Deletes are frozen this week."))
+    page = (await signed_in.get(f"/requests/{request.id}")).text
+    assert "The policy now denies this call (Deletes are frozen this week.)" in page
+    assert tabs(page) == ["edit", "reject", "respond"]
+    data = json.loads(re.search(r'<script id="request-data" type="application/json">(.*?)</script>', page).group(1))  # type: ignore[union-attr]
+    assert data["allowed"] == ["edit", "reject", "respond"], "the form's script offers what the page offers"

@@ -94,7 +94,8 @@ async def request_page(request_id: str, request: Request) -> Response:
     found = await _run(queue.get, request_id)
     events = await anyio.to_thread.run_sync(lambda: queue.events(request_id=request_id))
     blocked = decide_blocked(caller.reviewer, found)
-    body = views.request_page(found, events, blocked=blocked)
+    denial = await _run(queue.policy_denial, found) if found.is_open and blocked is None else None
+    body = views.request_page(found, events, blocked=blocked, denial=denial)
     return _html(request, found.call.tool, body, page="request", reviewer=caller.reviewer.name, head=head)
 
 

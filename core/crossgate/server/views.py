@@ -162,9 +162,16 @@ def _meta(request: ApprovalRequest) -> str:
     return "".join(f"<dt>{label}</dt><dd>{value}</dd>" for label, value in items)
 
 
-def request_page(request: ApprovalRequest, events: Sequence[Event], *, blocked: str | None) -> str:
-    """One request: what was proposed, why it needs a person, the allowed decisions, its history."""
+def request_page(
+    request: ApprovalRequest, events: Sequence[Event], *, blocked: str | None, denial: str | None = None
+) -> str:
+    """One request: what was proposed, why it needs a person, the allowed decisions, its history.
+
+    ``denial`` is why the policy denies the call now (a rule added since it was asked): approving it
+    would be refused, so approve is not offered.
+    """
     call = request.call
+    offered = [k for k in request.allowed_decisions if not (denial and k is DecisionKind.APPROVE)]
     description = f'<p class="description">{e(request.description)}</p>' if request.description else ""
     pretty = json.dumps(call.args, indent=2, ensure_ascii=False)
     data = {
@@ -172,7 +179,7 @@ def request_page(request: ApprovalRequest, events: Sequence[Event], *, blocked: 
         "fingerprint": request.fingerprint,
         "args": call.args,
         "schema": request.args_schema,
-        "allowed": [k.value for k in request.allowed_decisions],
+        "allowed": [k.value for k in offered],
     }
     data_json = json.dumps(data).replace("</", "<\\/")
     return f"""<p class="back"><a href="/">← Pending</a></p>
@@ -181,23 +188,30 @@ def request_page(request: ApprovalRequest, events: Sequence[Event], *, blocked: 
 <dl class="meta">{_meta(request)}</dl></section>
 <section class="card"><h2>Why a person must decide</h2><p class="reason">{e(request.reason)}</p>{description}</section>
 <section class="card"><h2>Arguments</h2><pre class="json" id="args-json">{e(pretty)}</pre></section>
-{decision_panel(request, blocked)}
+{decision_panel(request, blocked, offered, denial)}
 <section class="card"><h2>History</h2>{timeline(events)}</section>
 <script id="request-data" type="application/json">{data_json}</script>"""
 
 
-def decision_panel(request: ApprovalRequest, blocked: str | None) -> str:
-    """The allowed decisions, or what was decided, or why this reviewer may not decide."""
+def decision_panel(
+    request: ApprovalRequest, blocked: str | None, allowed: Sequence[DecisionKind], denial: str | None = None
+) -> str:
+    """The decisions offered, or what was decided, or why this reviewer may not decide."""
     if not request.is_open:
         return f'<section class="card"><h2>Outcome</h2>{outcome(request)}</section>'
     if blocked is not None:
         return f'<section class="card"><h2>Decide</h2><p class="notice">{e(blocked)}</p></section>'
-    allowed = request.allowed_decisions
+    denied = ""
+    if denial is not None:
+        denied = (
+            f'<p class="notice" id="policy-denies">The policy now denies this call ({e(denial)}), so it cannot be '
+            "approved as proposed. Reject it (the model reads your message), or edit it into a call the policy allows.</p>"
+        )
     tabs = "".join(f'<button type="button" class="tab" data-kind="{k.value}">{_LABELS[k]}</button>' for k in allowed)
     panes = "".join(_PANES[k] for k in allowed)
     remember = _remember_fieldset(request)
     return f"""<section class="card decide" id="decide"><h2>Decide</h2>
-<div class="tabs" role="tablist">{tabs}</div>
+{denied}<div class="tabs" role="tablist">{tabs}</div>
 <form id="decision-form" novalidate>{panes}
 <div class="common">{remember}
 <label class="note">Note for the audit log <span class="muted">(optional)</span><input name="note" maxlength="2000"></label></div>
