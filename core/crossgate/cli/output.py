@@ -25,6 +25,7 @@ from crossgate.model import (
     StandingRule,
     Verdict,
 )
+from crossgate.policy.replay import ReplayReport
 from crossgate.queue import Submission
 
 ARGS_PREVIEW = 60
@@ -275,3 +276,50 @@ def print_events(events: Sequence[Event]) -> None:
 def say(message: str) -> None:
     """One line on stdout, hidden characters escaped."""
     typer.echo(visible(message))
+
+
+def replay_json(report: ReplayReport, *, changed_only: bool) -> dict[str, Any]:
+    """The JSON form of a policy replay: counts, and each (changed) call with both verdicts."""
+    calls = report.changed if changed_only else report.calls
+    return {
+        "events": report.events,
+        "calls": len(report.calls),
+        "changed": len(report.changed),
+        "items": [
+            {
+                "framework": c.call.framework,
+                "agent": c.call.agent,
+                "run": c.call.run,
+                "tool": c.call.tool,
+                "args": c.call.args,
+                "seen": c.seen,
+                "then": c.then.value,
+                "current": _verdict_json(c.current),
+                "candidate": _verdict_json(c.candidate),
+            }
+            for c in calls
+        ],
+    }
+
+
+def print_replay(report: ReplayReport, *, changed_only: bool) -> None:
+    """A summary line, then a table of the calls whose verdict the candidate changes (or of every call)."""
+    say(
+        f"{report.events} calls in the log, {len(report.calls)} distinct; "
+        f"the candidate policy changes the verdict of {len(report.changed)}"
+    )
+    calls = report.changed if changed_only else report.calls
+    if not calls:
+        return
+    rows = [
+        (
+            f"{c.current.kind.value} -> {c.candidate.kind.value}" if c.changed else c.current.kind.value,
+            c.call.tool,
+            compact_args(c.call.args),
+            f"{c.call.framework}/{c.call.agent or '-'}",
+            str(c.seen),
+            c.candidate.rule or "(default)",
+        )
+        for c in calls
+    ]
+    _print_table(("VERDICT", "TOOL", "ARGS", "FROM", "SEEN", "CANDIDATE RULE"), rows, flexible="ARGS")
