@@ -261,3 +261,55 @@ def test_a_call_the_policy_now_denies_opens_on_edit_and_can_be_rejected(tmp_path
     decided = queue.get(request.id)
     assert decided.status is RequestStatus.DECIDED and decided.approved_args() is None
     queue.close()
+
+
+TYPED_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "count": {"type": "integer", "minimum": 1},
+        "ratio": {"type": "number"},
+        "force": {"type": "boolean"},
+        "notify": {"type": "boolean", "description": "the tool's default is true"},
+        "meta": {"type": "object"},
+    },
+    "required": ["id", "force"],
+    "additionalProperties": False,
+}
+
+
+def test_an_edit_through_the_form_keeps_types_and_leaves_untouched_arguments_out(tmp_path: Path) -> None:
+    """Numbers stay numbers, an untouched boolean the model left out stays out, objects stay objects."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from crossgate import ReviewQueue, ToolCall
+    from crossgate.server.app import create_app
+    from crossgate.stores import open_store
+    from tests.server.conftest import POLICY, TOKENS, make_settings
+    from tests.server.live import live_server
+
+    queue = ReviewQueue(open_store(str(tmp_path / "q.db")), POLICY)
+    args = {"id": "t1", "count": 3, "ratio": 0.5, "force": False, "meta": {"a": [1, 2]}}
+    call = ToolCall(framework="openai-agents", tool="delete_ticket", args=args, run="r1")
+    request = queue.submit(call, args_schema=TYPED_SCHEMA).request
+    assert request is not None
+    with live_server(create_app(queue, make_settings())) as base, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page()
+        page.goto(f"{base}/login?token={TOKENS['alice']}")
+        page.locator("a.req").click()
+        page.locator('.tab[data-kind="edit"]').click()
+        expect(page.locator('[name="arg-notify"]')).to_have_value("")
+        expect(page.locator('[name="arg-force"]')).to_have_value("false")
+        page.locator('[name="arg-count"]').fill("2.5")
+        page.locator("#decision-submit").click()
+        expect(page.locator("#decision-error")).to_contain_text("count: must be a whole number")
+        page.locator('[name="arg-count"]').fill("5")
+        page.locator('[name="arg-force"]').select_option("true")
+        page.locator("#decision-submit").click()
+        expect(page.locator(".decided")).to_contain_text("edit by alice via web", timeout=10_000)
+        browser.close()
+    edited = queue.get(request.id).approved_args()
+    assert edited == {"id": "t1", "count": 5, "ratio": 0.5, "force": True, "meta": {"a": [1, 2]}}
+    assert type(edited["count"]) is int and "notify" not in edited
+    queue.close()

@@ -357,9 +357,13 @@
         prop.enum.forEach((v) => control.appendChild(new Option(visibleText(String(v)), JSON.stringify(v))));
         if (current !== undefined) control.value = JSON.stringify(current);
       } else if (type === "boolean") {
-        control = document.createElement("input");
-        control.type = "checkbox";
-        control.checked = current === true;
+        // A choice, not a checkbox: an unchecked box would turn an argument the model left out (whose
+        // default the tool decides) into an explicit false the moment any other field is edited.
+        control = document.createElement("select");
+        if (!required.has(name) || current === undefined) control.appendChild(new Option("(leave out)", ""));
+        control.appendChild(new Option("true", "true"));
+        control.appendChild(new Option("false", "false"));
+        control.value = current === undefined ? "" : JSON.stringify(current);
       } else if (type === "integer" || type === "number") {
         control = document.createElement("input");
         control.type = "number";
@@ -396,12 +400,11 @@
 
   function readInput(input, out) {
     const { name, prop, type, control } = input;
-    if (control.tagName === "SELECT" && Array.isArray(prop.enum)) {
+    if (control.tagName === "SELECT") {  // an enum, or a boolean
       if (control.value === "") return input.required ? "choose a value" : null;
       out[name] = JSON.parse(control.value);
       return null;
     }
-    if (type === "boolean") { out[name] = control.checked; return null; }
     const raw = control.value;
     if (raw === "") {
       if (input.required && type !== "string") return "a value is required";
