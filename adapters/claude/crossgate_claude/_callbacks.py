@@ -1,5 +1,5 @@
 """The callbacks crossgate installs in one ``ClaudeAgentOptions``: PreToolUse, can_use_tool, PostToolUse,
-SubagentStart and SubagentStop.
+PostToolUseFailure, SubagentStart and SubagentStop.
 
 Order on the CLI side: PreToolUse hook, then (when the CLI's rules ask) ``can_use_tool``, then the tool.
 The hook sees every call, including those an allow rule or a mode would approve, so it applies the
@@ -9,12 +9,13 @@ request never holds the CLI mid-call, so a crash while a reviewer thinks loses n
 session is resumed the CLI replays the hook and re-asks permission for the same ``tool_use_id``;
 ``can_use_tool`` then answers from the stored decision.
 
-Subagents (CLI 2.1.332, verified): a subagent's PreToolUse carries ``agent_id`` (one invocation) and
-``agent_type`` (its name), ``can_use_tool`` only ``agent_id``. A call is named by ``agent_type``, and
-``can_use_tool`` takes the name the hook gave the same ``tool_use_id``. The CLI drops a call deferred
-inside a subagent (the subagent's turn just ends, and a resume finds nothing to re-ask), and a call the
-main agent defers while a background subagent runs is lost when that subagent finishes. Those calls are
-held inline instead: ``can_use_tool`` waits up to ``Gate.subagent_hold`` seconds for the decision.
+Subagents (CLI 2.1.332, verified; naming in ``_agents``): a call is named by the ``agent_type`` its
+hook input carries, and ``can_use_tool`` takes the name the hook gave the same ``tool_use_id``. The CLI
+drops a call deferred inside a subagent (at any depth: the subagent's turn just ends, and a resume finds
+nothing to re-ask), and a call the main agent defers while a background subagent runs is lost when that
+subagent finishes. Those calls are held inline instead: ``can_use_tool`` waits up to
+``Gate.subagent_hold`` seconds for the decision. A main thread run as a named agent (``--agent``) defers
+as usual: the CLI keeps its deferred call.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from crossgate import (
 )
 from crossgate.errors import AlreadyAppliedError, ConflictError, RequestCancelledError, RequestExpiredError
 from crossgate.outcomes import already_applied_message
+from crossgate_claude._agents import SUBAGENT_TOOLS, UNKNOWN_AGENT, Agents, Caller, UnnamedCaller
 from crossgate_claude._translate import (
     FRAMEWORK,
     PermissionResult,
@@ -67,20 +69,9 @@ ONE_DEFERRAL = (
     "Make it again after that one is decided."
 )
 MISMATCH = "This tool call differs from the one the reviewer saw, so it was not run. Do not retry it."
-UNKNOWN_AGENT = "crossgate could not tell which agent made this tool call, so it was not run."
 HOLD_GRACE_SECONDS = 5.0
 """A held call's request expires this long after its hold ends (the hold itself cancels it first)."""
 SESSION_ENDED = "The session ended while this tool call waited for review, so it was not run."
-SUBAGENT_TOOLS = frozenset({"Agent", "Task"})
-"""The tool the main model starts a subagent with (``Agent``; ``Task`` in the CLI's init message)."""
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Who made one tool call: the neutral agent name, and the subagent invocation when there is one."""
-
-    agent: str | None
-    agent_id: str | None = None
 
 
 @dataclass
@@ -88,6 +79,7 @@ class Binding:
     """State shared by the callbacks of one options object (one CLI session, possibly resumed)."""
 
     gate: Gate
+    agents: Agents
     defer: bool = True
     requested_by: str | None = None
     """Who the session acts for: every request it creates carries it, so that person cannot decide them."""
@@ -102,12 +94,6 @@ class Binding:
     """The deferred tool_use_id a resume waits to see re-asked."""
     callers: dict[str, Caller] = field(default_factory=dict)
     """tool_use_id -> who made it, as the hook saw it (can_use_tool's context has only ``agent_id``)."""
-    agent_types: dict[str, str] = field(default_factory=dict)
-    """Subagent invocation (``agent_id``) -> its type, from SubagentStart and PreToolUse inputs."""
-    live_subagents: set[str] = field(default_factory=set)
-    """Subagent invocations started and not yet stopped."""
-    launching: set[str] = field(default_factory=set)
-    """tool_use_ids of subagent launches (Agent calls) not yet finished or refused."""
 
     @property
     def queue(self) -> ReviewQueue:
@@ -123,28 +109,20 @@ class Binding:
         except Exception as exc:
             log.exception("crossgate PreToolUse hook failed; denying the call")
             output = hook_output("deny", FAIL_CLOSED.format(error=_short(exc)))
-        if data.get("tool_name") in SUBAGENT_TOOLS and _hook_decision(output) != "deny":
-            self.launching.add(tool_use_id)
+        caller, decision = self.callers.get(tool_use_id), _hook_decision(output)
+        if data.get("tool_name") in SUBAGENT_TOOLS and caller is not None and decision != "deny":
+            self.agents.launch(tool_use_id, caller, data.get("tool_input") or {}, allowed=decision in (None, "allow"))
         return output
-
-    def _caller(self, data: dict[str, Any]) -> Caller | None:
-        """The agent of a hook input; None for a subagent whose type is unknown."""
-        agent_id = str(data.get("agent_id") or "") or None
-        agent_type = str(data.get("agent_type") or "") or None
-        if agent_id is None:
-            # The main thread: the gate's name, else the type of a session started with --agent.
-            return Caller(self.gate.agent or agent_type)
-        if agent_type is not None:
-            self.agent_types[agent_id] = agent_type
-        agent_type = agent_type or self.agent_types.get(agent_id)
-        return Caller(agent_type, agent_id) if agent_type else None
 
     async def _pre_tool_use(self, data: dict[str, Any], tool_use_id: str) -> dict[str, Any]:
         session = str(data.get("session_id") or self.session or "") or None
         if session is not None and tool_use_id:
             self.sessions[tool_use_id] = session
         self._seen(tool_use_id)
-        caller = self._caller(data)
+        try:
+            caller: Caller | None = self.agents.of_hook(data)
+        except UnnamedCaller as refused:
+            caller, unnamed = None, str(refused)
         call = to_call(
             str(data.get("tool_name")),
             data.get("tool_input") or {},
@@ -154,14 +132,15 @@ class Binding:
             context={
                 **self.gate.context,
                 "agent_id": data.get("agent_id"),
+                **(self.agents.context(caller) if caller else {}),
                 "permission_mode": data.get("permission_mode"),
                 "cwd": data.get("cwd"),
                 "mcp_server": jsonable(data.get("mcp_server")),
             },
         )
         if caller is None:
-            self.queue.record_outcome(None, ran=False, result=UNKNOWN_AGENT, call=call)
-            return hook_output("deny", UNKNOWN_AGENT)
+            self.queue.record_outcome(None, ran=False, result=unnamed, call=call)
+            return hook_output("deny", unnamed)
         self.callers[tool_use_id] = caller
         rid = request_id(session, tool_use_id)
         existing = self.queue.store.get_request(rid)
@@ -210,6 +189,7 @@ class Binding:
             "tool": call.tool,
             "input": call.args,
             "cwd": data.get("cwd"),
+            "agent": self.agents.cli_agent,  # a resume runs the main thread as the same agent
         }
         try:
             parked = self.queue.park(
@@ -241,24 +221,28 @@ class Binding:
             log.exception("crossgate can_use_tool failed; denying the call")
             result = deny(FAIL_CLOSED.format(error=_short(exc)))
         if isinstance(result, PermissionResultDeny):
-            self.launching.discard(context.tool_use_id or "")
+            self.agents.refused(context.tool_use_id or "")
+        else:
+            self.agents.allowed(context.tool_use_id or "")
         return result
 
-    def _caller_of(self, tool_use_id: str, agent_id: str | None) -> Caller | None:
+    def _caller_of(self, tool_use_id: str, agent_id: str | None) -> Caller:
         """Who made the call can_use_tool is asked about: what the hook saw, else the subagent's known type."""
         known = self.callers.get(tool_use_id)
         if known is not None:
-            return known if known.agent_id == agent_id else None
-        if agent_id is None:
-            return Caller(self.gate.agent)
-        agent_type = self.agent_types.get(agent_id)
-        return Caller(agent_type, agent_id) if agent_type else None
+            if known.agent_id != agent_id:
+                raise UnnamedCaller(UNKNOWN_AGENT)
+            return known
+        return self.agents.of_permission(agent_id)
 
     async def _can_use_tool(self, tool: str, args: dict[str, Any], context: ToolPermissionContext) -> PermissionResult:
         tool_use_id = context.tool_use_id or ""
         self._seen(tool_use_id)
         session = self.sessions.get(tool_use_id) or self.session
-        caller = self._caller_of(tool_use_id, context.agent_id)
+        try:
+            caller: Caller | None = self._caller_of(tool_use_id, context.agent_id)
+        except UnnamedCaller as refused:
+            caller, unnamed = None, str(refused)
         call = to_call(
             tool,
             args,
@@ -268,6 +252,7 @@ class Binding:
             context={
                 **self.gate.context,
                 "agent_id": context.agent_id,
+                **(self.agents.context(caller) if caller else {}),
                 "display_name": context.display_name,
                 "title": context.title,
                 "description": context.description,
@@ -277,8 +262,8 @@ class Binding:
             },
         )
         if caller is None:
-            self.queue.record_outcome(None, ran=False, result=UNKNOWN_AGENT, call=call)
-            return deny(UNKNOWN_AGENT)
+            self.queue.record_outcome(None, ran=False, result=unnamed, call=call)
+            return deny(unnamed)
         rid = request_id(session, tool_use_id)
         if self.queue.store.get_request(rid) is None:
             verdict = self.queue.evaluate(call)
@@ -348,31 +333,34 @@ class Binding:
     # PostToolUse --------------------------------------------------------------------------------
     async def post_tool_use(self, data: Any, tool_use_id: str | None, _context: Any) -> dict[str, Any]:
         """Record what ran, and whether it ran with exactly the approved input."""
-        self.launching.discard(tool_use_id or "")
+        self.agents.finished(tool_use_id or "")
         try:
             self._record_outcome(dict(data), tool_use_id or "")
         except Exception:
             log.exception("crossgate could not record a tool outcome")
         return {}
 
+    async def post_tool_use_failure(self, _data: Any, tool_use_id: str | None, _context: Any) -> dict[str, Any]:
+        """Note a failed call: a subagent launch that failed leaves no subagent running."""
+        self.agents.failed(tool_use_id or "")
+        return {}
+
     # Subagents ----------------------------------------------------------------------------------
     async def subagent_start(self, data: Any, _tool_use_id: str | None, _context: Any) -> dict[str, Any]:
-        """Note a running subagent invocation and its type."""
+        """Note a running subagent invocation, its type, and who started it."""
         agent_id, agent_type = str(data.get("agent_id") or ""), str(data.get("agent_type") or "")
         if agent_id:
-            self.live_subagents.add(agent_id)
-            if agent_type:
-                self.agent_types[agent_id] = agent_type
+            self.agents.started(agent_id, agent_type)
         return {}
 
     async def subagent_stop(self, data: Any, _tool_use_id: str | None, _context: Any) -> dict[str, Any]:
         """Note that a subagent invocation finished."""
-        self.live_subagents.discard(str(data.get("agent_id") or ""))
+        self.agents.stopped(str(data.get("agent_id") or ""))
         return {}
 
     def _may_defer(self, caller: Caller) -> bool:
         """Whether a call may be deferred: never a subagent's, nor any while a subagent runs or starts."""
-        return self.defer and caller.agent_id is None and not self.live_subagents and not self.launching
+        return self.defer and caller.agent_id is None and not self.agents.live and not self.agents.launching
 
     def _record_outcome(self, data: dict[str, Any], tool_use_id: str) -> None:
         session = str(data.get("session_id") or self.sessions.get(tool_use_id) or self.session or "") or None

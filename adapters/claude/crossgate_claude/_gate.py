@@ -16,6 +16,7 @@ from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage,
 from crossgate import AdapterError, ConfigurationError, ConflictError, ParkedRunStatus, ReviewQueue
 from crossgate.model import JsonObject
 from crossgate.runs import Finished, Parked
+from crossgate_claude._agents import Agents
 from crossgate_claude._callbacks import Binding
 from crossgate_claude._options import merge
 from crossgate_claude._translate import FRAMEWORK
@@ -35,7 +36,9 @@ class Gate:
     expired), then cancels the request and denies. The CLI cannot defer a subagent's call, nor the
     main agent's while a subagent runs (it would lose it), so a deferring gate holds those inline for up
     to ``subagent_hold`` seconds (None: until decided or expired) and then denies. ``agent`` names the
-    main agent in requests and rules; a subagent's calls are named by its type. ``resume_timeout``
+    main agent in requests and rules; a subagent's calls are named by its type, and so are the main
+    thread's when the options run it as a named agent (``extra_args={"agent": name}``, the CLI's
+    ``--agent``; ``agent`` must then be that name or None). ``resume_timeout``
     bounds how long a resumed session may take to re-ask the deferred call (the CLI otherwise waits
     forever). ``transport`` builds a custom SDK transport for each session (tests use an in-process
     double of the CLI).
@@ -124,16 +127,18 @@ class Gate:
         parked = self.queue.get_parked(parked_run)
         if parked.framework != FRAMEWORK:
             raise ConfigurationError(f"parked run {parked_run} belongs to {parked.framework}, not {FRAMEWORK}")
+        base = options or self.base_options
+        run_as = _main_agent_overrides(base, _parked_agent(parked.state))
+        self._cli_agent(run_as.get("extra_args", base.extra_args))  # refuse a conflict before claiming
         self.queue.expire_overdue()
         if parked.status is ParkedRunStatus.PARKED and not self.queue.is_ready(parked):
             return Parked(run=parked.run, parked_run=parked.id, request_ids=parked.request_ids)
         owner = f"{FRAMEWORK}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         claimed = self.queue.claim_parked(parked_run, owner=owner, lease_seconds=self.lease_seconds)
-        base = options or self.base_options
         try:
             state = json.loads(claimed.state)
             session, tool_use_id = str(state["session_id"]), str(state["tool_use_id"])
-            overrides: dict[str, Any] = {}
+            overrides: dict[str, Any] = dict(run_as)
             if base.cwd is None and state.get("cwd"):
                 overrides["cwd"] = state["cwd"]
             acts_for = claimed.metadata.get("requested_by")
@@ -154,9 +159,21 @@ class Gate:
     def _bind(
         self, base: ClaudeAgentOptions, *, requested_by: str | None, **overrides: Any
     ) -> tuple[ClaudeAgentOptions, Binding]:
-        binding = Binding(self, defer=self.defer, requested_by=requested_by)
+        cli_agent = self._cli_agent(overrides.get("extra_args", base.extra_args))
+        agents = Agents(main=cli_agent or self.agent, cli_agent=cli_agent)
+        binding = Binding(self, agents, defer=self.defer, requested_by=requested_by)
         options = merge(base, binding, hook_timeout=self.hook_timeout, strict=self.strict, **overrides)
         return options, binding
+
+    def _cli_agent(self, extra_args: Mapping[str, str | None]) -> str | None:
+        """The agent the options run the main thread as (the CLI's ``--agent``); it must agree with ``agent``."""
+        cli_agent = extra_args.get("agent")
+        if self.agent is not None and cli_agent is not None and cli_agent != self.agent:
+            raise ConfigurationError(
+                f"Gate(agent={self.agent!r}) names the main agent, but the options run it as {cli_agent!r} "
+                "(extra_args 'agent'); a main thread run as an agent is named by that agent's name"
+            )
+        return cli_agent
 
     def _refuse_if_deferred(self, session: str) -> None:
         waiting = self.queue.parked_runs(
@@ -223,3 +240,30 @@ class Gate:
                 return outcome
         remaining = None if deadline is None else max(0.0, deadline - loop.time())
         return await self.resume(outcome.parked_run, options=options, wait=remaining)
+
+
+def _parked_agent(state: str) -> str | None:
+    """The agent a parked session's main thread ran as, if any (a malformed state fails later, when claimed)."""
+    try:
+        agent = json.loads(state).get("agent")
+    except (ValueError, AttributeError):
+        return None
+    return agent if isinstance(agent, str) else None
+
+
+def _main_agent_overrides(options: ClaudeAgentOptions, parked_agent: str | None) -> dict[str, Any]:
+    """Options that resume a session's main thread as the agent it was parked as (the CLI's ``--agent``).
+
+    Resumed without it, the CLI would run the main thread as no agent: other tools, another name.
+    """
+    if parked_agent is None:
+        return {}
+    current = options.extra_args.get("agent")
+    if current is None:
+        return {"extra_args": {**options.extra_args, "agent": parked_agent}}
+    if current != parked_agent:
+        raise ConfigurationError(
+            f"the parked session runs its main thread as the agent {parked_agent!r}, but these options run it "
+            f"as {current!r}"
+        )
+    return {}

@@ -66,7 +66,7 @@ def merge(
     strict: bool,
     **overrides: Any,
 ) -> ClaudeAgentOptions:
-    """``base`` with crossgate's can_use_tool, PreToolUse (blocking on failure), PostToolUse and subagent hooks."""
+    """``base`` with crossgate's can_use_tool, PreToolUse (blocking on failure), and recording hooks."""
     if base.can_use_tool is not None:
         raise ConfigurationError("these options already have a can_use_tool callback; crossgate supplies its own")
     if base.permission_prompt_tool_name:
@@ -81,7 +81,12 @@ def merge(
     hooks["PreToolUse"] = [gate, *hooks.get("PreToolUse", [])]
     hooks["PostToolUse"] = [*hooks.get("PostToolUse", []), record]
     # Which subagents run: their calls, and the main agent's meanwhile, are held inline, never deferred.
-    for event, callback in (("SubagentStart", binding.subagent_start), ("SubagentStop", binding.subagent_stop)):
+    tracked = (
+        ("SubagentStart", binding.subagent_start),
+        ("SubagentStop", binding.subagent_stop),
+        ("PostToolUseFailure", binding.post_tool_use_failure),
+    )
+    for event, callback in tracked:
         track = HookMatcher(matcher=None, hooks=[cast(HookCallback, callback)], timeout=hook_timeout)
         hooks[event] = [*hooks.get(event, []), track]
     if "PermissionRequest" in hooks:

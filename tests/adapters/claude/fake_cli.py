@@ -258,7 +258,7 @@ class FakeCLI(Transport):
         replay: bool,
         agent: Subagent | None,
     ) -> tuple[str | None, str | None, dict[str, Any]]:
-        extra = {} if replay else None
+        extra: dict[str, Any] | None = {} if replay else None
         outputs = await self._hook("PreToolUse", session, tool, args, tool_use_id, extra=extra, agent=agent)
         decisions: dict[str, str | None] = {}
         for output in outputs:

@@ -187,6 +187,18 @@ def test_options_install_a_blocking_hook_and_keep_the_callers_hooks(queue: Revie
         gate.options(options)
 
 
+async def test_a_gate_refuses_to_name_the_main_agent_other_than_the_agent_the_options_run_it_as(
+    queue: ReviewQueue,
+) -> None:
+    # Named otherwise, the rules for the agent that runs (and its remembered rules) would not apply to it.
+    run_as_desk = ClaudeAgentOptions(extra_args={"agent": "desk"})
+    with pytest.raises(ConfigurationError, match="Gate\\(agent='support-desk'\\) names the main agent"):
+        Gate(queue, agent="support-desk").options(run_as_desk)
+    with pytest.raises(ConfigurationError, match="run it as 'desk'"):
+        await Gate(queue, agent="support-desk", options=run_as_desk).run("hello")
+    assert Gate(queue, agent="desk").options(run_as_desk).extra_args == {"agent": "desk"}
+
+
 async def test_an_allowed_call_runs_without_a_request(gate: Gate, queue: ReviewQueue, world: World) -> None:
     done = await gate.run(calls(("list_tickets", {})))
     assert isinstance(done, Finished)

@@ -40,7 +40,8 @@ from crossgate.decisions import AnyDecision
 from crossgate.runs import Finished, Parked
 from crossgate_claude import Gate, request_id
 from crossgate_claude import _turns as turns
-from crossgate_claude._callbacks import HELD_TOO_LONG, HOLD_GRACE_SECONDS, SESSION_ENDED, UNKNOWN_AGENT
+from crossgate_claude._agents import UNKNOWN_AGENT
+from crossgate_claude._callbacks import HELD_TOO_LONG, HOLD_GRACE_SECONDS, SESSION_ENDED
 from crossgate_claude._turns import RunTracker, read_run
 from crossgate_claude.testing import agent_call
 from tests.adapters.claude.conftest import PROTECTED
@@ -274,7 +275,7 @@ async def test_a_deferral_inside_a_subagent_would_lose_the_call(
     async def allow(tool: str, args: dict[str, Any], context: ToolPermissionContext) -> PermissionResultAllow:
         return PermissionResultAllow()
 
-    hooks: Any = {"PreToolUse": [HookMatcher(matcher=DELETE, hooks=[defer_deletes])]}
+    hooks: Any = {"PreToolUse": [HookMatcher(matcher=DELETE, hooks=[defer_deletes])]}  # type: ignore[list-item]
     options = ClaudeAgentOptions(mcp_servers=fake_options.mcp_servers, hooks=hooks, can_use_tool=allow)
     async with ClaudeSDKClient(options, transport=world.transport(options)) as client:
         await client.query(agent_call(CLEANER, ("delete_ticket", {"id": "t3"})))
