@@ -11,6 +11,7 @@ from claude_agent_sdk import ClaudeAgentOptions, McpSdkServerConfig, create_sdk_
 
 from crossgate import ArgCondition, MatchKind, MemoryStore, Policy, PolicyRule, ReviewQueue, VerdictKind
 from crossgate_claude import Gate
+from crossgate_claude import _turns as turns
 from crossgate_claude.testing import MessagesAPI, cli_env
 from tests.adapters.claude.fake_cli import World
 from tests.conformance.tickets import TicketStore
@@ -88,6 +89,13 @@ def fake_options(tickets: TicketStore) -> ClaudeAgentOptions:
 def gate(queue: ReviewQueue, world: World, fake_options: ClaudeAgentOptions) -> Gate:
     """A deferring gate whose sessions run on the in-process CLI double."""
     return Gate(queue, options=fake_options, transport=world.transport, resume_timeout=2.0)
+
+
+@pytest.fixture
+def exact_end(monkeypatch: pytest.MonkeyPatch) -> float:
+    """Seconds a run may take; the gate must see its end without falling back on the follow-up wait."""
+    monkeypatch.setattr(turns, "FOLLOW_UP_WAIT", 600.0)
+    return 60.0
 
 
 @pytest.fixture

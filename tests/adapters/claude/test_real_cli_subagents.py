@@ -8,8 +8,6 @@ a subagent, so the gate holds those calls inline while the reviewer decides.
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -18,7 +16,6 @@ import pytest
 from claude_agent_sdk import AgentDefinition, ClaudeAgentOptions, HookMatcher
 
 from crossgate import (
-    ApprovalRequest,
     Approve,
     ParkedRunStatus,
     PolicyRule,
@@ -29,12 +26,11 @@ from crossgate import (
     ReviewQueue,
     VerdictKind,
 )
-from crossgate.decisions import AnyDecision
 from crossgate.runs import Finished, Parked
 from crossgate_claude import Gate
-from crossgate_claude import _turns as turns
-from crossgate_claude.testing import MessagesAPI, agent_call, all_tool_results, first_prompt, result_text, tool_uses
+from crossgate_claude.testing import MessagesAPI, agent_call, tool_uses
 from tests.adapters.claude.conftest import PROTECTED
+from tests.adapters.claude.review import conversation, origin_kind, reviewer, stop, told
 from tests.conformance.tickets import TicketStore
 
 pytestmark = [pytest.mark.claude_cli, pytest.mark.slow]
@@ -43,13 +39,6 @@ CLEANER = "ticket-cleaner"
 MAIN = "support-desk"
 REJECTION = "A person rejected this delete: t1 is a real customer ticket. Do not retry it."
 NO_LISTING = "The ticket cleaner works from the ids it is given; it does not list tickets."
-
-
-@pytest.fixture
-def exact_end(monkeypatch: pytest.MonkeyPatch) -> float:
-    """Seconds a run may take; the gate must see its end without falling back on the follow-up wait."""
-    monkeypatch.setattr(turns, "FOLLOW_UP_WAIT", 600.0)
-    return 60.0
 
 
 @pytest.fixture
@@ -77,48 +66,9 @@ def options(cli_options: ClaudeAgentOptions, started: list[tuple[str, str]]) -> 
     )
 
 
-def reviewer(
-    queue: ReviewQueue, decide: Callable[[ApprovalRequest], AnyDecision], *, together: int = 1
-) -> asyncio.Task[list[str]]:
-    """Decides every request as it turns up (or once ``together`` are pending), until cancelled.
-
-    Returns the (agent, args) it saw.
-    """
-
-    async def watch() -> list[str]:
-        seen: list[str] = []
-        try:
-            while True:
-                pending = queue.pending()
-                for request in pending if len(pending) >= together or seen else ():
-                    seen.append(f"{request.call.agent} {json.dumps(request.call.args, sort_keys=True)}")
-                    queue.decide(request.id, decide(request), reviewer="ann")
-                await asyncio.sleep(0.02)
-        except asyncio.CancelledError:
-            return seen
-
-    return asyncio.ensure_future(watch())
-
-
-async def stop(watching: asyncio.Task[list[str]]) -> list[str]:
-    watching.cancel()
-    return await watching
-
-
-def told(bodies: list[dict[str, Any]]) -> list[tuple[bool, str]]:
-    """(is_error, text) the model of these conversations received for each of its tool calls, in order."""
-    results = all_tool_results(bodies)
-    return [
-        (bool(results[u["id"]].get("is_error")), result_text(results[u["id"]]))
-        for u in tool_uses(bodies)
-        if u["id"] in results
-    ]
-
-
 def subagent(api: MessagesAPI, *calls: tuple[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """The request bodies of the subagent conversation scripted with ``calls``."""
-    script = json.loads(agent_call(CLEANER, *calls).removeprefix("CALL Agent "))["prompt"]
-    return [b for b in api.requests if first_prompt(b) == script]
+    return conversation(api, agent_call(CLEANER, *calls))
 
 
 async def test_background_subagent_calls_are_held_inline_approve_runs_once_reject_is_verbatim(
@@ -144,15 +94,20 @@ async def test_background_subagent_calls_are_held_inline_approve_runs_once_rejec
     assert told(subagent(messages_api, *calls)) == [(False, "deleted ticket t3"), (True, REJECTION)]
     # Named by the subagent's type; its invocation id stays in the context for the audit.
     [(agent_id, agent_type)] = started
+    [launch] = [u["id"] for u in tool_uses(messages_api.requests) if u["name"] == "Agent"]
     approved, rejected = queue.list_requests(RequestQuery(newest_first=False)).items
     for request in (approved, rejected):
         assert (request.call.agent, request.call.context["agent_id"]) == (agent_type, agent_id) == (CLEANER, agent_id)
+        # Started by the main agent's Agent call (the main thread has no invocation id).
+        context = request.call.context
+        assert (context["parent_agent"], context["parent_tool_use_id"]) == (MAIN, launch)
+        assert "parent_agent_id" not in context
         assert request.call.run == done.run  # the parent session
         assert request.status is RequestStatus.APPLIED
     executed = [e.payload for e in queue.events(request_id=approved.id) if e.kind == "executed"]
     assert [(p["ran"], p["error"]) for p in executed] == [(True, None)]
     # The gate read the run to its end: the main agent's turn after the subagent's notification.
-    assert (done.result.origin or {}).get("kind") == "task-notification"
+    assert origin_kind(done.result) == "task-notification"
 
 
 async def test_policy_inside_a_subagent_denies_without_asking_and_agent_rules_match_its_type(
@@ -167,7 +122,7 @@ async def test_policy_inside_a_subagent_denies_without_asking_and_agent_rules_ma
     )
     queue.policy = queue.policy.model_copy(update={"rules": (no_listing, *queue.policy.rules)})
     gate = Gate(queue, options=options, agent=MAIN, subagent_hold=30.0)
-    sub_calls = (("delete_ticket", {"id": "prod-1"}), ("list_tickets", {}))
+    sub_calls: tuple[tuple[str, dict[str, Any]], ...] = (("delete_ticket", {"id": "prod-1"}), ("list_tickets", {}))
     script = "\n".join([agent_call(CLEANER, *sub_calls, background=False), "CALL list_tickets {}"])
     done = await gate.run(script)
     assert isinstance(done, Finished)
