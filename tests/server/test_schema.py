@@ -40,6 +40,8 @@ def test_document_lists_every_operation() -> None:
         "/api/requests/{request_id}/links",
         "/api/requests/{request_id}/events",
         "/api/decisions",
+        "/api/ag-ui/interrupts",
+        "/api/ag-ui/resume",
         "/api/rules",
         "/api/rules/{rule_id}",
         "/api/events",

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Body, Depends, Query, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import ValidationError
 
-from crossgate.decisions import check_open
+from crossgate.decisions import AnyDecision, check_open
 from crossgate.errors import InvalidDecisionError, NotFoundError
 from crossgate.model import ApprovalRequest, DecisionKind, Event, RequestStatus, StandingRule
 from crossgate.schemas import decision_schema
@@ -179,24 +179,34 @@ def _try_decide(
     try:
         decided = _decide_one(state, caller, request_id, body)
     except Exception as exc:  # one item's refusal (or failure) is its own result; the batch goes on
-        error = error_body(exc)
-        internal = error["status"] == 500
-        if internal:
-            log.error("crossgate server error deciding %s in a batch", request_id, exc_info=exc)
-        kind = "InternalError" if internal else type(exc).__name__
-        return BatchRefused(request_id=request_id, error=BatchErrorOut.model_validate({**error, "type": kind}))
+        return refused(request_id, exc)
     return BatchDecided(request_id=request_id, request=request_view(decided, caller))
 
 
+def refused(request_id: str, exc: Exception) -> BatchRefused:
+    """One item's refusal as a batch result: the single endpoint's error body and the error's class name."""
+    error = error_body(exc)
+    internal = error["status"] == 500
+    if internal:
+        log.error("crossgate server error deciding %s in a batch", request_id, exc_info=exc)
+    kind = "InternalError" if internal else type(exc).__name__
+    return BatchRefused(request_id=request_id, error=BatchErrorOut.model_validate({**error, "type": kind}))
+
+
 def _decide_one(state: ServerState, caller: Caller, request_id: str, body: AnyDecisionIn) -> ApprovalRequest:
+    return decide_checked(state, caller, request_id, to_decision(body))
+
+
+def decide_checked(
+    state: ServerState, caller: Caller, request_id: str, decision: AnyDecision, *, channel: str | None = None
+) -> ApprovalRequest:
     """Every check of a decision made over HTTP: the reviewer's scope, remember's reach, then the queue's own."""
     queue = state.queue
     request = queue.get(request_id)
     require_scope(caller.reviewer, request)
-    decision = to_decision(body)
     if decision.remember is not None and not caller.reviewer.unrestricted:
         _check_remember_scope(caller, request, decision.remember.this_agent_only)
-    return queue.decide(request_id, decision, reviewer=caller.reviewer.name, channel=caller.channel)
+    return queue.decide(request_id, decision, reviewer=caller.reviewer.name, channel=channel or caller.channel)
 
 
 def _check_remember_scope(caller: Caller, request: ApprovalRequest, this_agent_only: bool) -> None:

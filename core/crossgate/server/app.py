@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import ValidationError
 
+import crossgate.server.agui_api as agui_api
 import crossgate.server.api as api
 import crossgate.server.linkpages as linkpages
 import crossgate.server.pages as pages
@@ -83,6 +84,7 @@ def create_app(
     app.add_exception_handler(RequestValidationError, _validation_response)
     app.add_exception_handler(Exception, _error_response)
     app.include_router(api.router)
+    app.include_router(agui_api.router)
     app.include_router(stream.router)
     app.include_router(linkpages.router)
     app.include_router(pages.router)
