@@ -340,9 +340,13 @@ class Binding:
             log.exception("crossgate could not record a tool outcome")
         return {}
 
-    async def post_tool_use_failure(self, _data: Any, tool_use_id: str | None, _context: Any) -> dict[str, Any]:
-        """Note a failed call: a subagent launch that failed leaves no subagent running."""
+    async def post_tool_use_failure(self, data: Any, tool_use_id: str | None, _context: Any) -> dict[str, Any]:
+        """Record a reviewed call that ran and failed, with its error; a failed subagent launch leaves none running."""
         self.agents.failed(tool_use_id or "")
+        try:
+            self._record_outcome(dict(data), tool_use_id or "", failure=str(data.get("error") or "the tool failed"))
+        except Exception:
+            log.exception("crossgate could not record a tool failure")
         return {}
 
     # Subagents ----------------------------------------------------------------------------------
@@ -362,19 +366,19 @@ class Binding:
         """Whether a call may be deferred: never a subagent's, nor any while a subagent runs or starts."""
         return self.defer and caller.agent_id is None and not self.agents.live and not self.agents.launching
 
-    def _record_outcome(self, data: dict[str, Any], tool_use_id: str) -> None:
+    def _record_outcome(self, data: dict[str, Any], tool_use_id: str, *, failure: str | None = None) -> None:
         session = str(data.get("session_id") or self.sessions.get(tool_use_id) or self.session or "") or None
         request = self.queue.store.get_request(request_id(session, tool_use_id))
         if request is None:
             return
         tool, ran_args = neutral_tool_name(str(data.get("tool_name"))), data.get("tool_input") or {}
-        error = None
+        problems = [f"the tool failed: {failure}"] if failure is not None else []
         approved = request.approved_fingerprint()  # None for respond: AskUserQuestion runs with the answers added
         if approved is not None and approved != fingerprint(tool, ran_args):
-            error = "the executed input is not the approved input"
-            log.error("crossgate: %s for request %s", error, request.id)
-        result = json.dumps(jsonable(data.get("tool_response")))[:2000]
-        self.queue.record_outcome(request.id, ran=True, result=result, error=error)
+            problems.append("the executed input is not the approved input")
+            log.error("crossgate: the executed input is not the approved input for request %s", request.id)
+        result = None if failure is not None else json.dumps(jsonable(data.get("tool_response")))[:2000]
+        self.queue.record_outcome(request.id, ran=True, result=result, error="; ".join(problems) or None)
 
     def _seen(self, tool_use_id: str) -> None:
         if self.expect is not None and tool_use_id == self.expect:

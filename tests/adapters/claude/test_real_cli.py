@@ -292,3 +292,22 @@ async def test_a_permission_request_hook_may_notify_but_not_approve(
     [(is_error, text)] = told(messages_api)
     assert is_error
     assert "No reviewer answered within 0.5 seconds" in text
+
+
+async def test_an_approved_call_that_fails_is_recorded_with_its_error(
+    queue: ReviewQueue, cli_options: ClaudeAgentOptions, messages_api: MessagesAPI
+) -> None:
+    options = replace(cli_options, tools=["Bash"])
+    gate = Gate(queue, options=options, defer=False, hold=30.0)
+    watching = reviewer(queue, lambda request: Approve())
+    done = await gate.run(calls(("Bash", {"command": "echo fine"}), ("Bash", {"command": "echo boom >&2; exit 3"})))
+    watching.cancel()
+    assert len(await watching) == 2
+    assert isinstance(done, Finished)
+    fine, failed = queue.list_requests(RequestQuery(newest_first=False)).items
+    [ok] = [e.payload for e in queue.events(request_id=fine.id) if e.kind == "executed"]
+    assert ok["ran"] is True and ok["error"] is None and "fine" in str(ok["result"])
+    [bad] = [e.payload for e in queue.events(request_id=failed.id) if e.kind == "executed"]
+    assert bad["ran"] is True and bad["result"] is None
+    assert str(bad["error"]).startswith("the tool failed: ") and "boom" in str(bad["error"]), bad
+    assert told(messages_api)[1][0] is True, "the model was told the call failed"
