@@ -398,3 +398,133 @@ def test_only_one_of_many_racing_delivery_cursor_claims_wins(store: Store) -> No
     assert len(winners) == 1
     cursor = store.get_delivery_cursor("hook-a")
     assert cursor is not None and cursor.lease_owner == winners[0] and cursor.seq == int(winners[0][1:])
+
+
+# pruning parked states -------------------------------------------------------------------------------
+def parked_in(store: Store, n: int, status: ParkedRunStatus) -> ParkedRun:
+    """Park run ``n`` and take it to ``status`` (claimed by w1, then finished when resumed or failed)."""
+    store.insert_parked_run(make_parked(n).model_copy(update={"state": f'{{"run": {n}}}'}), ev("run_parked"))
+    if status is not ParkedRunStatus.PARKED:
+        store.claim_parked_run(f"park-{n}", "w1", T0, T0 + timedelta(minutes=5), ev("run_claimed"))
+    if status in (ParkedRunStatus.RESUMED, ParkedRunStatus.FAILED):
+        store.finish_parked_run(f"park-{n}", "w1", status, "done", T0, ev("run_resumed"))
+    stored = store.get_parked_run(f"park-{n}")
+    assert stored is not None and stored.status is status and stored.state == f'{{"run": {n}}}'
+    return stored
+
+
+def prune_event(pruned: list[str]) -> NewEvent:
+    return ev("parked_states_pruned", parked_runs=list(pruned))
+
+
+FINISHED = (ParkedRunStatus.RESUMED, ParkedRunStatus.FAILED)
+
+
+def test_prune_clears_the_state_of_listed_runs_in_the_given_statuses_only(store: Store) -> None:
+    statuses = [
+        ParkedRunStatus.RESUMED,
+        ParkedRunStatus.FAILED,
+        ParkedRunStatus.PARKED,
+        ParkedRunStatus.RESUMING,
+        ParkedRunStatus.RESUMED,
+    ]
+    before = {p.id: p for p in (parked_in(store, n, s) for n, s in enumerate(statuses, start=1))}
+    head = store.audit_head()
+    every = ["park-4", "park-3", "park-2", "park-1", "park-ghost", "park-1"]  # park-5 is not listed
+    assert store.prune_parked_states(every, (ParkedRunStatus.RESUMED,), prune_event) == ["park-1"]
+    after = {p.id: p for p in store.list_parked_runs()}
+    assert after["park-1"] == before["park-1"].model_copy(update={"state": ""}), "only the state changes"
+    assert {i: after[i] for i in ("park-2", "park-3", "park-4", "park-5")} == {
+        i: before[i] for i in ("park-2", "park-3", "park-4", "park-5")
+    }
+    events = store.list_events(after=head[0])
+    assert [(e.kind, e.payload) for e in events] == [("parked_states_pruned", {"parked_runs": ["park-1"]})]
+    assert events[0].prev_hash == head[1] and store.audit_head() == (head[0] + 1, events[0].hash)
+    assert verify_chain(store.list_events(), head=store.audit_head()).ok
+    # the ids come back in the order given; a state pruned already is not pruned (nor recorded) again
+    assert store.prune_parked_states(["park-5", "park-2", "park-1"], FINISHED, prune_event) == ["park-5", "park-2"]
+    assert [p.state for p in store.list_parked_runs()] == ["", "", '{"run": 3}', '{"run": 4}', ""]
+    assert store.list_events()[-1].payload == {"parked_runs": ["park-5", "park-2"]}
+    assert store.audit_head()[0] == head[0] + 2
+    assert verify_chain(store.list_events(), head=store.audit_head()).ok
+
+
+def test_prune_with_nothing_to_prune_changes_and_records_nothing(store: Store) -> None:
+    parked_in(store, 1, ParkedRunStatus.RESUMED)
+    parked_in(store, 2, ParkedRunStatus.PARKED)
+    head, before = store.audit_head(), store.list_parked_runs()
+    called: list[list[str]] = []
+
+    def record(pruned: list[str]) -> NewEvent:
+        called.append(pruned)
+        return prune_event(pruned)
+
+    assert store.prune_parked_states([], FINISHED, record) == []
+    assert store.prune_parked_states(["park-2", "park-ghost"], FINISHED, record) == []
+    assert store.prune_parked_states(["park-1"], (ParkedRunStatus.FAILED,), record) == []
+    assert called == [] and store.audit_head() == head and store.list_parked_runs() == before
+
+
+@pytest.mark.parametrize("status", [ParkedRunStatus.PARKED, ParkedRunStatus.RESUMING])
+def test_prune_refuses_statuses_whose_runs_may_still_be_resumed(store: Store, status: ParkedRunStatus) -> None:
+    parked_in(store, 1, status)
+    parked_in(store, 2, ParkedRunStatus.RESUMED)
+    head, before = store.audit_head(), store.list_parked_runs()
+    with pytest.raises(ConfigurationError, match=f"the SDK state of {status.value} runs cannot be pruned"):
+        store.prune_parked_states(["park-1", "park-2"], (ParkedRunStatus.RESUMED, status), prune_event)
+    assert store.audit_head() == head and store.list_parked_runs() == before
+
+
+def test_a_failed_run_retried_after_it_was_listed_keeps_its_state(store: Store) -> None:
+    parked_in(store, 1, ParkedRunStatus.FAILED)
+    parked_in(store, 2, ParkedRunStatus.FAILED)
+    listed = [p.id for p in store.list_parked_runs(statuses=(ParkedRunStatus.FAILED,))]
+    retried = store.retry_parked_run("park-1", T0, ev("run_retried"))  # between the listing and the prune
+    assert retried is not None
+    assert store.prune_parked_states(listed, FINISHED, prune_event) == ["park-2"]
+    assert store.get_parked_run("park-1") == retried and retried.state == '{"run": 1}'
+    assert store.list_events()[-1].payload == {"parked_runs": ["park-2"]}
+    # the same stale listing once more, now that only the retried run is left: nothing at all
+    head = store.audit_head()
+    assert store.prune_parked_states(["park-1"], FINISHED, prune_event) == []
+    assert store.audit_head() == head and store.get_parked_run("park-1") == retried
+
+
+def test_a_failed_run_whose_state_was_pruned_cannot_be_retried(store: Store) -> None:
+    parked_in(store, 1, ParkedRunStatus.FAILED)
+    store.prune_parked_states(["park-1"], FINISHED, prune_event)
+    head, before = store.audit_head(), store.get_parked_run("park-1")
+    assert before is not None and before.status is ParkedRunStatus.FAILED and before.state == ""
+    assert store.retry_parked_run("park-1", T0 + timedelta(minutes=1), ev("run_retried")) is None
+    assert store.audit_head() == head and store.get_parked_run("park-1") == before
+    far = T0 + timedelta(days=1)
+    assert store.claim_parked_run("park-1", "w2", far, far, ev("run_claimed")) is None
+
+
+def test_a_prune_racing_a_retry_never_leaves_a_parked_run_without_its_state(store: Store) -> None:
+    runs = [parked_in(store, n, ParkedRunStatus.FAILED).id for n in range(1, 11)]
+    results: dict[str, object] = {}
+    barrier = threading.Barrier(2)
+
+    def prune() -> None:
+        barrier.wait()
+        results["pruned"] = store.prune_parked_states(runs, FINISHED, prune_event)
+
+    def retry() -> None:
+        barrier.wait()
+        results["retried"] = [r for r in runs if store.retry_parked_run(r, T0, ev("run_retried")) is not None]
+
+    threads = [threading.Thread(target=prune), threading.Thread(target=retry)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    pruned, retried = results["pruned"], results["retried"]
+    assert isinstance(pruned, list) and isinstance(retried, list)
+    assert sorted(pruned + retried) == sorted(runs), "each run was either pruned or retried"
+    for parked in store.list_parked_runs():
+        if parked.id in retried:
+            assert (parked.status, parked.state) == (ParkedRunStatus.PARKED, f'{{"run": {parked.id[5:]}}}')
+        else:
+            assert (parked.status, parked.state) == (ParkedRunStatus.FAILED, "")
+    assert verify_chain(store.list_events(), head=store.audit_head()).ok

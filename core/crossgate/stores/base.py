@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Generic, Protocol, TypeVar, runtime_checkable
@@ -113,6 +113,40 @@ def retried_copy(parked: ParkedRun, now: datetime) -> ParkedRun:
             "updated_at": now,
         }
     )
+
+
+def retriable(parked: ParkedRun) -> bool:
+    """True if ``parked`` failed and still has the SDK state a retry resumes from (it was not pruned)."""
+    return parked.status is ParkedRunStatus.FAILED and parked.state != ""
+
+
+PRUNABLE_STATUSES = frozenset({ParkedRunStatus.RESUMED, ParkedRunStatus.FAILED})
+"""The only statuses whose SDK state may be pruned: a parked or resuming run still needs its state."""
+
+PruneEvent = Callable[[list[str]], NewEvent]
+"""Builds the audit event of a prune from the ids actually pruned."""
+
+
+def check_prune_statuses(statuses: Sequence[ParkedRunStatus]) -> None:
+    """Refuse, with a ConfigurationError, a prune that could touch a run that may still be resumed."""
+    refused = sorted(s.value for s in set(statuses) - PRUNABLE_STATUSES)
+    if refused:
+        raise ConfigurationError(f"the SDK state of {', '.join(refused)} runs cannot be pruned: they may be resumed")
+
+
+def prunable(parked: ParkedRun, statuses: Sequence[ParkedRunStatus]) -> bool:
+    """True if ``parked`` is in one of ``statuses`` and its state was not pruned yet."""
+    return parked.status in statuses and parked.state != ""
+
+
+def pruned_copy(parked: ParkedRun) -> ParkedRun:
+    """``parked`` without its SDK state; every other field (``updated_at`` too) stays as it was."""
+    return parked.model_copy(update={"state": ""})
+
+
+def in_given_order(ids: Sequence[str], chosen: Container[str]) -> list[str]:
+    """The ids of ``ids`` that are in ``chosen``, in their given order, each once."""
+    return [i for i in dict.fromkeys(ids) if i in chosen]
 
 
 def holds_lease(parked: ParkedRun, owner: str) -> bool:
@@ -229,7 +263,23 @@ class Store(Protocol):
         """End a resume the caller holds the lease for; None if ``owner`` no longer holds it."""
 
     def retry_parked_run(self, parked_id: str, now: datetime, event: NewEvent) -> ParkedRun | None:
-        """Put a failed parked run back to parked (no lease, no outcome) with its event; None unless it failed."""
+        """Put a failed parked run back to parked (no lease, no outcome) with its event.
+
+        None, and nothing changes, unless it failed and still has its SDK state (see :func:`retriable`).
+        """
+
+    def prune_parked_states(
+        self, ids: Sequence[str], statuses: Sequence[ParkedRunStatus], event: PruneEvent
+    ) -> list[str]:
+        """Clear (set to ``""``) the SDK state of those of ``ids`` still in one of ``statuses``, in one transaction.
+
+        The status is checked as the state is cleared, so a failed run retried since the caller listed it
+        keeps its state; a state already empty is not pruned again. ``event`` is called with the ids
+        actually pruned, in the order of ``ids``, and the event it builds is appended in the same
+        transaction, so the log records what was done rather than what was listed. Returns those ids;
+        with none, nothing changes and no event is appended. ConfigurationError (nothing changes) if
+        ``statuses`` names a status other than resumed or failed.
+        """
 
     # events
     def append_event(self, event: NewEvent) -> Event:

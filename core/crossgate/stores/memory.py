@@ -21,8 +21,10 @@ from crossgate.model import (
 from crossgate.stores.base import (
     DeliveryCursor,
     Page,
+    PruneEvent,
     RequestQuery,
     check_delivery_cursor_args,
+    check_prune_statuses,
     claimable,
     claimed_copy,
     decode_cursor,
@@ -31,6 +33,10 @@ from crossgate.stores.base import (
     encode_cursor,
     finished_copy,
     holds_lease,
+    in_given_order,
+    prunable,
+    pruned_copy,
+    retriable,
     retried_copy,
 )
 
@@ -198,12 +204,27 @@ class MemoryStore:
     def retry_parked_run(self, parked_id: str, now: datetime, event: NewEvent) -> ParkedRun | None:
         with self._lock:
             current = self._parked.get(parked_id)
-            if current is None or current.status is not ParkedRunStatus.FAILED:
+            if current is None or not retriable(current):
                 return None
             retried = retried_copy(current, now)
             self._parked[parked_id] = retried
             self._append(event)
             return retried
+
+    def prune_parked_states(
+        self, ids: Sequence[str], statuses: Sequence[ParkedRunStatus], event: PruneEvent
+    ) -> list[str]:
+        check_prune_statuses(statuses)
+        with self._lock:
+            chosen = {i for i in ids if (p := self._parked.get(i)) is not None and prunable(p, statuses)}
+            pruned = in_given_order(ids, chosen)
+            if not pruned:
+                return []
+            new = event(pruned)  # built before anything changes: if it raises, nothing has
+            for parked_id in pruned:
+                self._parked[parked_id] = pruned_copy(self._parked[parked_id])
+            self._append(new)
+            return pruned
 
     def append_event(self, event: NewEvent) -> Event:
         with self._lock:

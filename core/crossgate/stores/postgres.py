@@ -45,12 +45,18 @@ from crossgate.model import (
 from crossgate.stores.base import (
     DeliveryCursor,
     Page,
+    PruneEvent,
     RequestQuery,
     check_delivery_cursor_args,
+    check_prune_statuses,
     claimed_copy,
     decode_cursor,
     encode_cursor,
     finished_copy,
+    in_given_order,
+    prunable,
+    pruned_copy,
+    retriable,
     retried_copy,
 )
 
@@ -394,12 +400,29 @@ class PostgresStore:
     def retry_parked_run(self, parked_id: str, now: datetime, event: NewEvent) -> ParkedRun | None:
         with self._write(f"retry parked run {parked_id}") as cur:
             row = cur.execute(_q("lock_failed_parked_run"), {"id": parked_id}).fetchone()
-            if row is None:
+            current = None if row is None else _load(ParkedRun, row[0])
+            if current is None or not retriable(current):
                 return None
-            retried = retried_copy(_load(ParkedRun, row[0]), now)
+            retried = retried_copy(current, now)
             sealed = self._append(cur, event, _one(cur.execute(_q("update_parked_run"), _parked_row(retried))))
         self._listener.observe(sealed.seq)
         return retried
+
+    def prune_parked_states(
+        self, ids: Sequence[str], statuses: Sequence[ParkedRunStatus], event: PruneEvent
+    ) -> list[str]:
+        check_prune_statuses(statuses)
+        params = {"ids": list(dict.fromkeys(ids)), "statuses": [s.value for s in statuses]}
+        with self._write("prune parked states") as cur:
+            locked = [_load(ParkedRun, data) for (data,) in cur.execute(_q("lock_prunable_parked_runs"), params)]
+            chosen = {p.id: pruned_copy(p) for p in locked if prunable(p, statuses)}
+            pruned = in_given_order(ids, chosen)
+            if not pruned:
+                return []
+            rows = {"ids": pruned, "data": [chosen[i].model_dump_json() for i in pruned]}
+            sealed = self._append(cur, event(pruned), _one(cur.execute(_q("clear_parked_states"), rows)))
+        self._listener.observe(sealed.seq)
+        return pruned
 
     # events --------------------------------------------------------------------------------------
     def append_event(self, event: NewEvent) -> Event:

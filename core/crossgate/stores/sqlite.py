@@ -51,8 +51,10 @@ from crossgate.model import (
 from crossgate.stores.base import (
     DeliveryCursor,
     Page,
+    PruneEvent,
     RequestQuery,
     check_delivery_cursor_args,
+    check_prune_statuses,
     claimable,
     claimed_copy,
     decode_cursor,
@@ -61,6 +63,8 @@ from crossgate.stores.base import (
     encode_cursor,
     finished_copy,
     holds_lease,
+    in_given_order,
+    retriable,
     retried_copy,
 )
 
@@ -80,8 +84,9 @@ DURABLE_WRITES = frozenset({"setup", "update_request", "revoke_rule"})
 
 What a power cut (or kernel crash) can lose under ``decisions``: the NORMAL commits made after the last
 FULL one, and only those (a tail; see the module docstring). Those are: new requests (``submitted``),
-parked runs, claims and finishes of parked runs, standing rules added (by hand or by ``remember``), and
-bare events (policy ``allowed``/``denied`` records, call outcomes). Why the invariants hold:
+parked runs, claims, finishes and prunes of parked runs, standing rules added (by hand or by
+``remember``), and bare events (policy ``allowed``/``denied`` records, call outcomes). Why the
+invariants hold:
 
 - A decided request is never lost: the decision is a FULL commit, and it returns only after the sync,
   so a reviewer who was told "decided" is right after any power cut. The same holds for an expiry or a
@@ -97,6 +102,8 @@ bare events (policy ``allowed``/``denied`` records, call outcomes). Why the inva
   mode: the run is parked (or its lease runs out) and a worker resumes it again; the gated tool's
   applied mark keeps it from running twice. (Ungated steps after it may run again, as after a crash.)
 - A lost rule added by ``remember`` fails safe: the next matching call asks again.
+- A lost prune of parked states brings the states back, with no event saying they went: the next prune
+  clears them again.
 - A lost claim, advance or release of a delivery cursor moves the cursor back to an earlier seq: the
   notifications after it are sent again (delivery is at-least-once anyway, with an idempotency key).
 - Lost tail events (a policy ``allowed`` record, a call's outcome) are audit records of things that
@@ -466,12 +473,33 @@ class SqliteStore:
     def retry_parked_run(self, parked_id: str, now: datetime, event: NewEvent) -> ParkedRun | None:
         with self._write("retry_parked_run") as conn:
             current = self._locked_parked(conn, parked_id)
-            if current is None or current.status is not ParkedRunStatus.FAILED:
+            if current is None or not retriable(current):
                 return None
             retried = retried_copy(current, now)
             self._replace_parked(conn, retried)
             self._append(conn, event)
             return retried
+
+    def prune_parked_states(
+        self, ids: Sequence[str], statuses: Sequence[ParkedRunStatus], event: PruneEvent
+    ) -> list[str]:
+        check_prune_statuses(statuses)
+        with self._write("prune_parked_states") as conn:
+            # Lists travel as one JSON parameter each: no limit on how many ids one prune names.
+            rows = conn.execute(
+                "SELECT p.id FROM parked_runs p JOIN parked_states s ON s.id = p.id"
+                " WHERE p.id IN (SELECT value FROM json_each(?)) AND p.status IN (SELECT value FROM json_each(?))"
+                " AND s.state <> ''",
+                (json.dumps(list(ids)), json.dumps([s.value for s in statuses])),
+            ).fetchall()
+            pruned = in_given_order(ids, {parked_id for (parked_id,) in rows})
+            if pruned:
+                conn.execute(
+                    "UPDATE parked_states SET state = '' WHERE id IN (SELECT value FROM json_each(?))",
+                    (json.dumps(pruned),),
+                )
+                self._append(conn, event(pruned))
+            return pruned
 
     # delivery cursors ---------------------------------------------------------------------------
     def _locked_cursor(self, conn: sqlite3.Connection, name: str) -> DeliveryCursor | None:

@@ -123,6 +123,25 @@ FOR UPDATE;
 -- name: lock_failed_parked_run
 SELECT data FROM parked_runs WHERE id = %(id)s AND status = 'failed' FOR UPDATE;
 
+-- name: lock_prunable_parked_runs
+-- Locks in position order, so two prunes never deadlock. A row a retry holds is waited for, and its
+-- status checked again once the retry commits: a run retried meanwhile is parked and left alone.
+SELECT data FROM parked_runs
+WHERE id = ANY(%(ids)s) AND status = ANY(%(statuses)s)
+ORDER BY position
+FOR UPDATE;
+
+-- name: clear_parked_states
+-- The rows are locked already (lock_prunable_parked_runs); each gets its JSON without the SDK state.
+-- Returns the head, locked.
+WITH changed AS (
+    UPDATE parked_runs p SET data = v.data
+    FROM unnest(%(ids)s::text[], %(data)s::text[]) AS v (id, data)
+    WHERE p.id = v.id
+    RETURNING p.position
+)
+SELECT seq, hash FROM audit_head WHERE EXISTS (SELECT FROM changed) FOR UPDATE;
+
 -- name: update_parked_run
 -- The row is locked already (lock_*_parked_run); returns the head, locked.
 WITH changed AS (
