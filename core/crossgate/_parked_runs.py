@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
+
+from pydantic import JsonValue
 
 from crossgate._queue_base import QueueBase, clip_text
 from crossgate.clock import new_id
-from crossgate.errors import AdapterError, ConflictError, NotFoundError, ParkedRunClaimedError
-from crossgate.model import ApprovalRequest, JsonObject, ParkedRun, ParkedRunStatus
+from crossgate.errors import AdapterError, ConfigurationError, ConflictError, NotFoundError, ParkedRunClaimedError
+from crossgate.model import ApprovalRequest, JsonObject, NewEvent, ParkedRun, ParkedRunStatus
 from crossgate.stores.base import claimable
+
+PRUNED_IDS_LISTED = 100
+"""At most this many ids are listed in one ``parked_states_pruned`` event; its ``count`` covers them all."""
+
+
+def state_bytes(parked: ParkedRun) -> int:
+    """How much SDK state ``parked`` holds, in bytes of UTF-8 (0 once pruned)."""
+    return len(parked.state.encode())
 
 
 class ParkedRunsMixin(QueueBase):
@@ -39,6 +49,8 @@ class ParkedRunsMixin(QueueBase):
         unknown = sorted(set(fresh) - set(request_ids))
         if unknown:
             raise AdapterError(f"new requests {unknown} are not among the parked run's request ids")
+        if not state:
+            raise AdapterError("a parked run needs the SDK's state; an empty state means it was pruned")
         for request_id in request_ids:
             if request_id not in fresh:
                 self.get(request_id)
@@ -136,7 +148,8 @@ class ParkedRunsMixin(QueueBase):
 
         A worker (or the adapter's ``resume``) takes it as it takes any ready run. Calls its failed attempt
         applied are never run again: their gated tools refuse, and the model is told what happened then.
-        NotFoundError for an unknown id; ConflictError unless the run failed.
+        NotFoundError for an unknown id; ConflictError unless the run failed and still has its SDK state
+        (see :meth:`prune_parked_states`).
         """
         current = self.get_parked(parked_id)
         payload: JsonObject = {"parked_run": current.id, "failed_with": clip_text(current.outcome)}
@@ -144,5 +157,62 @@ class ParkedRunsMixin(QueueBase):
         retried = self.store.retry_parked_run(current.id, self.now(), event)
         if retried is None:
             latest = self.get_parked(parked_id)
+            if latest.status is ParkedRunStatus.FAILED and not latest.state:
+                raise ConflictError(
+                    f"parked run {parked_id} failed, and its SDK state was pruned; it cannot be resumed again"
+                )
             raise ConflictError(f"parked run {parked_id} is {latest.status.value}; only a failed run can be retried")
         return retried
+
+    def prunable_parked_states(self, *, older_than: timedelta, include_failed: bool = False) -> list[ParkedRun]:
+        """The runs :meth:`prune_parked_states` would prune now, oldest first, with their states; changes nothing."""
+        return self._prunable(self._prune_cutoff(older_than), _prune_statuses(include_failed))
+
+    def prune_parked_states(
+        self, *, older_than: timedelta, include_failed: bool = False, actor: str | None = None
+    ) -> list[ParkedRun]:
+        """Drop the SDK state of runs resumed (and failed, with ``include_failed``) more than ``older_than`` ago.
+
+        A resumed run never reads its state again, and a state can be hundreds of KiB; a failed run
+        needs it for :meth:`retry_parked`, which refuses one whose state is pruned. Parked and resuming
+        runs are never touched, and a failed run retried after it was listed keeps its state (the store
+        checks the status as it clears it). ``updated_at`` is when the resume ended; pruning keeps it.
+        One ``parked_states_pruned`` event records the ids (the first ``PRUNED_IDS_LISTED``), their count,
+        the bytes freed, the cutoff and ``actor``; nothing is recorded when nothing was pruned. Returns the
+        pruned runs as they were just before, so ``state_bytes`` of each is what was freed.
+        ConfigurationError unless ``older_than`` is more than zero.
+        """
+        cutoff = self._prune_cutoff(older_than)
+        statuses = _prune_statuses(include_failed)
+        candidates = {p.id: p for p in self._prunable(cutoff, statuses)}
+        if not candidates:
+            return []
+
+        def event(pruned: list[str]) -> NewEvent:
+            listed: list[JsonValue] = list(pruned[:PRUNED_IDS_LISTED])
+            payload: JsonObject = {
+                "parked_runs": listed,
+                "count": len(pruned),
+                "state_bytes": sum(state_bytes(candidates[i]) for i in pruned),
+                "statuses": [s.value for s in statuses],
+                "updated_before": cutoff.isoformat(),
+            }
+            return self._event("parked_states_pruned", actor=actor, payload=payload)
+
+        pruned = self.store.prune_parked_states(list(candidates), statuses, event)
+        return [candidates[i] for i in pruned]
+
+    def _prunable(self, cutoff: datetime, statuses: tuple[ParkedRunStatus, ...]) -> list[ParkedRun]:
+        return [p for p in self.parked_runs(statuses=statuses) if p.state and p.updated_at < cutoff]
+
+    def _prune_cutoff(self, older_than: timedelta) -> datetime:
+        if older_than <= timedelta(0):
+            raise ConfigurationError(f"older_than must be more than zero, got {older_than}")
+        try:
+            return self.now() - older_than
+        except OverflowError:  # longer ago than datetime reaches: nothing is that old
+            return datetime.min.replace(tzinfo=UTC)
+
+
+def _prune_statuses(include_failed: bool) -> tuple[ParkedRunStatus, ...]:
+    return (ParkedRunStatus.RESUMED, ParkedRunStatus.FAILED) if include_failed else (ParkedRunStatus.RESUMED,)

@@ -9,14 +9,19 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+import crossgate._parked_runs
 from crossgate import (
+    AdapterError,
     ApprovalRequest,
+    Approve,
     ConfigurationError,
     ConflictError,
     ParkedRun,
     ParkedRunStatus,
+    Policy,
     RequestQuery,
     RequestStatus,
+    ReviewQueue,
     StandingRule,
     Store,
     ToolCall,
@@ -25,6 +30,8 @@ from crossgate import (
 from crossgate.audit import GENESIS_HASH, verify_chain
 from crossgate.model import NewEvent
 from crossgate.stores.base import DeliveryCursor
+from tests.conformance.conftest import QueueFactory
+from tests.support.clock import FakeClock
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -528,3 +535,129 @@ def test_a_prune_racing_a_retry_never_leaves_a_parked_run_without_its_state(stor
         else:
             assert (parked.status, parked.state) == (ParkedRunStatus.FAILED, "")
     assert verify_chain(store.list_events(), head=store.audit_head()).ok
+
+
+# ... and through the queue, on every store --------------------------------------------------------------
+DAY = 86400.0
+
+
+def finished_run(queue: ReviewQueue, n: int, status: ParkedRunStatus) -> ParkedRun:
+    """A run parked with one request, approved, claimed and (unless still parked or resuming) finished."""
+    submitted = queue.submit(ToolCall(framework="langgraph", tool="delete_ticket", args={"id": f"t{n}"}, run=f"r{n}"))
+    assert submitted.request is not None
+    parked = queue.park(framework="langgraph", run=f"r{n}", request_ids=[submitted.request.id], state="x" * (100 * n))
+    if status is ParkedRunStatus.PARKED:
+        return parked
+    queue.decide(submitted.request.id, Approve(), reviewer="ann")
+    queue.claim_parked(parked.id, owner="w1")
+    if status is ParkedRunStatus.RESUMING:
+        return queue.get_parked(parked.id)
+    return queue.finish_parked(parked.id, owner="w1", status=status, outcome="done")
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(T0)
+
+
+@pytest.fixture
+def pq(queue_with: QueueFactory, clock: FakeClock) -> ReviewQueue:
+    return queue_with(Policy(), clock=clock)
+
+
+def test_queue_prunes_runs_resumed_before_the_cutoff_and_records_one_event(pq: ReviewQueue, clock: FakeClock) -> None:
+    old_resumed = finished_run(pq, 1, ParkedRunStatus.RESUMED)
+    old_failed = finished_run(pq, 2, ParkedRunStatus.FAILED)
+    clock.advance(DAY)
+    recent = finished_run(pq, 3, ParkedRunStatus.RESUMED)
+    parked, resuming = finished_run(pq, 4, ParkedRunStatus.PARKED), finished_run(pq, 5, ParkedRunStatus.RESUMING)
+    clock.advance(7 * DAY - 1)  # runs 1 and 2 ended 8 days ago less a second, run 3 a second short of 7 days ago
+    assert pq.prunable_parked_states(older_than=timedelta(days=7)) == [old_resumed]
+    assert [p.id for p in pq.prunable_parked_states(older_than=timedelta(days=7), include_failed=True)] == [
+        old_resumed.id,
+        old_failed.id,
+    ]
+    head = pq.store.audit_head()
+    assert pq.prune_parked_states(older_than=timedelta(days=7), actor="ops") == [old_resumed]
+    assert pq.get_parked(old_resumed.id) == old_resumed.model_copy(update={"state": ""})
+    assert pq.get_parked(old_failed.id) == old_failed, "failed runs only with include_failed"
+    for kept in (recent, parked, resuming):
+        assert pq.get_parked(kept.id).state == kept.state
+    (event,) = pq.store.list_events(after=head[0])
+    assert (event.kind, event.actor, event.run) == ("parked_states_pruned", "ops", None)
+    assert event.payload == {
+        "parked_runs": [old_resumed.id],
+        "count": 1,
+        "state_bytes": 100,
+        "statuses": ["resumed"],
+        "updated_before": (T0 + timedelta(seconds=DAY - 1)).isoformat(),
+    }
+    pruned = pq.prune_parked_states(older_than=timedelta(hours=1), include_failed=True)
+    assert [p.id for p in pruned] == [old_failed.id, recent.id]
+    assert [p.state for p in pruned] == ["x" * 200, "x" * 300], "the runs as they were: their state is what was freed"
+    assert pq.get_parked(parked.id) == parked and pq.get_parked(resuming.id) == resuming
+    assert pq.store.list_events()[-1].payload["state_bytes"] == 500
+    head = pq.store.audit_head()
+    assert pq.prune_parked_states(older_than=timedelta(minutes=1), include_failed=True) == []
+    assert pq.store.audit_head() == head, "nothing pruned, nothing recorded"
+    assert pq.verify_audit().ok
+
+
+def test_a_prune_event_lists_a_bounded_number_of_ids_and_counts_them_all(
+    pq: ReviewQueue, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(crossgate._parked_runs, "PRUNED_IDS_LISTED", 2)
+    runs = [finished_run(pq, n, ParkedRunStatus.RESUMED) for n in range(1, 6)]
+    clock.advance(DAY)
+    assert len(pq.prune_parked_states(older_than=timedelta(hours=1))) == 5
+    payload = pq.events()[-1].payload
+    assert (payload["parked_runs"], payload["count"]) == ([runs[0].id, runs[1].id], 5)
+    assert payload["state_bytes"] == sum(len(r.state) for r in runs)
+
+
+def test_retry_of_a_failed_run_whose_state_was_pruned_is_refused_and_changes_nothing(
+    pq: ReviewQueue, clock: FakeClock
+) -> None:
+    failed = finished_run(pq, 1, ParkedRunStatus.FAILED)
+    clock.advance(DAY)
+    pq.prune_parked_states(older_than=timedelta(hours=1), include_failed=True)
+    head, before = pq.store.audit_head(), pq.get_parked(failed.id)
+    with pytest.raises(ConflictError, match="its SDK state was pruned; it cannot be resumed again"):
+        pq.retry_parked(failed.id, actor="ops")
+    assert pq.store.audit_head() == head and pq.get_parked(failed.id) == before
+    assert pq.ready_runs() == []
+
+
+def test_a_failed_run_that_was_not_pruned_is_still_retried(pq: ReviewQueue, clock: FakeClock) -> None:
+    failed = finished_run(pq, 1, ParkedRunStatus.FAILED)
+    clock.advance(DAY)
+    assert pq.prune_parked_states(older_than=timedelta(hours=1)) == []  # failed runs need include_failed
+    assert pq.retry_parked(failed.id).state == failed.state
+
+
+@pytest.mark.parametrize("older_than", [timedelta(0), timedelta(seconds=-1)])
+def test_prune_refuses_a_cutoff_that_is_not_in_the_past(
+    pq: ReviewQueue, clock: FakeClock, older_than: timedelta
+) -> None:
+    finished_run(pq, 1, ParkedRunStatus.RESUMED)
+    clock.advance(DAY)
+    head, before = pq.store.audit_head(), pq.parked_runs(statuses=tuple(ParkedRunStatus))
+    with pytest.raises(ConfigurationError, match="older_than must be more than zero"):
+        pq.prune_parked_states(older_than=older_than, include_failed=True)
+    with pytest.raises(ConfigurationError, match="older_than must be more than zero"):
+        pq.prunable_parked_states(older_than=older_than)
+    assert pq.store.audit_head() == head and pq.parked_runs(statuses=tuple(ParkedRunStatus)) == before
+
+
+def test_a_cutoff_before_any_date_prunes_nothing(pq: ReviewQueue, clock: FakeClock) -> None:
+    finished_run(pq, 1, ParkedRunStatus.RESUMED)
+    assert pq.prune_parked_states(older_than=timedelta(days=999_999_999)) == []
+
+
+def test_park_refuses_an_empty_state_which_would_read_as_pruned(pq: ReviewQueue) -> None:
+    submitted = pq.submit(ToolCall(framework="langgraph", tool="delete_ticket", args={"id": "t1"}, run="r1"))
+    assert submitted.request is not None
+    head = pq.store.audit_head()
+    with pytest.raises(AdapterError, match="an empty state means it was pruned"):
+        pq.park(framework="langgraph", run="r1", request_ids=[submitted.request.id], state="")
+    assert pq.store.audit_head() == head and pq.parked_runs(statuses=tuple(ParkedRunStatus)) == []
