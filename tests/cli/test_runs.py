@@ -1,13 +1,19 @@
-"""``crossgate runs``: list and show parked runs, retry a failed one; bad input changes nothing."""
+"""``crossgate runs``: list and show parked runs, retry a failed one, prune old states; bad input changes nothing."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from crossgate import Approve, ParkedRunStatus, ReviewQueue
-from tests.cli.conftest import Cli
+from crossgate import Approve, ParkedRunStatus, ReviewQueue, ToolCall
+from crossgate.stores.sqlite import SqliteStore
+from tests.cli.conftest import CROSSGATE, Cli, subprocess_env
+from tests.support.clock import FakeClock
 
 
 def parked(cli: Cli, queue: ReviewQueue, run: str = "thread-1") -> str:
@@ -15,11 +21,20 @@ def parked(cli: Cli, queue: ReviewQueue, run: str = "thread-1") -> str:
     return queue.park(framework="langgraph", run=run, request_ids=[request_id], state='{"secret": "sdk"}').id
 
 
-def failed(cli: Cli, queue: ReviewQueue) -> str:
-    park_id = parked(cli, queue)
+def failed(cli: Cli, queue: ReviewQueue, run: str = "thread-1") -> str:
+    return finished(cli, queue, run, ParkedRunStatus.FAILED)
+
+
+def resumed(cli: Cli, queue: ReviewQueue, run: str = "thread-1") -> str:
+    return finished(cli, queue, run, ParkedRunStatus.RESUMED)
+
+
+def finished(cli: Cli, queue: ReviewQueue, run: str, status: ParkedRunStatus) -> str:
+    park_id = parked(cli, queue, run)
     queue.decide(queue.get_parked(park_id).request_ids[0], Approve(), reviewer="ann")
     queue.claim_parked(park_id, owner="worker-1")
-    queue.finish_parked(park_id, owner="worker-1", status=ParkedRunStatus.FAILED, outcome="TimeoutError: model")
+    outcome = "TimeoutError: model" if status is ParkedRunStatus.FAILED else "done"
+    queue.finish_parked(park_id, owner="worker-1", status=status, outcome=outcome)
     return park_id
 
 
@@ -74,3 +89,173 @@ def test_retry_refuses_what_it_cannot_retry_and_changes_nothing(
 def test_show_of_an_unknown_run_exits_3(cli: Cli) -> None:
     result = cli("runs", "show", "park_ghost")
     assert result.exit_code == 3 and "no parked run with id 'park_ghost'" in result.stderr
+
+
+STATE = '{"secret": "sdk"}'
+
+
+@pytest.mark.parametrize(("duration", "seconds"), [("30m", 1800), ("12h", 43200), ("7d", 604800)])
+def test_prune_takes_minutes_hours_and_days(
+    cli: Cli, queue: ReviewQueue, clock: FakeClock, duration: str, seconds: int
+) -> None:
+    park_id = resumed(cli, queue)
+    clock.advance(seconds)  # ended exactly that long ago: not older than it yet
+    assert cli.json("runs", "prune", "--older-than", duration)["count"] == 0
+    assert queue.get_parked(park_id).state == STATE
+    clock.advance(1)
+    report = cli.json("runs", "prune", "--older-than", duration)
+    assert (report["count"], [r["id"] for r in report["runs"]]) == (1, [park_id])
+    assert queue.get_parked(park_id).state == ""
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("7", "expected minutes, hours or days such as 30m, 12h or 7d, got '7'"),
+        ("7w", "got '7w'"),
+        ("1.5h", "got '1.5h'"),
+        ("-1d", "got '-1d'"),
+        ("7 d", "got '7 d'"),
+        ("D", "got 'D'"),
+        ("", "got ''"),
+        ("0d", "must be more than zero, got '0d'"),
+        ("0m", "must be more than zero, got '0m'"),
+        ("99999999999d", "'99999999999d' is longer than a date can reach"),
+    ],
+)
+def test_prune_refuses_a_bad_duration_with_exit_2_and_changes_nothing(
+    cli: Cli, queue: ReviewQueue, clock: FakeClock, value: str, says: str
+) -> None:
+    resumed(cli, queue)
+    failed(cli, queue, "thread-2")
+    clock.advance(30 * 86400)
+    before = state(queue)
+    result = cli("runs", "prune", "--older-than", value, "--include-failed")
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert result.stdout == "" and len(result.stderr.strip().splitlines()) == 1
+    assert "Invalid value for '--older-than'" in result.stderr and says in result.stderr
+    assert state(queue) == before
+
+
+def test_prune_without_older_than_is_a_usage_error(cli: Cli, queue: ReviewQueue, clock: FakeClock) -> None:
+    resumed(cli, queue)
+    clock.advance(30 * 86400)
+    before = state(queue)
+    result = cli("runs", "prune", "--include-failed")
+    assert result.exit_code == 2 and "Missing option '--older-than'" in result.stderr
+    assert state(queue) == before
+
+
+def test_a_dry_run_shows_what_would_be_pruned_and_changes_nothing(
+    cli: Cli, queue: ReviewQueue, clock: FakeClock
+) -> None:
+    first, second = resumed(cli, queue, "thread-1"), failed(cli, queue, "thread-2")
+    parked(cli, queue, "thread-3")
+    clock.advance(8 * 86400)
+    before = state(queue)
+    report = cli.json("runs", "prune", "--older-than", "7d", "--include-failed", "--dry-run")
+    assert (report["dry_run"], report["count"], report["state_bytes"]) == (True, 2, 2 * len(STATE))
+    assert [(r["id"], r["status"]) for r in report["runs"]] == [(first, "resumed"), (second, "failed")]
+    text = cli.ok("runs", "prune", "--older-than", "7d", "--dry-run").stdout
+    assert first in text and second not in text and "secret" not in text
+    assert f"would prune the SDK state of 1 parked run, freeing {len(STATE)} B (dry run: nothing changed)" in text
+    assert state(queue) == before
+
+
+def test_prune_json_and_text_report_the_runs_and_the_state_freed(
+    cli: Cli, queue: ReviewQueue, clock: FakeClock
+) -> None:
+    old, old_failed = resumed(cli, queue, "thread-1"), failed(cli, queue, "thread-2")
+    clock.advance(2 * 86400)
+    recent, waiting = resumed(cli, queue, "thread-3"), parked(cli, queue, "thread-4")
+    clock.advance(3600)
+    report = cli.json("runs", "prune", "--older-than", "1d", "--reviewer", "ops")
+    assert report == {
+        "dry_run": False,
+        "older_than_seconds": 86400,
+        "count": 1,
+        "state_bytes": len(STATE),
+        "runs": [
+            {
+                "id": old,
+                "framework": "langgraph",
+                "run": "thread-1",
+                "status": "resumed",
+                "updated_at": queue.get_parked(old).updated_at.isoformat(),
+                "state_bytes": len(STATE),
+            }
+        ],
+    }
+    event = queue.events()[-1]
+    assert (event.kind, event.actor, event.payload["parked_runs"]) == ("parked_states_pruned", "ops", [old])
+    assert [queue.get_parked(p).state for p in (old_failed, recent, waiting)] == [STATE] * 3
+    out = cli.ok("runs", "prune", "--older-than", "30m", "--include-failed").stdout
+    assert out == f"pruned the SDK state of 2 parked runs, {2 * len(STATE)} B freed\n"
+    assert [queue.get_parked(p).state for p in (old_failed, recent, waiting)] == ["", "", STATE]
+    assert cli.ok("runs", "prune", "--older-than", "30m", "--include-failed").stdout == (
+        "no parked run has state to prune\n"
+    )
+    assert queue.verify_audit().ok
+
+
+def test_show_says_a_pruned_state_is_pruned(cli: Cli, queue: ReviewQueue, clock: FakeClock) -> None:
+    kept, pruned = resumed(cli, queue, "thread-1"), resumed(cli, queue, "thread-2")
+    clock.advance(86400)
+    queue.prune_parked_states(older_than=timedelta(hours=1))  # both
+    kept = parked(cli, queue, "thread-3")
+    shown = cli.ok("runs", "show", pruned).stdout
+    assert "state      pruned" in shown
+    assert f"state      {len(STATE)} B" in cli.ok("runs", "show", kept).stdout
+    assert (cli.json("runs", "show", pruned)["state_pruned"], cli.json("runs", "show", kept)["state_pruned"]) == (
+        True,
+        False,
+    )
+    assert cli.json("runs", "show", kept)["state_bytes"] == len(STATE)
+
+
+def test_retry_of_a_failed_run_whose_state_was_pruned_exits_4_and_changes_nothing(
+    cli: Cli, queue: ReviewQueue, clock: FakeClock
+) -> None:
+    park_id = failed(cli, queue)
+    clock.advance(86400)
+    cli.ok("runs", "prune", "--older-than", "12h", "--include-failed")
+    before = state(queue)
+    result = cli("runs", "retry", park_id, "--reviewer", "ops")
+    assert result.exit_code == 4 and result.stdout == ""
+    assert f"parked run {park_id} failed, and its SDK state was pruned; it cannot be resumed again" in result.stderr
+    assert state(queue) == before
+
+
+def test_prune_through_the_installed_command_on_a_sqlite_file(tmp_path: Path) -> None:
+    db = tmp_path / "crossgate.db"
+    clock = FakeClock(datetime.now(UTC) - timedelta(days=3))
+    queue = ReviewQueue(SqliteStore(db), clock=clock)
+    queue.store.setup()
+    ids = []
+    for n in range(2):
+        request = queue.submit(ToolCall(framework="langgraph", tool="delete_ticket", args={"id": n}, run=f"r{n}"))
+        assert request.request is not None
+        park = queue.park(framework="langgraph", run=f"r{n}", request_ids=[request.request.id], state="s" * 2048)
+        queue.decide(request.request.id, Approve(), reviewer="ann")
+        queue.claim_parked(park.id, owner="w")
+        queue.finish_parked(park.id, owner="w", status=ParkedRunStatus.RESUMED, outcome="done")
+        ids.append(park.id)
+        clock.advance(2 * 86400)  # the second run ends a day ago
+    queue.close()
+
+    def crossgate(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [str(CROSSGATE), "--db", str(db), "runs", *args]
+        return subprocess.run(command, env=subprocess_env(), capture_output=True, text=True, timeout=60, check=False)
+
+    dry = crossgate("prune", "--older-than", "2d", "--dry-run", "--json")
+    assert dry.returncode == 0, dry.stderr
+    assert [r["id"] for r in json.loads(dry.stdout)["runs"]] == [ids[0]]
+    done = crossgate("prune", "--older-than", "2d")
+    assert (done.returncode, done.stdout) == (0, "pruned the SDK state of 1 parked run, 2.0 KiB freed\n")
+    assert "state      pruned" in crossgate("show", ids[0]).stdout
+    assert "state      2.0 KiB" in crossgate("show", ids[1]).stdout
+    bad = crossgate("prune", "--older-than", "2 days")
+    assert bad.returncode == 2 and "Invalid value for '--older-than'" in bad.stderr
+    reopened = SqliteStore(db)
+    assert [p.state for p in reopened.list_parked_runs()] == ["", "s" * 2048]
+    reopened.close()

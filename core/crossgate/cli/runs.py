@@ -1,14 +1,24 @@
-"""``crossgate runs``: parked runs (paused SDK runs waiting for decisions): list, show, retry a failed one."""
+"""``crossgate runs``: parked runs (paused SDK runs waiting for decisions): list, show, retry, prune."""
 
 from __future__ import annotations
 
+import re
+from datetime import timedelta
 from typing import Annotated
 
 import typer
 
 from crossgate.cli.context import queue_of, reviewer_name
 from crossgate.cli.options import JsonFlag, Reviewer
-from crossgate.cli.output import parked_run_json, print_json, print_parked_run, print_parked_runs, say
+from crossgate.cli.output import (
+    parked_run_json,
+    print_json,
+    print_parked_run,
+    print_parked_runs,
+    print_pruned,
+    pruned_json,
+    say,
+)
 from crossgate.model import ParkedRunStatus
 
 runs_app = typer.Typer(name="runs", help="Parked runs: paused SDK runs waiting for decisions, and their resumes.")
@@ -41,7 +51,9 @@ def show_run(ctx: typer.Context, parked_id: ParkedId, as_json: JsonFlag = False)
     parked = queue.get_parked(parked_id)
     requests = [queue.get(r) for r in parked.request_ids]
     if as_json:
-        print_json({**parked_run_json(parked), "requests": [{"id": r.id, "status": r.status.value} for r in requests]})
+        state = {"state_pruned": not parked.state, "state_bytes": len(parked.state.encode())}
+        statuses = [{"id": r.id, "status": r.status.value} for r in requests]
+        print_json({**parked_run_json(parked), **state, "requests": statuses})
     else:
         print_parked_run(parked, requests)
 
@@ -54,6 +66,61 @@ def retry_run(ctx: typer.Context, parked_id: ParkedId, reviewer: Reviewer = None
         print_json(parked_run_json(retried))
     else:
         say(f"parked run {retried.id} is parked again; a worker or resume() takes it once its requests are decided")
+
+
+_DURATION = re.compile(r"([0-9]+)([mhd])")
+_UNITS = {"m": "minutes", "h": "hours", "d": "days"}
+
+
+def parse_duration(value: str) -> timedelta:
+    """``30m``, ``12h`` or ``7d`` as a timedelta; a usage error for anything else, zero included."""
+    match = _DURATION.fullmatch(value)
+    if match is None:
+        raise typer.BadParameter(f"expected minutes, hours or days such as 30m, 12h or 7d, got {value!r}")
+    if int(match[1]) == 0:
+        raise typer.BadParameter(f"must be more than zero, got {value!r}")
+    try:
+        return timedelta(**{_UNITS[match[2]]: int(match[1])})
+    except OverflowError as exc:
+        raise typer.BadParameter(f"{value!r} is longer than a date can reach") from exc
+
+
+OlderThan = Annotated[
+    timedelta,
+    typer.Option(
+        "--older-than",
+        metavar="DURATION",
+        parser=parse_duration,
+        help="Prune runs that ended longer ago than this: 30m, 12h, 7d.",
+    ),
+]
+
+
+@runs_app.command("prune")
+def prune_runs(
+    ctx: typer.Context,
+    older_than: OlderThan,
+    include_failed: Annotated[
+        bool, typer.Option("--include-failed", help="Failed runs too; a failed run pruned can no longer be retried.")
+    ] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be pruned; change nothing.")] = False,
+    reviewer: Annotated[
+        str | None,
+        typer.Option("--reviewer", metavar="NAME", help="Who prunes, for the audit log. [default: the OS user]"),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Drop the SDK state of runs resumed (or failed) long ago, which nothing reads again; run it daily."""
+    queue = queue_of(ctx)
+    if dry_run:
+        runs = queue.prunable_parked_states(older_than=older_than, include_failed=include_failed)
+    else:
+        actor = reviewer_name(reviewer)
+        runs = queue.prune_parked_states(older_than=older_than, include_failed=include_failed, actor=actor)
+    if as_json:
+        print_json(pruned_json(runs, dry_run=dry_run, older_than=older_than))
+    else:
+        print_pruned(runs, dry_run=dry_run)
 
 
 def register(app: typer.Typer) -> None:
