@@ -115,6 +115,8 @@ class Verdict(_Frozen):
     """How long a reviewer has before the request expires; None means it never expires."""
     apply_within_seconds: float | None = None
     """How long an approval stays good to apply after it is given; None means it never lapses."""
+    approvals: int = 1
+    """How many different reviewers must approve before the call may run."""
 
 
 class Remember(_Frozen):
@@ -204,6 +206,9 @@ class ApprovalRequest(_Frozen):
     """Why an expired or cancelled request closed."""
     apply_within_seconds: float | None = None
     """An approve or edit not applied this long after ``decided_at`` lapses (the request expires); None: never."""
+    approvals_required: int = Field(default=1, ge=1)
+    """Different reviewers who must approve before the call runs; each approval before the last is an
+    ``approved`` event, and the last one decides. Edit, respond and remembered approvals are not offered."""
 
     @property
     def is_open(self) -> bool:

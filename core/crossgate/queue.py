@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
+from crossgate._approvals import ApprovalsMixin
 from crossgate._parked_runs import ParkedRunsMixin
 from crossgate._queue_base import call_payload, clip_text
 from crossgate._standing_rules import StandingRulesMixin
@@ -63,10 +64,11 @@ class Submission:
     """False for a request :meth:`ReviewQueue.prepare` built and nobody stored yet."""
 
 
-class ReviewQueue(StandingRulesMixin, ParkedRunsMixin):
+class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
     """Submit calls, decide requests exactly once, wait for decisions, and keep the audit chain.
 
-    Standing rules and parked runs are in their own modules (``_standing_rules``, ``_parked_runs``).
+    Approvals by several reviewers, standing rules and parked runs are in their own modules
+    (``_approvals``, ``_standing_rules``, ``_parked_runs``).
     """
 
     def __init__(self, store: Store, policy: Policy | None = None, *, clock: Clock = utc_now) -> None:
@@ -163,6 +165,8 @@ class ReviewQueue(StandingRulesMixin, ParkedRunsMixin):
             self.store.append_event(self._event(kind, run=call.run, actor="policy", channel="policy", payload=payload))
             return Submission(verdict)
         allowed = tuple(k for k in verdict.allowed_decisions if k in capabilities)
+        if verdict.approvals > 1:  # each reviewer approves the call as proposed, or rejects it
+            allowed = tuple(k for k in allowed if k in REQUIRED_DECISIONS)
         for required in REQUIRED_DECISIONS:
             if required not in allowed:
                 allowed = (*allowed, required)
@@ -181,6 +185,7 @@ class ReviewQueue(StandingRulesMixin, ParkedRunsMixin):
             created_at=now,
             expires_at=now + timedelta(seconds=timeout) if timeout else None,
             apply_within_seconds=verdict.apply_within_seconds,
+            approvals_required=verdict.approvals,
         )
         return Submission(verdict, request, stored=False)
 
@@ -229,15 +234,26 @@ class ReviewQueue(StandingRulesMixin, ParkedRunsMixin):
         stamped = decision.model_copy(
             update={"fingerprint": request.fingerprint, "reviewer": reviewer, "channel": channel, "decided_at": now}
         )
+        if isinstance(stamped, Approve) and request.approvals_required > 1:
+            return self._approve_in_turn(request, stamped)
+        return self._record_decision(request, stamped)
+
+    def _record_decision(
+        self, request: ApprovalRequest, stamped: AnyDecision, extra: JsonObject | None = None
+    ) -> ApprovalRequest:
+        """Store a checked, stamped decision with its ``decided`` event, exactly once."""
+        assert stamped.reviewer is not None
+        assert stamped.decided_at is not None
+        reviewer, now = stamped.reviewer, stamped.decided_at
         decided = request.model_copy(update={"status": RequestStatus.DECIDED, "decision": stamped, "decided_at": now})
-        payload = decision_summary(stamped, request.call.args)
-        event = self._event("decided", request, actor=reviewer, channel=channel, payload=payload)
+        payload = {**decision_summary(stamped, request.call.args), **(extra or {})}
+        event = self._event("decided", request, actor=reviewer, channel=stamped.channel, payload=payload)
         if self.store.update_request(decided, (RequestStatus.PENDING,), event) is None:
-            check_open(self.get(request_id), now)
-            raise ConflictError(f"request {request_id} changed while it was being decided")
+            check_open(self.get(request.id), now)
+            raise ConflictError(f"request {request.id} changed while it was being decided")
         if stamped.remember is not None and stamped.remember.scope is not RememberScope.ONCE:
             self._remember(decided, stamped, reviewer)
-        self._waits.notify(request_id)
+        self._waits.notify(request.id)
         return decided
 
     def _check_policy_allows(self, request: ApprovalRequest, decision: Approve | Edit) -> None:

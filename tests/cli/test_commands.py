@@ -399,3 +399,19 @@ def test_show_says_how_long_an_approval_stays_good_and_why_it_lapsed(clock: Fake
     assert shown["status"] == "expired" and shown["reviewer"] == "ann"
     assert "approval lapsed" in shown["closed_reason"]
     queue.close()
+
+
+def test_show_says_who_approved_a_request_that_needs_two(clock: FakeClock) -> None:
+    two = PolicyRule(name="two", verdict=VerdictKind.ASK, tool="delete_*", approvals=2)
+    queue = ReviewQueue(MemoryStore(), Policy(rules=(two,)), clock=clock)
+    cli = Cli(queue, CliRunner())
+    rid = cli.submit()["id"]
+    assert cli.json("show", rid)["approvers"] == [] and cli.json("show", rid)["approvals_required"] == 2
+    approved = cli.json("approve", rid, "--reviewer", "ann")
+    assert approved["status"] == "pending", "one approval of two decides nothing"
+    assert "approvals    1 of 2 (ann)" in cli.ok("show", rid).stdout
+    again = cli("approve", rid, "--reviewer", "ann")
+    assert again.exit_code == 4 and "ann approved request" in again.stderr
+    assert cli.json("approve", rid, "--reviewer", "bob")["status"] == "decided"
+    assert cli.json("show", rid)["approvers"] == ["ann", "bob"]
+    queue.close()

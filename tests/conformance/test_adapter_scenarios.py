@@ -367,3 +367,18 @@ async def test_a_resume_in_another_process_keeps_the_person_the_run_acts_for(mak
     assert world.tickets.delete_runs("t3") == 1
     refuse_self_approval(world, t1, "pat")
     assert world.tickets.delete_runs("t1") == 0
+
+
+async def test_a_call_that_needs_two_approvals_runs_once_after_the_second(make_world) -> None:  # type: ignore[no-untyped-def]
+    world = make_world(Policy(rules=(ASK_DELETES.model_copy(update={"approvals": 2}),)))
+    outcome = await world.driver.start(["t3"], run="run-two")
+    request_id = world.only_request(outcome)
+    world.queue.decide(request_id, Approve(), reviewer="ann")
+    still = await world.driver.resume(outcome.parked_run)  # type: ignore[union-attr]
+    assert isinstance(still, Parked), "one approval of two runs nothing"
+    assert world.tickets.delete_runs() == 0
+    world.queue.decide(request_id, Approve(), reviewer="bob")
+    done = await world.driver.resume(still.parked_run)
+    assert isinstance(done, Finished)
+    assert world.tickets.delete_runs("t3") == 1
+    assert world.queue.approvers(request_id) == ["ann", "bob"]

@@ -172,3 +172,17 @@ async def test_a_call_the_policy_now_denies_is_not_offered_for_approval(
     assert tabs(page) == ["edit", "reject", "respond"]
     data = json.loads(re.search(r'<script id="request-data" type="application/json">(.*?)</script>', page).group(1))  # type: ignore[union-attr]
     assert data["allowed"] == ["edit", "reject", "respond"], "the form's script offers what the page offers"
+
+
+async def test_a_request_that_needs_two_approvals_shows_who_approved(
+    signed_in: httpx.AsyncClient, queue: ReviewQueue
+) -> None:
+    queue.policy = queue.policy.model_copy(
+        update={"rules": tuple(r.model_copy(update={"approvals": 2}) for r in queue.policy.rules)}
+    )
+    request = submit(queue, args={"id": "t4"})
+    assert "<dt>Approvals</dt><dd>0 of 2</dd>" in (await signed_in.get(f"/requests/{request.id}")).text
+    queue.decide(request.id, Approve(), reviewer="ann")
+    page = (await signed_in.get(f"/requests/{request.id}")).text
+    assert "<dt>Approvals</dt><dd>1 of 2 (ann)</dd>" in page
+    assert tabs(page) == ["approve", "reject"], "no edit or respond where several must approve"

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from crossgate import MemoryStore, ReviewQueue
+from crossgate import Approve, MemoryStore, ReviewQueue
 from crossgate.model import RequestStatus
 from crossgate.server.app import create_app
 from crossgate.server.settings import WebhookTarget
@@ -245,4 +245,26 @@ async def test_a_request_past_its_expiry_gets_no_decision_links_before_it_is_swe
     now[0] += timedelta(seconds=61)
     assert queue.get(request.id).is_open, "not swept yet"
     assert set(json_body(state, event, queue.get(request.id))["links"]) == {"page"}
+    queue.close()
+
+
+async def test_a_target_that_asks_for_approvals_hears_each_one_before_the_decision() -> None:
+    two = tuple(r.model_copy(update={"approvals": 2}) if r.name == "deletes" else r for r in POLICY.rules)
+    queue = ReviewQueue(MemoryStore(), POLICY.model_copy(update={"rules": two}))
+    with Receiver() as receiver:
+        target = WebhookTarget(url=receiver.url, format="slack", events=("approved", "decided"))
+        async with serving(queue, target):
+            request = submit(queue, framework="langgraph", agent="support")
+            assert request.approvals_required == 2
+            queue.decide(request.id, Approve(), reviewer="ann")
+            await until(lambda: len(receiver.bodies) == 1)
+            assert receiver.bodies[0]["text"] == (
+                "delete_ticket from langgraph · support: approved by ann (1 of 2); it needs another reviewer"
+            )
+            queue.decide(request.id, Approve(), reviewer="bob")
+            await until(lambda: len(receiver.bodies) == 3)
+            assert [b["text"] for b in receiver.bodies[1:]] == [
+                "delete_ticket from langgraph · support: approved by bob (2 of 2)",
+                "delete_ticket from langgraph · support: approve by bob via api",
+            ]
     queue.close()

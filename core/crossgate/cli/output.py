@@ -70,6 +70,7 @@ def request_json(request: ApprovalRequest) -> dict[str, Any]:
         "created_at": _time(request.created_at),
         "expires_at": _time(request.expires_at),
         "apply_within_seconds": request.apply_within_seconds,
+        "approvals_required": request.approvals_required,
         "decided_at": _time(request.decided_at),
         "applied_at": _time(request.applied_at),
         "closed_reason": request.closed_reason,
@@ -146,8 +147,8 @@ def print_requests(requests: Sequence[ApprovalRequest], next_cursor: str | None)
         say(f"more: --cursor {next_cursor}")
 
 
-def print_request(request: ApprovalRequest) -> None:
-    """A short key/value block for one request."""
+def print_request(request: ApprovalRequest, *, approvers: Sequence[str] | None = None) -> None:
+    """A short key/value block for one request (with who approved it so far, where several must)."""
     call = request.call
     rows: list[tuple[str, str | None]] = [
         ("id", request.id),
@@ -165,6 +166,9 @@ def print_request(request: ApprovalRequest) -> None:
         ("created", _short_time(request.created_at)),
         ("expires", _short_time(request.expires_at)),
     ]
+    if approvers is not None:
+        names = f" ({', '.join(approvers)})" if approvers else ""
+        rows.append(("approvals", f"{len(approvers)} of {request.approvals_required}{names}"))
     if request.apply_within_seconds is not None:
         rows.append(("apply within", f"{request.apply_within_seconds:g}s of the approval, or it lapses"))
     decision = request.decision

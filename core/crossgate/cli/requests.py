@@ -87,11 +87,13 @@ def list_requests(
 
 def show(ctx: typer.Context, request_id: RequestId, as_json: JsonFlag = False) -> None:
     """Show one request: the call, its fingerprint, and what was decided."""
-    request = queue_of(ctx).get(request_id)
+    queue = queue_of(ctx)
+    request = queue.get(request_id)
+    approvers = queue.approvers(request.id) if request.approvals_required > 1 else None
     if as_json:
-        print_json(request_json(request))
+        print_json(request_json(request) | ({} if approvers is None else {"approvers": approvers}))
     else:
-        print_request(request)
+        print_request(request, approvers=approvers)
 
 
 def cancel(

@@ -192,6 +192,8 @@ class PolicyRule(BaseModel):
     timeout_seconds: float | None = Field(default=None, gt=0)
     apply_within_seconds: float | None = Field(default=None, gt=0)
     """ask: an approval not applied this long after it was given lapses, and the call does not run."""
+    approvals: int = Field(default=1, ge=1, le=10)
+    """ask: how many different reviewers must approve (more than one: four eyes; no edit, respond or remember)."""
     rememberable: bool = True
     """False keeps asking even when a reviewer remembered an approval for matching calls."""
 
@@ -349,6 +351,7 @@ def _from_rule(rule: PolicyRule) -> Verdict:
         description=rule.description,
         timeout_seconds=rule.timeout_seconds,
         apply_within_seconds=rule.apply_within_seconds,
+        approvals=rule.approvals,
     )
 
 

@@ -45,7 +45,7 @@ SECRET_ENV = "CROSSGATE_SECRET"
 NOTIFIED_EVENTS = ("submitted", "decided", "expired", "cancelled")
 """Event kinds a webhook target gets by default: a request's opening and every way it closes, so a
 channel that showed its decision buttons also learns when they stopped working."""
-REQUEST_EVENTS = ("submitted", "decided", "applied", "executed", "expired", "cancelled")
+REQUEST_EVENTS = ("submitted", "approved", "decided", "applied", "executed", "expired", "cancelled")
 """Every event kind of a request's life that a webhook target may ask for."""
 _GLOB_CHARS = frozenset("*?[")
 

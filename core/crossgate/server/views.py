@@ -141,7 +141,7 @@ def _batch_bar() -> str:
 <p class="error" id="batch-error" role="alert" hidden></p></form>"""
 
 
-def _meta(request: ApprovalRequest) -> str:
+def _meta(request: ApprovalRequest, events: Sequence[Event]) -> str:
     call = request.call
     items = [
         ("Framework", framework_badge(call.framework)),
@@ -154,6 +154,10 @@ def _meta(request: ApprovalRequest) -> str:
         ("Expires", when(request.expires_at) if request.expires_at else "never"),
         ("Fingerprint", f'<code title="{e(request.fingerprint)}">{e(request.fingerprint[:16])}…</code>'),
     ]
+    if request.approvals_required > 1:
+        approvers = list(dict.fromkeys(ev.actor for ev in events if ev.kind == "approved" and ev.actor))
+        names = f" ({', '.join(approvers)})" if approvers else ""
+        items.append(("Approvals", e(f"{len(approvers)} of {request.approvals_required}{names}")))
     if request.apply_within_seconds is not None:
         window = f"{request.apply_within_seconds:g} s after it is given, or it lapses and the call does not run"
         items.append(("Approval good for", e(window)))
@@ -185,7 +189,7 @@ def request_page(
     return f"""<p class="back"><a href="/">← Pending</a></p>
 <section class="card head" id="request" data-id="{e(request.id)}" data-status="{e(request.status.value)}">
 <div class="title-row"><h1><span class="tool">{e(call.tool)}</span></h1>{status_pill(request.status.value)}</div>
-<dl class="meta">{_meta(request)}</dl></section>
+<dl class="meta">{_meta(request, events)}</dl></section>
 <section class="card"><h2>Why a person must decide</h2><p class="reason">{e(request.reason)}</p>{description}</section>
 <section class="card"><h2>Arguments</h2><pre class="json" id="args-json">{e(pretty)}</pre></section>
 {decision_panel(request, blocked, offered, denial)}

@@ -53,6 +53,7 @@ log = logging.getLogger(__name__)
 
 EVENT_NAMES = {
     "submitted": "request.submitted",
+    "approved": "request.approved",
     "decided": "request.decided",
     "expired": "request.expired",
     "cancelled": "request.cancelled",
@@ -312,6 +313,11 @@ def slack_body(state: ServerState, event: Event, request: ApprovalRequest) -> di
         args = args[:2500] + "\n…"
     if event.kind == "submitted":
         text = f"{who} asks to run {call.tool}: {request.reason}"
+    elif event.kind == "approved":
+        count, required = event.payload.get("approvals"), event.payload.get("required")
+        short = isinstance(count, int) and isinstance(required, int) and count < required
+        more = "; it needs another reviewer" if short else ""
+        text = f"{call.tool} from {who}: approved by {event.actor} ({count} of {required}){more}"
     elif event.kind in ("expired", "cancelled"):
         by = f" by {event.actor}" if event.kind == "cancelled" and event.actor else ""
         text = f"{call.tool} from {who}: {event.kind}{by} before anyone decided it; it did not run"

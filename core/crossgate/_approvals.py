@@ -1,0 +1,69 @@
+"""``ReviewQueue``'s four-eyes approvals: a request that needs several different reviewers to approve it.
+
+Each approval before the last is an ``approved`` event (who, through which channel, a note); the request
+stays pending, so nothing may run. The approval that brings the count of different reviewers to
+``approvals_required`` decides the request, and its ``decided`` event names every approver. Any single
+reviewer's rejection decides at once. Approvals are counted from the log after each one is stored, so two
+reviewers approving at the same moment both count, and exactly one of them records the decision.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from crossgate._queue_base import QueueBase
+from crossgate.decisions import AnyDecision
+from crossgate.errors import AlreadyDecidedError, ConflictError, DecisionNotAllowedError
+from crossgate.model import ApprovalRequest, Approve, JsonObject, RequestStatus
+
+APPROVED = "approved"
+"""The event kind of one approval that did not yet decide its request."""
+
+
+class ApprovalsMixin(QueueBase):
+    """Approvals counted across reviewers for requests whose rule asks for more than one."""
+
+    if TYPE_CHECKING:
+
+        def _record_decision(
+            self, request: ApprovalRequest, stamped: AnyDecision, extra: JsonObject | None = None
+        ) -> ApprovalRequest: ...
+
+    def approvers(self, request_id: str) -> list[str]:
+        """The different reviewers who have approved the request so far, first approval first."""
+        names: list[str] = []
+        for event in self.store.list_events(request_id=request_id):
+            if event.kind == APPROVED and event.actor is not None and event.actor not in names:
+                names.append(event.actor)
+        return names
+
+    def _approve_in_turn(self, request: ApprovalRequest, approval: Approve) -> ApprovalRequest:
+        """Count ``approval`` (checked and stamped); decide the request once enough reviewers approved."""
+        required, reviewer = request.approvals_required, approval.reviewer
+        assert reviewer is not None
+        if approval.remember is not None:
+            raise DecisionNotAllowedError(
+                f"request {request.id} needs {required} approvals; a remembered approval would let later calls "
+                "skip them, so approve without remember"
+            )
+        before = self.approvers(request.id)
+        if reviewer in before:
+            raise ConflictError(
+                f"{reviewer} approved request {request.id} already; it needs {required - len(before)} more "
+                "approval(s) from other reviewers"
+            )
+        payload: JsonObject = {"note": approval.note, "approvals": len(before) + 1, "required": required}
+        self.store.append_event(
+            self._event(APPROVED, request, actor=reviewer, channel=approval.channel, payload=payload)
+        )
+        approvers = self.approvers(request.id)
+        if len(approvers) < required:
+            return self.get(request.id)
+        try:
+            return self._record_decision(request, approval, {"approvers": list(approvers)})
+        except (AlreadyDecidedError, ConflictError):
+            # Another reviewer's approval completed the count at the same moment and recorded the decision.
+            latest = self.get(request.id)
+            if latest.status in (RequestStatus.DECIDED, RequestStatus.APPLIED) and isinstance(latest.decision, Approve):
+                return latest
+            raise
