@@ -45,9 +45,7 @@ class ResumeIn(BaseModel):
 
 
 @router.get("/interrupts")
-def interrupts(
-    state: StateDep, caller: CallerDep, thread: Annotated[str, Query(min_length=1)]
-) -> dict[str, Any]:
+def interrupts(state: StateDep, caller: CallerDep, thread: Annotated[str, Query(min_length=1)]) -> dict[str, Any]:
     """What the thread waits for: ``{"type": "interrupt", "interrupts": [...]}``, or ``{"type": "success"}``."""
     pending = _pending(state, thread)
     return interrupt_outcome(pending) if pending else {"type": "success"}
