@@ -37,6 +37,7 @@ from crossgate.model import APPROVAL_LAPSED_MESSAGE, EXPIRY_MESSAGE
 from crossgate.runs import Finished, Parked
 from tests.conformance.harness import TOOL, TicketAgentDriver
 from tests.conformance.tickets import TicketStore
+from tests.support.postgres import database_url
 
 DRIVERS = {
     "openai": ("tests.adapters.openai.driver", "OpenAITicketDriver"),
@@ -84,14 +85,8 @@ class World:
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """The store every process of a scenario opens by the same URL: a SQLite file, or a PostgreSQL schema."""
-    if request.param == "sqlite":
-        yield str(tmp_path / "crossgate.db")
-        return
-    from tests.support.postgres import postgres_store_factory
-
-    store = postgres_store_factory()()
-    yield store.url
-    store.close()
+    with database_url(request.param, tmp_path) as url:
+        yield url
 
 
 @pytest.fixture

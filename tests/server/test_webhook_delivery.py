@@ -29,6 +29,7 @@ from crossgate.server.settings import WebhookTarget
 from crossgate.server.state import ServerState
 from crossgate.server.webhooks import DELIVERY_HEADER, cursor_name, delivery_id
 from tests.server.conftest import POLICY, make_settings, submit
+from tests.support.postgres import database_url
 
 ROOT = Path(__file__).resolve().parents[2]
 LEASE = 0.6
@@ -126,14 +127,8 @@ def relevant_seqs(queue: ReviewQueue) -> list[int]:
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A database that several queues (and processes) open by the same string."""
-    if request.param == "sqlite":
-        yield str(tmp_path / "crossgate.db")
-        return
-    from tests.support.postgres import postgres_store_factory
-
-    store = postgres_store_factory()()
-    yield store.url
-    store.close()
+    with database_url(request.param, tmp_path) as url:
+        yield url
 
 
 def open_queue(db: str) -> ReviewQueue:

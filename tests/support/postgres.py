@@ -11,8 +11,10 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -111,3 +113,17 @@ def _factory(url: str) -> PostgresStoreFactory:
 def postgres_store_factory() -> Callable[..., Any]:
     """A callable making a fresh ``PostgresStore`` per call; skips the test when no server is configured."""
     return _factory(postgres_url_or_skip())
+
+
+@contextmanager
+def database_url(kind: str, tmp_path: Path) -> Iterator[str]:
+    """A database several queues and processes open by the same URL: a SQLite file, or a fresh PostgreSQL schema
+    (skipping the test when no server is configured)."""
+    if kind == "sqlite":
+        yield str(tmp_path / "crossgate.db")
+        return
+    store = postgres_store_factory()()
+    try:
+        yield store.url
+    finally:
+        store.close()
