@@ -128,3 +128,26 @@ async def test_the_person_a_run_acts_for_cannot_resume_their_own_interrupt(
     result = (await resume(client, "th", entry(request.id, {"approved": True}))).json()["results"][0]
     assert (result["ok"], result["error"]["status"]) == (False, 403)
     assert queue.get(request.id).status is RequestStatus.PENDING
+
+
+async def test_malformed_resumes_are_refused_whole_and_decide_nothing(
+    client: httpx.AsyncClient, queue: ReviewQueue
+) -> None:
+    request = submit(queue, run="th")
+    head = queue.store.audit_head()
+    bodies: list[Any] = [
+        {"resume": [entry(request.id, {"approved": True})]},
+        {"threadId": "th", "resume": []},
+        {"threadId": "th", "resume": [{"interruptId": request.id, "status": "approved"}]},
+        {"threadId": "th", "resume": [entry(request.id, {"approved": True})] * 101},
+        {"threadId": "th", "resume": [{"status": "resolved", "payload": {"approved": True}}]},
+        ["not", "an", "object"],
+    ]
+    for body in bodies:
+        response = await client.post("/api/ag-ui/resume", json=body, headers=auth("alice"))
+        assert response.status_code == 422, (body, response.text)
+        assert response.json()["message"]
+    missing_thread = await client.get("/api/ag-ui/interrupts", headers=auth("alice"))
+    assert missing_thread.status_code == 422
+    assert queue.store.audit_head() == head
+    assert queue.get(request.id).status is RequestStatus.PENDING
