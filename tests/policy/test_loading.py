@@ -234,6 +234,13 @@ BAD: list[tuple[str, str, str]] = [
     ("where.yaml", "rules: [{name: x, verdict: deny, where: rm}]\n", "where must be a list"),
     ("cond.yaml", "rules: [{name: x, verdict: deny, where: [rm]}]\n", "where[0]: expected a mapping"),
     ("kind.yaml", "rules: [{name: x, verdict: deny, where: [{arg: q, kind: fuzzy, pattern: a}]}]\n", "where[0]: kind"),
+    ("ctx.yaml", "rules: [{name: x, verdict: deny, context: tenant}]\n", "context must be a list"),
+    (
+        "ctx-cond.yaml",
+        "rules: [{name: x, verdict: deny, context: [{arg: t, regex: '('}]}]\n",
+        "context[0]: bad regular",
+    ),
+    ("approvals.yaml", "rules: [{name: x, verdict: ask, approvals: 0}]\n", "approvals: Input should be"),
     ("dup.yaml", "rules: [{name: x, verdict: ask}, {name: x, verdict: deny}]\n", "repeated: x"),
     ("dupkey.yaml", "default: allow\ndefault: deny\n", "repeated key 'default'"),
     ("default.yaml", "default: sometimes\n", "default: Input should be"),
@@ -292,3 +299,19 @@ def test_every_policy_snippet_in_the_docs_loads(tmp_path: Path) -> None:
     for index, (suffix, block) in enumerate(snippets):
         policy = load_policy(write(tmp_path, f"snippet{index}.{suffix}", block))
         assert policy.rules, block
+
+
+def test_context_conditions_load_in_both_forms(tmp_path: Path) -> None:
+    text = (
+        "rules:\n"
+        "  - {name: acme, verdict: ask, tool: '*', context: {tenant: acme}}\n"
+        "  - name: unattended\n"
+        "    verdict: deny\n"
+        "    tool: Bash\n"
+        "    context: [{arg: permission_mode, equals: bypassPermissions}]\n"
+    )
+    acme, unattended = load_policy(write(tmp_path, "ctx.yaml", text)).rules
+    assert [(c.arg, c.kind, c.pattern) for c in acme.context] == [("tenant", MatchKind.GLOB, "acme")]
+    assert [(c.arg, c.kind, c.value) for c in unattended.context] == [
+        ("permission_mode", MatchKind.EQUALS, "bypassPermissions")
+    ]

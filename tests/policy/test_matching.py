@@ -212,3 +212,16 @@ def test_rules_for_tool_lists_what_may_match_whatever_the_arguments() -> None:
     openai = policy.rules_for_tool("run_sql", framework="openai-agents", agent="support")
     assert [r.name for r in openai.rules] == ["prod", "oa"] and not openai.default_reachable
     assert policy.rules_for_tool("delete_ticket", framework="langchain") == ToolRules(rules=(), default_reachable=True)
+
+
+def test_context_conditions_match_what_the_call_says_besides_its_arguments() -> None:
+    tenant = ({"arg": "tenant", "kind": "equals", "value": "acme"},)
+    acme = PolicyRule(name="acme", verdict="ask", tool="*", context=tenant)
+    nested = PolicyRule(name="prod", verdict="deny", tool="*", context=({"arg": "env.name", "pattern": "prod*"},))
+    assert acme.matches(call("delete_ticket", args={"id": "t1"}, context={"tenant": "acme"}))
+    assert not acme.matches(call("delete_ticket", args={"id": "t1"}, context={"tenant": "other"}))
+    assert not acme.matches(call("delete_ticket", args={"tenant": "acme"})), "arguments are not the context"
+    assert nested.matches(call("x", context={"env": {"name": "prod-eu"}}))
+    assert not nested.matches(call("x")), "a missing key never matches"
+    found = Policy(rules=(acme,)).rules_for_tool("delete_ticket", framework="langgraph")
+    assert found.rules == (acme,) and found.default_reachable, "the condition may not hold: the default may decide"

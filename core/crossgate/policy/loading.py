@@ -138,8 +138,9 @@ def _rules(items: Any, source: str) -> list[PolicyRule]:
         if isinstance(item.get("name"), str):
             where += f" ({item['name']})"
         fields = dict(item)
-        if "where" in fields:
-            fields["where"] = _conditions(fields["where"], where)
+        for key in ("where", "context"):
+            if key in fields:
+                fields[key] = _conditions(fields[key], where, key)
         try:
             rules.append(PolicyRule.model_validate(fields))
         except ValidationError as exc:
@@ -147,13 +148,13 @@ def _rules(items: Any, source: str) -> list[PolicyRule]:
     return rules
 
 
-def _conditions(value: Any, where: str) -> list[ArgCondition]:
-    """``where`` as a list of conditions, or as a mapping of argument to glob (``{command: "rm *"}``)."""
+def _conditions(value: Any, where: str, key: str = "where") -> list[ArgCondition]:
+    """``where`` (or ``context``) as a list of conditions, or as a mapping of name to glob (``{command: "rm *"}``)."""
     if isinstance(value, Mapping):
         value = [{"arg": arg, "glob": pattern} for arg, pattern in value.items()]
     if not isinstance(value, list):
-        raise ConfigurationError(f"{where}: where must be a list of conditions or a mapping of argument to glob")
-    return [_condition(item, f"{where}: where[{index}]") for index, item in enumerate(value)]
+        raise ConfigurationError(f"{where}: {key} must be a list of conditions or a mapping of name to glob")
+    return [_condition(item, f"{where}: {key}[{index}]") for index, item in enumerate(value)]
 
 
 def _condition(item: Any, where: str) -> ArgCondition:

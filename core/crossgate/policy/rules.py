@@ -183,6 +183,9 @@ class PolicyRule(BaseModel):
     """Glob on the tool name (``delete_*``, ``mcp__tickets__*``)."""
     where: tuple[ArgCondition, ...] = ()
     """Conditions on arguments; all must hold."""
+    context: tuple[ArgCondition, ...] = ()
+    """Conditions on the call's context (what the adapter or the app said besides the arguments: a tenant,
+    Claude's ``permission_mode`` or ``cwd``, a subagent's parent); ``arg`` names the key. All must hold."""
     frameworks: tuple[str, ...] = ()
     agents: tuple[str, ...] = ()
     reason: str = ""
@@ -211,7 +214,9 @@ class PolicyRule(BaseModel):
             return False
         if self.agents and (call.agent is None or not any(fnmatchcase(call.agent, a) for a in self.agents)):
             return False
-        return all(condition.matches(call.args) for condition in self.where)
+        if not all(condition.matches(call.args) for condition in self.where):
+            return False
+        return all(condition.matches(call.context) for condition in self.context)
 
     def may_match(self, tool: str, *, framework: str, agent: str | None = None) -> bool:
         """True if this rule matches some call of ``tool``, whatever its arguments (``agent=None``: any agent)."""
@@ -223,7 +228,7 @@ class PolicyRule(BaseModel):
 
     def matches_every_call(self, tool: str, *, framework: str, agent: str | None = None) -> bool:
         """True if this rule matches every call of ``tool`` by ``agent`` (``agent=None``: by any agent)."""
-        if not self.may_match(tool, framework=framework, agent=agent) or self.where:
+        if not self.may_match(tool, framework=framework, agent=agent) or self.where or self.context:
             return False
         return not self.agents or agent is not None
 

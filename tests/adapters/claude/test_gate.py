@@ -21,11 +21,13 @@ from crossgate import (
     FingerprintMismatchError,
     ParkedRunClaimedError,
     ParkedRunStatus,
+    PolicyRule,
     Reject,
     Remember,
     RememberScope,
     RequestStatus,
     ReviewQueue,
+    VerdictKind,
     fingerprint,
 )
 from crossgate.model import EXPIRY_MESSAGE
@@ -518,3 +520,29 @@ async def test_an_edit_is_checked_against_the_tools_schema(
     assert isinstance(await gate.resume(outcome.parked_run), Finished)
     assert tickets.delete_runs() == 1
     assert tickets.delete_runs("t1") == 1
+
+
+async def test_a_rule_on_the_calls_context_sees_what_the_cli_reported(
+    queue: ReviewQueue, world: World, fake_options: ClaudeAgentOptions, tickets: TicketStore
+) -> None:
+    unattended = "Deletes are not allowed in unattended (bypassPermissions) sessions."
+    queue.policy = queue.policy.with_rules(
+        PolicyRule(
+            name="no-unattended-deletes",
+            verdict=VerdictKind.DENY,
+            tool="*delete_ticket",
+            context=({"arg": "permission_mode", "kind": "equals", "value": "bypassPermissions"},),
+            reason=unattended,
+        )
+    )
+    bypass = ClaudeAgentOptions(mcp_servers=fake_options.mcp_servers, permission_mode="bypassPermissions")
+    with pytest.warns(ShadowedCallbackWarning):
+        done = await Gate(queue, options=bypass, transport=world.transport).run(calls(("delete_ticket", {"id": "t3"})))
+    assert isinstance(done, Finished)
+    assert told(world) == [f"PreToolUse:mcp__tickets__delete_ticket hook error: {unattended}"]
+    assert queue.pending() == [] and tickets.delete_runs() == 0
+    attended = ClaudeAgentOptions(mcp_servers=fake_options.mcp_servers)
+    outcome = parked(
+        await Gate(queue, options=attended, transport=world.transport).run(calls(("delete_ticket", {"id": "t3"})))
+    )
+    assert queue.get(outcome.request_ids[0]).call.context["permission_mode"] == "default", "asked, not denied"
