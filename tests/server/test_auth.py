@@ -167,6 +167,10 @@ def test_tokens_from_toml_yaml_and_env(tmp_path: Path) -> None:
     assert config["reviewers"][1].frameworks == ("langgraph",)
     assert config["webhooks"][0].format == "slack"
     assert config["webhooks"][0].events == ("submitted", "decided", "expired", "cancelled")
+    escalation = tmp_path / "escalation.yaml"
+    escalation.write_text("webhooks:\n  - url: http://127.0.0.1:9/oncall\n    escalate_after: 900\n")
+    [oncall] = load_config(escalation, env={})["webhooks"]
+    assert (oncall.escalate_after, oncall.events) == (900.0, ("submitted",))
     assert config["secret"] == b"x" * 32
     tuned = tmp_path / "tuned.toml"
     tuned.write_text("webhook_attempts = 3\nwebhook_lease_seconds = 12\nwebhook_backoff_seconds = 0.25\n")
@@ -195,6 +199,8 @@ def test_tokens_from_toml_yaml_and_env(tmp_path: Path) -> None:
         ("webhooks:\n  - url: http://x/t0k3n\n    events: [submitted, expire]\n", r"r.yaml: webhook 'x': .*'expire'"),
         ("webhooks:\n  - url: http://x\n    events: []\n", "got none"),
         ("webhooks:\n  - url: http://x\n    events: decided\n", "events must be a list"),
+        ("webhooks:\n  - url: http://x\n    escalate_after: soon\n", "escalate_after must be a number"),
+        ("webhooks:\n  - url: http://x\n    escalate_after: -5\n", "escalate_after must be a positive number"),
         ("surprise: 1\n", "unknown keys"),
         ("- just a list\n", "must hold a mapping"),
         ("webhook_lease_seconds: 0\n", "webhook_lease_seconds must be positive"),

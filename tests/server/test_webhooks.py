@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import json
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -12,8 +13,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
+import pytest
 
-from crossgate import Approve, MemoryStore, ReviewQueue
+from crossgate import Approve, ConfigurationError, MemoryStore, ReviewQueue
 from crossgate.model import RequestStatus
 from crossgate.server.app import create_app
 from crossgate.server.settings import WebhookTarget
@@ -268,3 +270,35 @@ async def test_a_target_that_asks_for_approvals_hears_each_one_before_the_decisi
                 "delete_ticket from langgraph · support: approve by bob via api",
             ]
     queue.close()
+
+
+async def test_an_escalation_target_hears_only_of_requests_still_waiting_after_its_delay() -> None:
+    queue = fresh_queue()
+    with Receiver() as everyone, Receiver() as escalation:
+        targets = (
+            WebhookTarget(url=everyone.url, events=("submitted",)),
+            WebhookTarget(url=escalation.url, format="slack", escalate_after=0.6),
+        )
+        async with serving(queue, *targets):
+            started = time.monotonic()
+            waiting = submit(queue, args={"id": "t1"})
+            answered = submit(queue, args={"id": "t2"})
+            queue.decide(answered.id, Approve(), reviewer="ann")
+            await until(lambda: len(everyone.bodies) == 2)
+            assert escalation.bodies == [], "nothing before the delay"
+            await until(lambda: len(escalation.bodies) == 1)
+            assert time.monotonic() - started >= 0.6
+            [body] = escalation.bodies
+            assert body["text"].startswith("Still waiting for a reviewer after 1 s: openai-agents · support asks")
+            assert waiting.id in json.dumps(body)
+            await asyncio.sleep(0.5)
+            assert len(escalation.bodies) == 1, "the request decided in time is never escalated"
+    queue.close()
+
+
+def test_escalation_targets_are_checked() -> None:
+    with pytest.raises(ConfigurationError, match="escalate_after must be a positive number"):
+        WebhookTarget(url="http://127.0.0.1:9/h", escalate_after=0)
+    with pytest.raises(ConfigurationError, match=r"takes events \[submitted\] only"):
+        WebhookTarget(url="http://127.0.0.1:9/h", escalate_after=60, events=("submitted", "decided"))
+    assert WebhookTarget(url="http://127.0.0.1:9/h", escalate_after=60, events=("submitted",)).escalate_after == 60

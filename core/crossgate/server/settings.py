@@ -144,15 +144,26 @@ class WebhookTarget:
     events: tuple[str, ...] = NOTIFIED_EVENTS
     secret: str | None = None
     """When set, JSON deliveries carry ``X-Crossgate-Signature: sha256=<HMAC of the body>``."""
+    escalate_after: float | None = None
+    """An escalation target: each new request is sent only once it has waited this many seconds, and only
+    if nobody decided it by then (``events`` is then ``("submitted",)``; the body says ``request.escalated``)."""
 
     def __post_init__(self) -> None:
+        label = f"webhook {urlsplit(self.url).netloc or self.url!r}"
+        if self.escalate_after is not None and self.events == NOTIFIED_EVENTS:
+            object.__setattr__(self, "events", ("submitted",))  # what escalation is about, unless given otherwise
         # A misspelt kind would otherwise send nothing, silently.
         unknown = [e for e in self.events if e not in REQUEST_EVENTS]
         if unknown or not self.events:
             raise ConfigurationError(
-                f"webhook {urlsplit(self.url).netloc or self.url!r}: events must be some of "
+                f"{label}: events must be some of "
                 f"{', '.join(REQUEST_EVENTS)}; got {', '.join(map(repr, self.events)) or 'none'}"
             )
+        if self.escalate_after is not None:
+            if isinstance(self.escalate_after, bool) or not self.escalate_after > 0:
+                raise ConfigurationError(f"{label}: escalate_after must be a positive number of seconds")
+            if self.events != ("submitted",):
+                raise ConfigurationError(f"{label}: an escalation target takes events [submitted] only")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -300,12 +311,19 @@ def _webhook_entry(entry: Any, path: Path) -> WebhookTarget:
     fmt = entry.get("format", "json")
     if fmt not in ("json", "slack"):
         raise ConfigurationError(f"{path}: webhook format must be json or slack, got {fmt!r}")
+    escalate_after = entry.get("escalate_after")
+    if escalate_after is not None and (isinstance(escalate_after, bool) or not isinstance(escalate_after, int | float)):
+        raise ConfigurationError(f"{path}: webhook escalate_after must be a number of seconds, got {escalate_after!r}")
     events = entry.get("events", NOTIFIED_EVENTS)
     if isinstance(events, str) or not isinstance(events, list | tuple):
         raise ConfigurationError(f"{path}: webhook events must be a list, got {events!r}")
     try:
         return WebhookTarget(
-            url=str(entry["url"]), format=fmt, events=tuple(str(e) for e in events), secret=entry.get("secret")
+            url=str(entry["url"]),
+            format=fmt,
+            events=tuple(str(e) for e in events),
+            secret=entry.get("secret"),
+            escalate_after=None if escalate_after is None else float(escalate_after),
         )
     except ConfigurationError as exc:
         raise ConfigurationError(f"{path}: {exc}") from None

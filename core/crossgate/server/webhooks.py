@@ -58,6 +58,8 @@ EVENT_NAMES = {
     "expired": "request.expired",
     "cancelled": "request.cancelled",
 }
+ESCALATED = "request.escalated"
+"""The event name an escalation target's notifications carry."""
 READ_BATCH = 100
 """Events read from the log at a time, per target."""
 DELIVERY_HEADER = "x-crossgate-delivery"
@@ -194,6 +196,8 @@ class Notifier:
                 if event.kind not in target.events or event.request_id is None:
                     lease.skip(event.seq)
                     continue
+                if target.escalate_after is not None and not await self._until_due(event, target.escalate_after):
+                    return  # stopping: the event stays due for the next server
                 body = await anyio.to_thread.run_sync(self._body, target, event)
                 if body is None:
                     lease.skip(event.seq)
@@ -214,6 +218,16 @@ class Notifier:
                     log.warning("crossgate lost the lease on webhook %s to another server", _label(target.url))
                     return
 
+    async def _until_due(self, event: Event, after: float) -> bool:
+        """Wait until ``event`` is ``after`` seconds old; False if the server began stopping first."""
+        delay = (event.at + timedelta(seconds=after) - self._state.queue.now()).total_seconds()
+        if delay <= 0:
+            return True
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stopping.wait(), delay)
+            return False
+        return True
+
     def _read(self, after: int) -> list[Event]:
         return self._state.queue.events(after=after, limit=READ_BATCH)
 
@@ -221,7 +235,10 @@ class Notifier:
         assert event.request_id is not None
         try:
             request = self._state.queue.get(event.request_id)
-            return json.dumps(_BODIES[target.format](self._state, event, request)).encode()
+            escalating = target.escalate_after is not None
+            if escalating and not request.is_open:
+                return None  # decided (or closed) in time: nothing to escalate
+            return json.dumps(_BODIES[target.format](self._state, event, request, escalated=escalating)).encode()
         except Exception:  # one unreadable request must not stop notifications for the rest
             log.exception("crossgate could not build a notification for event %s", event.seq)
             return None
@@ -286,10 +303,10 @@ def _links(state: ServerState, request: ApprovalRequest) -> dict[str, str]:
     return links
 
 
-def json_body(state: ServerState, event: Event, request: ApprovalRequest) -> dict[str, Any]:
-    """crossgate's own JSON notification."""
+def json_body(state: ServerState, event: Event, request: ApprovalRequest, *, escalated: bool = False) -> dict[str, Any]:
+    """crossgate's own JSON notification (``request.escalated`` for a request still waiting at an escalation)."""
     return {
-        "event": EVENT_NAMES.get(event.kind, f"request.{event.kind}"),
+        "event": ESCALATED if escalated else EVENT_NAMES.get(event.kind, f"request.{event.kind}"),
         "seq": event.seq,
         "at": event.at.isoformat(),
         "actor": event.actor,
@@ -299,7 +316,9 @@ def json_body(state: ServerState, event: Event, request: ApprovalRequest) -> dic
     }
 
 
-def slack_body(state: ServerState, event: Event, request: ApprovalRequest) -> dict[str, Any]:
+def slack_body(
+    state: ServerState, event: Event, request: ApprovalRequest, *, escalated: bool = False
+) -> dict[str, Any]:
     """A body a Slack-compatible incoming webhook accepts: ``text`` plus Block Kit ``blocks``.
 
     People read it, so hidden characters in the tool, the arguments and the names are written as
@@ -311,7 +330,10 @@ def slack_body(state: ServerState, event: Event, request: ApprovalRequest) -> di
     args = visible_lines(json.dumps(call.args, indent=2, ensure_ascii=False))
     if len(args) > 2500:
         args = args[:2500] + "\n…"
-    if event.kind == "submitted":
+    if escalated:
+        waited = _duration((state.queue.now() - request.created_at).total_seconds())
+        text = f"Still waiting for a reviewer after {waited}: {who} asks to run {call.tool}: {request.reason}"
+    elif event.kind == "submitted":
         text = f"{who} asks to run {call.tool}: {request.reason}"
     elif event.kind == "approved":
         count, required = event.payload.get("approvals"), event.payload.get("required")
@@ -345,3 +367,10 @@ def slack_body(state: ServerState, event: Event, request: ApprovalRequest) -> di
 
 
 _BODIES = {"json": json_body, "slack": slack_body}
+
+
+def _duration(seconds: float) -> str:
+    minutes = round(seconds / 60)
+    if minutes < 1:
+        return f"{round(seconds)} s"
+    return f"{minutes} min" if minutes < 120 else f"{round(minutes / 60)} h"
