@@ -50,6 +50,8 @@ from crossgate.policy.rules import Policy
 from crossgate.stores.base import Page, RequestQuery, Store
 from crossgate.waiting import WaitRegistry
 
+REQUESTED_BY = "requested_by"
+"""The context key under which a call carries who its run acts for (``submit(requested_by=...)``)."""
 REQUIRED_DECISIONS = (DecisionKind.APPROVE, DecisionKind.REJECT)
 """Every adapter can express these; a request always allows at least them."""
 
@@ -149,8 +151,12 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
 
         Allow and deny are recorded as ``submit`` records them; a request that exists under
         ``request_id`` comes back as it is stored. A new request comes back with ``stored=False``.
+        ``requested_by`` is also put in the call's context (key ``requested_by``), so policy rules can
+        test who the run acts for.
         """
         check_schema(args_schema)
+        if requested_by is not None and call.context.get(REQUESTED_BY) != requested_by:
+            call = call.model_copy(update={"context": {**call.context, REQUESTED_BY: requested_by}})
         if request_id is not None and (existing := self.store.get_request(request_id)) is not None:
             if existing.fingerprint != call.fingerprint:
                 raise FingerprintMismatchError(

@@ -377,3 +377,31 @@ async def test_a_call_that_needs_two_approvals_runs_once_after_the_second(make_w
     assert isinstance(done, Finished)
     assert world.tickets.delete_runs("t3") == 1
     assert world.queue.approvers(request_id) == ["ann", "bob"]
+
+
+async def test_a_rule_on_who_the_run_acts_for_decides_in_every_adapter(make_world) -> None:  # type: ignore[no-untyped-def]
+    interns = "Interns' runs may not delete tickets; ask a teammate."
+    no_interns = PolicyRule(
+        name="no-intern-deletes",
+        verdict=VerdictKind.DENY,
+        tool=TOOL,
+        context=({"arg": "requested_by", "kind": "glob", "pattern": "intern-*"},),
+        reason=interns,
+    )
+    leads = PolicyRule(
+        name="leads-delete",
+        verdict=VerdictKind.ALLOW,
+        tool=TOOL,
+        context=({"arg": "requested_by", "kind": "glob", "pattern": "lead-*"},),
+    )
+    world = make_world(Policy(rules=(no_interns, leads)))
+    allowed = await world.driver.start(["t2"], run="run-lead", requested_by="lead-1")
+    assert isinstance(allowed, Finished) and world.tickets.delete_runs("t2") == 1, "allowed without asking"
+    denied = await world.driver.start(["t3"], run="run-intern", requested_by="intern-7")
+    assert isinstance(denied, Finished)
+    assert world.tickets.delete_runs("t3") == 0 and world.queue.pending() == []
+    assert interns in world.driver.tool_results("run-intern")[0]
+    world.queue.policy = Policy(rules=(no_interns, leads, ASK_DELETES))
+    asked = await world.driver.start(["t3"], run="run-staff", requested_by="pat")
+    request = world.queue.get(world.only_request(asked))
+    assert request.call.context["requested_by"] == "pat", "the call carries who its run acts for"

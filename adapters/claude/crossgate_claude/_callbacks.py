@@ -40,6 +40,7 @@ from crossgate import (
 )
 from crossgate.errors import AlreadyAppliedError, ConflictError, RequestCancelledError, RequestExpiredError
 from crossgate.outcomes import already_applied_message
+from crossgate.queue import REQUESTED_BY
 from crossgate_claude._agents import SUBAGENT_TOOLS, UNKNOWN_AGENT, Agents, Caller, UnnamedCaller
 from crossgate_claude._translate import (
     FRAMEWORK,
@@ -131,6 +132,7 @@ class Binding:
             agent=caller.agent if caller else None,
             context={
                 **self.gate.context,
+                REQUESTED_BY: self.requested_by,  # as the queue puts it, so this verdict and the request's agree
                 "agent_id": data.get("agent_id"),
                 **(self.agents.context(caller) if caller else {}),
                 "permission_mode": data.get("permission_mode"),
@@ -251,6 +253,7 @@ class Binding:
             agent=caller.agent if caller else None,
             context={
                 **self.gate.context,
+                REQUESTED_BY: self.requested_by,
                 "agent_id": context.agent_id,
                 **(self.agents.context(caller) if caller else {}),
                 "display_name": context.display_name,

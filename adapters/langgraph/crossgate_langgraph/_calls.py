@@ -10,6 +10,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from crossgate import AdapterError, ToolCall, canonical_json
 from crossgate.model import JsonObject
+from crossgate.queue import REQUESTED_BY
 
 AGENT_FRAMEWORK = "langchain"
 """``ToolCall.framework`` of calls gated by the LangChain middleware (policy rules can target it)."""
@@ -56,8 +57,10 @@ def agent_call(
     thread: str,
     agent: str | None,
     context: JsonObject | None = None,
+    requested_by: str | None = None,
 ) -> ToolCall:
-    """The neutral call for one agent tool call."""
+    """The neutral call for one agent tool call; ``requested_by`` goes in its context, as the queue puts it."""
+    extra: JsonObject = {REQUESTED_BY: requested_by} if requested_by is not None else {}
     return ToolCall(
         framework=AGENT_FRAMEWORK,
         tool=tool,
@@ -65,5 +68,5 @@ def agent_call(
         call_id=call_id,
         run=thread,
         agent=agent,
-        context=context or {},
+        context={**(context or {}), **extra},
     )

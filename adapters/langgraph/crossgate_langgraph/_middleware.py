@@ -42,6 +42,7 @@ from crossgate import (
 )
 from crossgate.model import ALL_DECISIONS
 from crossgate.policy import Policy
+from crossgate.queue import REQUESTED_BY
 from crossgate_langgraph._approval import requested_by_in
 from crossgate_langgraph._calls import AGENT_FRAMEWORK, agent_call, agent_request_id, turn_of
 
@@ -102,7 +103,11 @@ def _call_for(request: ToolCallRequest, agent: str | None) -> tuple[ToolCall, st
     messages: Sequence[BaseMessage] = request.state.get("messages", []) if request.state else []
     turn, message = turn_of(messages, call_id)
     siblings = [agent_request_id(thread, turn, str(c.get("id") or "")) for c in message.tool_calls]
-    call = agent_call(tool_call["name"], tool_call["args"], call_id=call_id, thread=thread, agent=agent)
+    # Who the run acts for is part of the call, so this predicate and the gate's submission agree.
+    person = requested_by_in(getattr(request.runtime, "config", None))
+    call = agent_call(
+        tool_call["name"], tool_call["args"], call_id=call_id, thread=thread, agent=agent, requested_by=person
+    )
     return call, agent_request_id(thread, turn, call_id), siblings
 
 
@@ -122,11 +127,21 @@ def _when(queue: ReviewQueue, agent: str | None) -> Callable[[ToolCallRequest], 
 def _describe(queue: ReviewQueue, agent: str | None) -> Callable[..., str]:
     def describe(tool_call: Any, state: Any, runtime: Any) -> str:
         try:
-            thread = _thread_of(get_config())
-        except (RuntimeError, ConflictError):
+            config = get_config()
+        except RuntimeError:
+            config = None
+        try:
+            thread = _thread_of(config)
+        except ConflictError:
             thread = None
+        person = requested_by_in(config)
         call = ToolCall(
-            framework=AGENT_FRAMEWORK, tool=tool_call["name"], args=dict(tool_call["args"]), run=thread, agent=agent
+            framework=AGENT_FRAMEWORK,
+            tool=tool_call["name"],
+            args=dict(tool_call["args"]),
+            run=thread,
+            agent=agent,
+            context={REQUESTED_BY: person} if person is not None else {},
         )
         verdict = queue.evaluate(call)
         return verdict.description or verdict.reason or f"crossgate asks about {call.tool}"

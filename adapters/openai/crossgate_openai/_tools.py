@@ -60,6 +60,7 @@ from crossgate import (
 )
 from crossgate.decisions import validate_args
 from crossgate.outcomes import already_applied_message
+from crossgate.queue import REQUESTED_BY
 from crossgate_openai._capabilities import FRAMEWORK
 from crossgate_openai._scope import RunScope, current_scope, keep_failure, request_id_for
 
@@ -105,7 +106,8 @@ def deny_message(tool: str, verdict: Verdict) -> str:
 
 
 def tool_call(tool: str, agent: str, args: dict[str, Any], call_id: str, scope: RunScope | None) -> ToolCall:
-    """The neutral call for one SDK function call."""
+    """The neutral call for one SDK function call; who the run acts for is in its context, as the queue puts it."""
+    person = scope.requested_by if scope else None
     return ToolCall(
         framework=FRAMEWORK,
         tool=tool,
@@ -114,6 +116,7 @@ def tool_call(tool: str, agent: str, args: dict[str, Any], call_id: str, scope: 
         run=scope.run if scope else None,
         session=scope.session if scope else None,
         agent=agent,
+        context={REQUESTED_BY: person} if person is not None else {},
     )
 
 
