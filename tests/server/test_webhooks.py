@@ -297,8 +297,9 @@ async def test_an_escalation_target_hears_only_of_requests_still_waiting_after_i
 
 
 def test_escalation_targets_are_checked() -> None:
-    with pytest.raises(ConfigurationError, match="escalate_after must be a positive number"):
-        WebhookTarget(url="http://127.0.0.1:9/h", escalate_after=0)
+    for bad in (0, -1, "soon", True):
+        with pytest.raises(ConfigurationError, match="escalate_after must be a positive number"):
+            WebhookTarget(url="http://127.0.0.1:9/h", escalate_after=bad)  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match=r"takes events \[submitted\] only"):
         WebhookTarget(url="http://127.0.0.1:9/h", escalate_after=60, events=("submitted", "decided"))
     assert WebhookTarget(url="http://127.0.0.1:9/h", escalate_after=60, events=("submitted",)).escalate_after == 60

@@ -160,7 +160,8 @@ class WebhookTarget:
                 f"{', '.join(REQUEST_EVENTS)}; got {', '.join(map(repr, self.events)) or 'none'}"
             )
         if self.escalate_after is not None:
-            if isinstance(self.escalate_after, bool) or not self.escalate_after > 0:
+            number = isinstance(self.escalate_after, int | float) and not isinstance(self.escalate_after, bool)
+            if not number or not self.escalate_after > 0:
                 raise ConfigurationError(f"{label}: escalate_after must be a positive number of seconds")
             if self.events != ("submitted",):
                 raise ConfigurationError(f"{label}: an escalation target takes events [submitted] only")
