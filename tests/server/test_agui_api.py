@@ -151,3 +151,19 @@ async def test_malformed_resumes_are_refused_whole_and_decide_nothing(
     assert missing_thread.status_code == 422
     assert queue.store.audit_head() == head
     assert queue.get(request.id).status is RequestStatus.PENDING
+
+
+async def test_a_replayed_approval_of_a_request_that_needs_two_counts_once(
+    client: httpx.AsyncClient, queue: ReviewQueue
+) -> None:
+    queue.policy = queue.policy.model_copy(
+        update={"rules": tuple(r.model_copy(update={"approvals": 2}) for r in queue.policy.rules)}
+    )
+    request = submit(queue, run="th", framework="langgraph")
+    answer = entry(request.id, {"approved": True})
+    for _ in range(2):
+        result = (await resume(client, "th", answer)).json()["results"][0]
+        assert result["ok"] is True and result["request"]["status"] == "pending"
+    assert queue.approvers(request.id) == ["alice"], "the replay added no approval"
+    other = (await resume(client, "th", answer, who="bob")).json()["results"][0]
+    assert other["ok"] is True and other["request"]["status"] == "decided"

@@ -14,8 +14,8 @@ from fastapi import APIRouter, Body, Query
 from pydantic import BaseModel, Field
 
 from crossgate.agui import decision_of, interrupt_outcome, payload_of
-from crossgate.errors import AlreadyAppliedError, AlreadyDecidedError, InvalidDecisionError
-from crossgate.model import ApprovalRequest, RequestStatus
+from crossgate.errors import AlreadyAppliedError, AlreadyDecidedError, ConflictError, InvalidDecisionError
+from crossgate.model import ApprovalRequest, Approve, RequestStatus
 from crossgate.server.access import Caller, require_scope
 from crossgate.server.api import CallerDep, StateDep, decide_checked, refused, request_view
 from crossgate.server.schemas import BATCH_LIMIT, BatchDecided, BatchOut, BatchRefused
@@ -94,6 +94,12 @@ def _apply(state: ServerState, caller: Caller, request: ApprovalRequest, entry: 
         if latest.decision is not None and _answer_of(payload_of(latest.decision)) == _answer_of(entry.payload or {}):
             return latest  # AG-UI: replaying the same resume is safe, and changes nothing
         raise  # decided otherwise: the conflict as the queue states it
+    except ConflictError:
+        latest = state.queue.get(request.id)
+        replayed_approval = isinstance(decision, Approve) and caller.reviewer.name in state.queue.approvers(latest.id)
+        if latest.is_open and replayed_approval:
+            return latest  # this reviewer's approval of a request that needs several is counted already
+        raise
 
 
 CANCELLED_REASON = "The reviewer dismissed this tool call without deciding it, so it was not run. Do not retry it."
