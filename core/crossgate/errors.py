@@ -17,6 +17,7 @@
     │   └── SelfDecisionError
     ├── ConfigurationError         a policy file or option that cannot work
     ├── StoreError                 the database failed; driver errors are wrapped here
+    │   └── AuditHeadMissingError  the audit log's recorded head row is gone
     └── AdapterError               an SDK did something the adapter cannot translate
 
 A pending request is a return value, never an exception.
@@ -83,6 +84,16 @@ class ConfigurationError(CrossgateError):
 
 class StoreError(CrossgateError):
     """The store failed; the driver's own exception is the cause."""
+
+
+class AuditHeadMissingError(StoreError):
+    """The audit log's head row is missing: the database was changed outside crossgate.
+
+    No event can be appended (fail closed), and ``crossgate audit verify`` reports the log as broken.
+    """
+
+    def __init__(self) -> None:
+        super().__init__("the audit log's head row is missing: the database was changed outside crossgate")
 
 
 class AdapterError(CrossgateError):

@@ -15,7 +15,7 @@ from crossgate._approvals import ApprovalsMixin
 from crossgate._parked_runs import ParkedRunsMixin
 from crossgate._queue_base import call_payload, clip_text
 from crossgate._standing_rules import StandingRulesMixin
-from crossgate.audit import AuditReport, verify_chain
+from crossgate.audit import AuditReport, verify_log
 from crossgate.clock import Clock, new_id, utc_now
 from crossgate.decisions import AnyDecision, check_decision, check_open, check_schema, decision_summary
 from crossgate.errors import (
@@ -497,7 +497,7 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
 
     def verify_audit(self) -> AuditReport:
         """Check the hash chain of the whole log against the recorded head."""
-        return verify_chain(self.store.list_events(), head=self.store.audit_head())
+        return verify_log(self.store)
 
 
 def _verdict_of(request: ApprovalRequest) -> Verdict:

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from crossgate.audit import seal
-from crossgate.errors import ConfigurationError, ConflictError, StoreError
+from crossgate.errors import AuditHeadMissingError, ConfigurationError, ConflictError, StoreError
 from crossgate.model import (
     ApprovalRequest,
     Event,
@@ -240,7 +240,7 @@ class SqliteStore:
 
     # events -------------------------------------------------------------------------------------
     def _append(self, conn: sqlite3.Connection, new: NewEvent) -> Event:
-        seq, prev_hash = conn.execute("SELECT seq, hash FROM audit_head WHERE one = 1").fetchone()
+        seq, prev_hash = _head(conn.execute(_HEAD_SELECT).fetchall())
         event = seal(new, seq=seq + 1, prev_hash=prev_hash)
         conn.execute(
             "INSERT INTO events (seq, at, kind, request_id, run, actor, channel, payload, prev_hash, hash)"
@@ -280,7 +280,7 @@ class SqliteStore:
         return [_event_from_row(row) for row in self._read(sql, params)]
 
     def audit_head(self) -> tuple[int, str]:
-        seq, digest = self._read("SELECT seq, hash FROM audit_head WHERE one = 1")[0]
+        seq, digest = _head(self._read(_HEAD_SELECT))
         return int(seq), str(digest)
 
     def wait_for_change(self, after: int, timeout: float) -> int:
@@ -556,6 +556,15 @@ def _process_write_lock(path: Path) -> threading.Lock:
     key = str(path.resolve())
     with _WRITE_LOCKS_GUARD:
         return _WRITE_LOCKS.setdefault(key, threading.Lock())
+
+
+_HEAD_SELECT = "SELECT seq, hash FROM audit_head WHERE one = 1"
+
+
+def _head(rows: list[tuple[Any, ...]]) -> tuple[Any, ...]:
+    if not rows:
+        raise AuditHeadMissingError()
+    return rows[0]
 
 
 _PARKED_SELECT = "SELECT p.body, s.state FROM parked_runs p JOIN parked_states s ON s.id = p.id"
