@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from crossgate import Approve, ReviewQueue, Store, ToolCall
+from crossgate import Approve, ConfigurationError, ReviewQueue, Store, ToolCall
 from crossgate.cli import CliContext, app
 from crossgate.errors import AuditHeadMissingError
 from crossgate.stores.sqlite import SqliteStore
@@ -37,6 +37,16 @@ def execute(store: Store, statement: str) -> None:
     assert isinstance(store, PostgresStore)
     with psycopg.connect(store._conninfo, autocommit=True, options=f"-c search_path={store.schema}") as db:
         db.execute(statement.encode())
+
+
+def target(store: Store) -> str:
+    """What ``--db`` names to open this store again."""
+    if isinstance(store, SqliteStore):
+        return str(store.path)
+    from crossgate.stores.postgres import PostgresStore
+
+    assert isinstance(store, PostgresStore)
+    return store.url
 
 
 def new_store(kind: str, tmp_path: Path) -> Store:
@@ -114,3 +124,46 @@ def test_a_missing_head_row_refuses_every_write_and_changes_nothing(store: Store
     with pytest.raises(AuditHeadMissingError):
         queue.decide(pending, Approve(), reviewer="ann")  # a compare-and-set that would win, but has no head
     assert stored(store) == before
+
+
+# a schema newer than the code ------------------------------------------------------------------
+def newest_known(store: Store) -> int:
+    if isinstance(store, SqliteStore):
+        from crossgate.stores.sqlite import migrations as sqlite_migrations
+
+        return sqlite_migrations()[-1][0]
+    from crossgate.stores.postgres import migrations as postgres_migrations
+
+    return postgres_migrations()[-1].version
+
+
+def future_version(store: Store, version: int) -> None:
+    if isinstance(store, SqliteStore):
+        execute(store, f"INSERT INTO schema_version (version) VALUES ({version})")
+    else:
+        execute(store, f"INSERT INTO schema_version (version, name) VALUES ({version}, 'from_the_future')")
+
+
+def test_a_schema_newer_than_the_code_is_refused_naming_both_versions(store: Store, queue: ReviewQueue) -> None:
+    fill(queue)
+    future_version(store, 999)
+    before = stored(store)
+    known = newest_known(store)
+    with pytest.raises(ConfigurationError) as refused:
+        store.setup()
+    assert str(refused.value) == (
+        f"database schema version 999 is newer than this crossgate ({known}); upgrade crossgate"
+    )
+    assert stored(store) == before
+
+
+def test_the_cli_refuses_a_newer_schema_in_one_line(store: Store, queue: ReviewQueue) -> None:
+    fill(queue)
+    future_version(store, known_plus_one := newest_known(store) + 1)
+    db = target(store)
+    result = CliRunner().invoke(app, ["--db", db, "list"], env={"CROSSGATE_DB": None, "CROSSGATE_POLICY": None})
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"crossgate: error: database schema version {known_plus_one} is newer than this crossgate"
+        f" ({known_plus_one - 1}); upgrade crossgate\n"
+    )

@@ -49,6 +49,7 @@ from crossgate.stores.base import (
     RequestQuery,
     check_delivery_cursor_args,
     check_prune_statuses,
+    check_schema_version,
     claimed_copy,
     decode_cursor,
     encode_cursor,
@@ -224,11 +225,7 @@ class PostgresStore:
             conn.execute(_q("create_version_table"))
             applied = {row[0] for row in conn.execute(_q("applied_versions"))}
             known = migrations()
-            newest = known[-1].version
-            if applied and max(applied) > newest:
-                raise ConfigurationError(
-                    f"schema {self.schema} is at version {max(applied)}, newer than this crossgate knows ({newest})"
-                )
+            check_schema_version(max(applied, default=0), known[-1].version)
             pending = known if not applied else [m for m in known if m.version not in applied]
             if not applied:
                 conn.execute(fresh_schema_sql())

@@ -55,6 +55,7 @@ from crossgate.stores.base import (
     RequestQuery,
     check_delivery_cursor_args,
     check_prune_statuses,
+    check_schema_version,
     claimable,
     claimed_copy,
     decode_cursor,
@@ -211,7 +212,9 @@ class SqliteStore:
             conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
             row = conn.execute("SELECT max(version) FROM schema_version").fetchone()
             current = row[0] or 0
-            for version, sql in migrations():
+            known = migrations()
+            check_schema_version(current, known[-1][0])
+            for version, sql in known:
                 if version > current:
                     for statement in _statements(sql):
                         conn.execute(statement)
