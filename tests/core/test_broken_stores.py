@@ -7,26 +7,32 @@ message naming the cause, and leave what was stored unchanged.
 
 from __future__ import annotations
 
+import os
+import sqlite3
+import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlencode
 
 import pytest
 from typer.testing import CliRunner
 
-from crossgate import Approve, ConfigurationError, ReviewQueue, Store, ToolCall
+from crossgate import ApprovalRequest, Approve, ConfigurationError, ReviewQueue, Store, StoreError, ToolCall
 from crossgate.cli import CliContext, app
 from crossgate.errors import AuditHeadMissingError
+from crossgate.model import NewEvent
 from crossgate.stores.sqlite import SqliteStore
 
+T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 KINDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 
 def execute(store: Store, statement: str) -> None:
     """Run ``statement`` on the store's database directly, as someone with the file or the server would."""
     if isinstance(store, SqliteStore):
-        import sqlite3
-
         with sqlite3.connect(store.path) as db:
             db.execute(statement)
         return
@@ -167,3 +173,164 @@ def test_the_cli_refuses_a_newer_schema_in_one_line(store: Store, queue: ReviewQ
         f"crossgate: error: database schema version {known_plus_one} is newer than this crossgate"
         f" ({known_plus_one - 1}); upgrade crossgate\n"
     )
+
+
+# driver errors become StoreError ----------------------------------------------------------------
+BEYOND_64_BITS = 2**64
+
+
+@contextmanager
+def read_only(path: Path) -> Iterator[None]:
+    """Make the database file unwritable: immutable for root (who ignores modes), mode 0444 otherwise."""
+    if os.geteuid() != 0:
+        path.chmod(0o444)
+        try:
+            yield
+        finally:
+            path.chmod(0o644)
+        return
+    if subprocess.run(["chattr", "+i", str(path)], capture_output=True, check=False).returncode != 0:
+        pytest.skip("cannot make a file read-only here: running as root without chattr +i")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def test_sqlite_a_write_to_a_read_only_file_is_a_store_error(tmp_path: Path) -> None:
+    first = ReviewQueue(new_store("sqlite", tmp_path))
+    pending = fill(first)
+    first.close()
+    with read_only(tmp_path / "q.db"):
+        store = SqliteStore(tmp_path / "q.db")  # opened after the file became read-only
+        queue = ReviewQueue(store)
+        before = stored(store)
+        with pytest.raises(StoreError, match="SQLite could not insert request: attempt to write a readonly database"):
+            queue.submit(ToolCall(framework="langgraph", tool="delete_ticket", args={"id": "t3"}))
+        with pytest.raises(StoreError, match="SQLite could not update request: attempt to write a readonly database"):
+            queue.decide(pending, Approve(), reviewer="ann")
+        assert stored(store) == before
+    queue.close()
+
+
+@pytest.mark.postgres
+def test_postgres_a_write_in_a_read_only_session_is_a_store_error() -> None:
+    from tests.support.postgres import postgres_store_factory
+
+    store = postgres_store_factory()()
+    pending = fill(ReviewQueue(store))
+    read_only_url = with_options(store.url, "-c default_transaction_read_only=on")
+    from crossgate.stores.postgres import PostgresStore
+
+    reader = PostgresStore(read_only_url)
+    queue = ReviewQueue(reader)
+    before = stored(store)
+    try:
+        with pytest.raises(StoreError, match="read-only transaction"):
+            queue.submit(ToolCall(framework="langgraph", tool="delete_ticket", args={"id": "t3"}))
+        with pytest.raises(StoreError, match="read-only transaction"):
+            queue.decide(pending, Approve(), reviewer="ann")
+        assert stored(store) == before
+    finally:
+        queue.close()
+        store.close()
+
+
+def with_options(url: str, options: str) -> str:
+    return f"{url}{'&' if '?' in url else '?'}{urlencode({'options': options}, quote_via=quote)}"
+
+
+def test_sqlite_a_database_locked_past_the_busy_timeout_is_a_store_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("crossgate.stores.sqlite.BUSY_TIMEOUT_MS", 200)  # read when a connection opens
+    store = new_store("sqlite", tmp_path)
+    queue = ReviewQueue(store)
+    pending = fill(queue)
+    before = stored(store)
+    holder = sqlite3.connect(tmp_path / "q.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process holding the write lock
+    try:
+        with pytest.raises(StoreError, match="SQLite could not insert request: database is locked"):
+            queue.submit(ToolCall(framework="langgraph", tool="delete_ticket", args={"id": "t3"}))
+        with pytest.raises(StoreError, match="SQLite could not update request: database is locked"):
+            queue.decide(pending, Approve(), reviewer="ann")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert stored(store) == before
+    queue.decide(pending, Approve(), reviewer="ann")  # once the lock is gone, the same write goes through
+    queue.close()
+
+
+@pytest.mark.postgres
+def test_postgres_a_table_locked_past_the_lock_timeout_is_a_store_error() -> None:
+    from crossgate.stores.postgres import PostgresStore
+    from tests.support.postgres import postgres_store_factory
+
+    base = postgres_store_factory()()
+    url = with_options(base.url, "-c lock_timeout=200")
+    queue = ReviewQueue(PostgresStore(url))
+    pending = fill(queue)
+    before = stored(base)
+    import psycopg
+
+    holder = psycopg.connect(base._conninfo, options=f"-c search_path={base.schema}")
+    holder.execute("LOCK TABLE audit_head IN ACCESS EXCLUSIVE MODE")
+    try:
+        with pytest.raises(StoreError, match="lock timeout"):
+            queue.submit(ToolCall(framework="langgraph", tool="delete_ticket", args={"id": "t3"}))
+    finally:
+        holder.rollback()
+        holder.close()
+    assert stored(base) == before
+    queue.decide(pending, Approve(), reviewer="ann")
+    queue.close()
+    base.close()
+
+
+def test_an_integer_beyond_64_bits_is_a_store_error_or_an_answer(store: Store, queue: ReviewQueue) -> None:
+    fill(queue)
+    before = stored(store)
+    if isinstance(store, SqliteStore):
+        with pytest.raises(StoreError, match="SQLite could not read: Python int too large"):
+            store.list_events(after=BEYOND_64_BITS)
+    else:
+        assert store.list_events(after=BEYOND_64_BITS) == []  # PostgreSQL compares it as a numeric: no events
+    with pytest.raises(StoreError):
+        store.claim_delivery_cursor("hook", "worker-1", T0, T0, BEYOND_64_BITS)
+    assert store.get_delivery_cursor("hook") is None
+    assert stored(store) == before
+
+
+def damage(path: Path, *, offset: int) -> None:
+    """Overwrite everything from ``offset`` on with garbage (the WAL was checkpointed at close)."""
+    size = path.stat().st_size
+    with path.open("r+b") as f:
+        f.seek(offset)
+        f.write(b"\xa5" * (size - offset))
+
+
+@pytest.mark.parametrize(("offset", "why"), [(0, "file is not a database"), (4096, "database disk image is malformed")])
+def test_sqlite_a_corrupted_file_is_a_store_error_and_is_left_as_it_was(tmp_path: Path, offset: int, why: str) -> None:
+    first = ReviewQueue(new_store("sqlite", tmp_path))
+    fill(first)
+    first.close()
+    path = tmp_path / "q.db"
+    assert not (tmp_path / "q.db-wal").exists() or (tmp_path / "q.db-wal").stat().st_size == 0
+    damage(path, offset=offset)
+    damaged = path.read_bytes()
+    store = SqliteStore(path)
+    with pytest.raises(StoreError, match=why):
+        store.setup()
+    with pytest.raises(StoreError, match=why):
+        store.insert_request(make_request(), NewEvent(kind="submitted", at=T0, request_id="req-x"))
+    with pytest.raises(StoreError, match=why):
+        store.list_events()
+    store.close()
+    assert path.read_bytes() == damaged
+
+
+def make_request() -> ApprovalRequest:
+    call = ToolCall(framework="langgraph", tool="delete_ticket", args={"id": "t9"})
+    return ApprovalRequest(id="req-x", call=call, fingerprint=call.fingerprint, created_at=T0)

@@ -142,9 +142,10 @@ def split_url(url: str, schema: str | None = None) -> tuple[str, str]:
 
 @contextlib.contextmanager
 def _wrapped(action: str) -> Iterator[None]:
+    """The one place driver errors become StoreError (OverflowError too, as in the SQLite store)."""
     try:
         yield
-    except psycopg.Error as exc:
+    except (psycopg.Error, OverflowError) as exc:
         raise StoreError(f"PostgreSQL could not {action}: {exc}".strip()) from exc
 
 

@@ -31,7 +31,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -120,6 +120,22 @@ def migrations() -> list[tuple[int, str]]:
     return [(int(p.name.split("_", 1)[0]), p.read_text(encoding="utf-8")) for p in found]
 
 
+@contextmanager
+def _wrapped(action: str) -> Iterator[None]:
+    """The one place driver errors become StoreError (an int beyond 64 bits is one too: OverflowError)."""
+    try:
+        yield
+    except (sqlite3.Error, OverflowError) as exc:
+        raise StoreError(f"SQLite could not {action}: {exc}".strip()) from exc
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    # Some failures (a full disk, a corrupt page) end the transaction themselves; then there is nothing to roll back.
+    if conn.in_transaction:
+        with suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+
+
 class SqliteStore:
     """The ``Store`` protocol on one SQLite file."""
 
@@ -147,7 +163,7 @@ class SqliteStore:
                 self._local.conn = None
             raise StoreError(f"the SQLite store {self.path} is closed")
         if conn is None:
-            try:
+            with _wrapped(f"open the database {self.path}"):
                 conn = sqlite3.connect(
                     self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
                 )
@@ -155,8 +171,6 @@ class SqliteStore:
                 level = SYNC_NORMAL if self.durability == "normal" else SYNC_FULL
                 conn.execute(f"PRAGMA synchronous={level}")
                 conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            except sqlite3.Error as exc:
-                raise StoreError(f"cannot open SQLite database {self.path}: {exc}") from exc
             self._local.conn = conn
             self._local.sync = level
             with self._connections_lock:
@@ -173,34 +187,25 @@ class SqliteStore:
     def _write(self, write: str) -> Iterator[sqlite3.Connection]:
         # Threads of one process queue on a lock instead of SQLite's busy handler, whose sleeping
         # retries give writers a long latency tail; BEGIN IMMEDIATE still serialises processes.
-        with self._write_lock:
+        with self._write_lock, _wrapped(write.replace("_", " ")):
             conn = self._conn()
             level = self.sync_level(write)
-            try:
-                if self._local.sync != level:
-                    conn.execute(f"PRAGMA synchronous={level}")  # refused inside a transaction: set it before BEGIN
-                    self._local.sync = level
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise StoreError(f"SQLite write failed: {exc}") from exc
+            if self._local.sync != level:
+                conn.execute(f"PRAGMA synchronous={level}")  # refused inside a transaction: set it before BEGIN
+                self._local.sync = level
+            conn.execute("BEGIN IMMEDIATE")
             try:
                 if self._write_hook is not None:
                     self._write_hook(write, conn)
                 yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            try:
                 conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                conn.execute("ROLLBACK")
-                raise StoreError(f"SQLite commit failed: {exc}") from exc
+            except BaseException:
+                _rollback(conn)
+                raise
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        try:
+        with _wrapped("read"):
             return self._conn().execute(sql, params).fetchall()
-        except sqlite3.Error as exc:
-            raise StoreError(f"SQLite read failed: {exc}") from exc
 
     def setup(self) -> None:
         """Create the file and apply every migration it does not have yet."""
