@@ -11,7 +11,7 @@ from pydantic import JsonValue
 from crossgate._queue_base import QueueBase, clip_text
 from crossgate.clock import new_id
 from crossgate.errors import AdapterError, ConfigurationError, ConflictError, NotFoundError, ParkedRunClaimedError
-from crossgate.model import ApprovalRequest, JsonObject, NewEvent, ParkedRun, ParkedRunStatus
+from crossgate.model import ApprovalRequest, Event, JsonObject, NewEvent, ParkedRun, ParkedRunStatus, RequestStatus
 from crossgate.stores.base import claimable
 
 PRUNED_IDS_LISTED = 100
@@ -29,6 +29,8 @@ class ParkedRunsMixin(QueueBase):
     if TYPE_CHECKING:
 
         def expire_overdue(self) -> list[ApprovalRequest]: ...
+
+        def outcome(self, request_id: str) -> Event | None: ...
 
     def park(
         self,
@@ -87,6 +89,20 @@ class ParkedRunsMixin(QueueBase):
     ) -> list[ParkedRun]:
         """Parked runs, oldest first."""
         return self.store.list_parked_runs(statuses=statuses, framework=framework, run=run)
+
+    def applied_without_outcome(self, parked: ParkedRun) -> list[ApprovalRequest]:
+        """The requests of ``parked`` marked applied whose outcome was never recorded, in the run's order.
+
+        A resumer killed between the applied mark and the tool's outcome (or still running the tool) leaves
+        these. The mark comes first, so the tool never runs twice; whether it ran once is unknown. Only
+        approvals and edits count: a rejection or a response applied never runs the tool.
+        """
+        requests = [self.get(r) for r in parked.request_ids]
+        return [
+            r
+            for r in requests
+            if r.status is RequestStatus.APPLIED and r.approved_fingerprint() is not None and self.outcome(r.id) is None
+        ]
 
     def is_ready(self, parked: ParkedRun) -> bool:
         """True once no request of the parked run is pending."""
