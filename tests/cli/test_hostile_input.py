@@ -1,0 +1,76 @@
+"""Hostile values on the command line, against a SQLite database: one line on stderr with the exit code,
+never a traceback, and nothing stored."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from crossgate import ReviewQueue, open_store
+from crossgate.cli import app
+from crossgate.limits import MAX_INT64
+from crossgate.stores.base import encode_cursor
+from tests.cli.conftest import Cli, clean_env
+
+USAGE, INVALID = 2, 5
+TOO_BIG = str(MAX_INT64 + 1)
+
+
+@pytest.fixture
+def queue(tmp_path: Path) -> Iterator[ReviewQueue]:
+    q = ReviewQueue(open_store(str(tmp_path / "q.db")))
+    yield q
+    q.close()
+
+
+@pytest.fixture
+def cli(queue: ReviewQueue) -> Cli:
+    return Cli(queue, CliRunner())
+
+
+@pytest.fixture
+def pending(cli: Cli) -> str:
+    return str(cli.submit()["id"])
+
+
+def refused(cli: Cli, code: int, *argv: str) -> str:
+    """Run ``argv``; assert exit ``code``, one stderr line, nothing on stdout, nothing stored. The line."""
+    before = cli.snapshot()
+    result: Result = cli(*argv)
+    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr[:2000])
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("crossgate: error: "), result.stderr[:2000]
+    assert "Traceback" not in result.stderr
+    assert cli.snapshot() == before
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["events", "--after", TOO_BIG],
+        ["events", "--after", "9" * 5000],
+        ["events", "--limit", TOO_BIG],
+        ["list", "--limit", TOO_BIG],
+        ["list", "--cursor", encode_cursor(MAX_INT64 + 1)],
+        ["runs", "prune", "--older-than", "999999999d"],
+        ["runs", "prune", "--older-than", "9" * 5000 + "d"],
+    ],
+    ids=lambda argv: " ".join(a[:24] for a in argv),
+)
+def test_integers_beyond_64_bits_are_usage_errors(cli: Cli, pending: str, argv: list[str]) -> None:
+    line = refused(cli, USAGE, *argv)
+    assert len(line) < 400
+
+
+def test_the_largest_64_bit_seq_is_answered(cli: Cli, pending: str) -> None:
+    assert cli.json("events", "--after", str(MAX_INT64)) == []
+
+
+def test_a_real_command_line_with_a_huge_after_exits_2(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["--db", str(tmp_path / "q.db"), "events", "--after", TOO_BIG], env=clean_env())
+    assert result.exit_code == USAGE and "--after" in result.stderr and "Traceback" not in result.stderr
