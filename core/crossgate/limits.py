@@ -17,6 +17,9 @@ MAX_INT64 = 2**63 - 1
 """The largest sequence number, limit or count the stores hold (SQLite and PostgreSQL ``bigint``)."""
 MAX_JSON_DEPTH = 64
 """How deeply JSON arguments may nest: an object or array inside another counts one level more."""
+ENVELOPE_DEPTH = 8
+"""Levels crossgate's own records and bodies may add around arguments (an event's payload, a batch's item):
+canonical JSON, and a request body, may nest ``MAX_JSON_DEPTH + ENVELOPE_DEPTH`` levels."""
 MAX_NUMBER_DIGITS = 100
 """The most digits a JSON number may have (an integer's, or a decimal's before its exponent)."""
 KIB = 1024

@@ -74,3 +74,45 @@ def test_the_largest_64_bit_seq_is_answered(cli: Cli, pending: str) -> None:
 def test_a_real_command_line_with_a_huge_after_exits_2(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["--db", str(tmp_path / "q.db"), "events", "--after", TOO_BIG], env=clean_env())
     assert result.exit_code == USAGE and "--after" in result.stderr and "Traceback" not in result.stderr
+
+
+DEEP = "[" * 990 + "]" * 990
+HOSTILE_ARGS = {
+    "nested 990 deep": ('{"id": ' + DEEP + "}", "nested too deeply (arguments may nest 64 levels deep)"),
+    "nested 65 deep": ('{"id": ' + "[" * 65 + "]" * 65 + "}", "nested too deeply"),
+    "5,000 digits": ('{"id": ' + "7" * 5000 + "}", "more than 100 digits"),
+    "1e400": ('{"id": 1e400}', "beyond the range"),
+    "an escaped lone surrogate": ('{"id": "\\ud800"}', "lone surrogate (U+D800)"),
+    "a repeated key": ('{"id": "t1", "id": "t2"}', "repeats the key 'id'"),
+}
+
+
+@pytest.mark.parametrize(("args", "words"), HOSTILE_ARGS.values(), ids=HOSTILE_ARGS.keys())
+def test_hostile_json_is_refused_with_exit_5(cli: Cli, pending: str, args: str, words: str) -> None:
+    for argv in (
+        ["edit", pending, "--args", args],
+        ["submit", "--framework", "f", "--tool", "t", "--args", args],
+        ["rules", "add", "--tool", "t", "--effect", "allow", "--match", "exact", "--args", args],
+    ):
+        line = refused(cli, INVALID, *argv)
+        assert words in line, line
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["reject", "{id}", "--message", "no \ud800"],
+        ["respond", "{id}", "--content", "\udcff"],
+        ["approve", "{id}", "--note", "\ud83d"],
+        ["approve", "{id}", "--reviewer", "\udc80ann"],
+        ["show", "req_\ud800"],
+        ["edit", "{id}", "--args", '{"id": "\ud800"}'],
+        ["submit", "--framework", "f", "--tool", "t\udc00"],
+        ["rules", "add", "--tool", "t\udc00", "--effect", "allow"],
+        ["cancel", "{id}", "--reason", "\udc00"],
+    ],
+    ids=lambda argv: argv[0] + " " + argv[-2],
+)
+def test_arguments_that_are_not_utf8_are_usage_errors(cli: Cli, pending: str, argv: list[str]) -> None:
+    line = refused(cli, USAGE, *(a.replace("{id}", pending) for a in argv))
+    assert "is not valid UTF-8 text" in line and "\\u" not in line.split("(")[0]

@@ -16,6 +16,7 @@ from crossgate.limits import MAX_INT64, check_int64
 from crossgate.model import ApprovalRequest, DecisionKind, Event, RequestStatus, StandingRule
 from crossgate.schemas import decision_schema
 from crossgate.server.access import Caller, decide_blocked, require_scope
+from crossgate.server.bodies import JsonRoute
 from crossgate.server.errors import ForbiddenError, error_body
 from crossgate.server.schemas import (
     ApproveIn,
@@ -68,7 +69,7 @@ _ERRORS: dict[int | str, dict[str, object]] = {
     )
 }
 
-router = APIRouter(prefix="/api", responses={401: _ERRORS[401], 422: _ERRORS[422]})
+router = APIRouter(prefix="/api", responses={401: _ERRORS[401], 422: _ERRORS[422]}, route_class=JsonRoute)
 
 
 def request_view(request: ApprovalRequest, caller: Caller) -> RequestOut:
