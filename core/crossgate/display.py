@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import unicodedata
 
-_HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp"})
-"""Unicode categories shown as escapes: controls, invisible formatting, line and paragraph separators."""
+_HIDDEN = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+"""Unicode categories shown as escapes: controls, invisible formatting, lone surrogates (which no terminal
+can even be sent), line and paragraph separators."""
 
 
 def visible(text: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Sequence
 from functools import partial
@@ -20,10 +21,28 @@ POLICY_ENV = "CROSSGATE_POLICY"
 """Names the policy file when ``--policy`` is not given (``resolve_policy`` reads it too)."""
 
 
+MESSAGE_LIMIT = 500
+"""The most characters of an error message the command prints."""
+
+
 def _fail(message: str, code: int) -> NoReturn:
     # typer validates enum options through pydantic, whose messages start with "Value error, "
-    typer.echo(f"crossgate: error: {visible(one_line(message.replace('Value error, ', '')))}", err=True)
+    text = one_line(message.replace("Value error, ", ""))
+    if len(text) > MESSAGE_LIMIT:  # click repeats a bad value in its message; a 10 MB one is no message
+        text = f"{text[: MESSAGE_LIMIT - 1]}…"
+    typer.echo(f"crossgate: error: {visible(text)}", err=True)
     sys.exit(code)
+
+
+def _refuse_undecodable(args: Sequence[str]) -> None:
+    """A usage error for an argument that is not text: bytes that are not UTF-8 reach Python as lone surrogates."""
+    for position, arg in enumerate(args, 1):
+        if not arg.isascii() and (found := _SURROGATE.search(arg)):
+            where = f"U+{ord(found[0]):04X} at character {found.start() + 1}"
+            _fail(f"argument {position} is not valid UTF-8 text (a lone surrogate, {where})", USAGE)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class CrossgateGroup(TyperGroup):
@@ -38,6 +57,8 @@ class CrossgateGroup(TyperGroup):
         windows_expand_args: bool = True,
         **extra: Any,
     ) -> Any:
+        if standalone_mode:
+            _refuse_undecodable(sys.argv[1:] if args is None else args)
         run = partial(super().main, args, prog_name, complete_var, windows_expand_args=windows_expand_args, **extra)
         if not standalone_mode:
             return run(standalone_mode=False)

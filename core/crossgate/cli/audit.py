@@ -11,6 +11,7 @@ from crossgate.cli.exit_codes import FAILURE, one_line
 from crossgate.cli.options import JsonFlag
 from crossgate.cli.output import event_json, print_events, print_json, say
 from crossgate.display import visible
+from crossgate.limits import MAX_INT64
 
 audit_app = typer.Typer(name="audit", help="Check the hash-chained audit log.")
 
@@ -21,9 +22,12 @@ def events(
         str | None, typer.Option("--request", metavar="ID", help="Only this request's events.")
     ] = None,
     after: Annotated[
-        int, typer.Option("--after", metavar="SEQ", min=0, help="Only events after this sequence number.")
+        int,
+        typer.Option("--after", metavar="SEQ", min=0, max=MAX_INT64, help="Only events after this sequence number."),
     ] = 0,
-    limit: Annotated[int | None, typer.Option("--limit", metavar="N", min=1, help="At most this many events.")] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", metavar="N", min=1, max=MAX_INT64, help="At most this many events.")
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Print the audit log in order."""

@@ -97,6 +97,8 @@ def retry_run(ctx: typer.Context, parked_id: ParkedId, reviewer: Reviewer = None
 
 _DURATION = re.compile(r"([0-9]+)([mhd])")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days"}
+MAX_DURATION = timedelta(days=36500)
+"""A century: longer ago than that, nothing was stored."""
 
 
 def parse_duration(value: str) -> timedelta:
@@ -106,10 +108,10 @@ def parse_duration(value: str) -> timedelta:
         raise typer.BadParameter(f"expected minutes, hours or days such as 30m, 12h or 7d, got {value!r}")
     if int(match[1]) == 0:
         raise typer.BadParameter(f"must be more than zero, got {value!r}")
-    try:
-        return timedelta(**{_UNITS[match[2]]: int(match[1])})
-    except OverflowError as exc:
-        raise typer.BadParameter(f"{value!r} is longer than a date can reach") from exc
+    if len(match[1]) > 9 or (duration := timedelta(**{_UNITS[match[2]]: int(match[1])})) > MAX_DURATION:
+        shown = value if len(value) <= 30 else value[:20] + "…"
+        raise typer.BadParameter(f"{shown!r} is longer than a date can reach (at most {MAX_DURATION.days} days)")
+    return duration
 
 
 OlderThan = Annotated[

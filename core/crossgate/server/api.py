@@ -12,9 +12,11 @@ from pydantic import ValidationError
 
 from crossgate.decisions import AnyDecision, check_open
 from crossgate.errors import InvalidDecisionError, NotFoundError
+from crossgate.limits import MAX_INT64, check_int64
 from crossgate.model import ApprovalRequest, DecisionKind, Event, RequestStatus, StandingRule
 from crossgate.schemas import decision_schema
 from crossgate.server.access import Caller, decide_blocked, require_scope
+from crossgate.server.bodies import JsonRoute
 from crossgate.server.errors import ForbiddenError, error_body
 from crossgate.server.schemas import (
     ApproveIn,
@@ -39,7 +41,7 @@ from crossgate.server.schemas import (
     to_decision,
 )
 from crossgate.server.state import ServerState, server_state
-from crossgate.stores.base import MAX_PAGE_SIZE, RequestQuery
+from crossgate.stores.base import MAX_PAGE_SIZE, RequestQuery, decode_cursor
 
 log = logging.getLogger(__name__)
 AnyDecisionIn = ApproveIn | EditIn | RejectIn | RespondIn
@@ -67,7 +69,7 @@ _ERRORS: dict[int | str, dict[str, object]] = {
     )
 }
 
-router = APIRouter(prefix="/api", responses={401: _ERRORS[401], 422: _ERRORS[422]})
+router = APIRouter(prefix="/api", responses={401: _ERRORS[401], 422: _ERRORS[422]}, route_class=JsonRoute)
 
 
 def request_view(request: ApprovalRequest, caller: Caller) -> RequestOut:
@@ -108,6 +110,8 @@ def list_requests(
     cursor: str | None = None,
 ) -> RequestPage:
     """Requests, newest first by default, filtered by status, framework, tool, agent and run; paged by cursor."""
+    if cursor is not None:
+        check_int64(decode_cursor(cursor), "the cursor's position")
     query = RequestQuery(
         statuses=tuple(status or ()),
         framework=framework,
@@ -297,7 +301,7 @@ def revoke_rule(rule_id: str, state: StateDep, caller: CallerDep) -> StandingRul
 def list_events(
     state: StateDep,
     caller: CallerDep,
-    after: Annotated[int, Query(ge=0)] = 0,
+    after: Annotated[int, Query(ge=0, le=MAX_INT64)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
     request_id: str | None = None,
 ) -> list[Event]:

@@ -54,7 +54,7 @@ def serve(
     host: Annotated[
         str, typer.Option(help="Interface to bind; anything but loopback exposes the queue.")
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port.")] = DEFAULT_PORT,
+    port: Annotated[int, typer.Option(min=0, max=65535, help="TCP port.")] = DEFAULT_PORT,
     db: Annotated[str | None, typer.Option("--db", metavar="URL", help="Database (overrides the global --db).")] = None,
     policy: Annotated[str | None, typer.Option("--policy", metavar="FILE", help="Policy file.")] = None,
     tokens: Annotated[
@@ -125,7 +125,9 @@ def worker(
     ],
     db: Annotated[str | None, typer.Option("--db", metavar="URL", help="Database (overrides the global --db).")] = None,
     policy: Annotated[str | None, typer.Option("--policy", metavar="FILE", help="Policy file.")] = None,
-    poll: Annotated[float, typer.Option(min=0.05, help="Seconds between checks when nothing wakes the worker.")] = 1.0,
+    poll: Annotated[
+        float, typer.Option(min=0.05, max=3600, help="Seconds between checks when nothing wakes the worker.")
+    ] = 1.0,
     until_idle: Annotated[bool, typer.Option("--until-idle", help="Exit once no parked run is left.")] = False,
     once: Annotated[bool, typer.Option("--once", help="Resume what is ready now, then exit.")] = False,
 ) -> None:

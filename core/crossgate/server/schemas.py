@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from crossgate.errors import ConfigurationError
-from crossgate.fingerprint import fingerprint
+from crossgate.fingerprint import fingerprint, require_json
 from crossgate.model import (
     ApprovalRequest,
     Approve,
@@ -138,6 +138,7 @@ class RuleIn(_In):
             raise ConfigurationError("a standing rule cannot have scope=once; once is a plain decision")
         fields = self.model_dump(exclude={"args"})
         if self.args is not None:
+            require_json(self.args)
             fields["args_fingerprint"] = fingerprint(self.tool, self.args)
         return fields
 

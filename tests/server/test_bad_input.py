@@ -1,0 +1,228 @@
+"""Hostile input over HTTP: a 4xx with the documented ``{error, message, status}`` body, never a 5xx, and
+nothing stored. Each test runs on SQLite, whose driver refuses what MemoryStore would quietly take."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from crossgate import ReviewQueue, open_store
+from crossgate.limits import MAX_INT64
+from crossgate.server import ServerSettings
+from crossgate.server.app import create_app
+from crossgate.server.stream import _seq
+from crossgate.stores.base import encode_cursor
+from tests.server.conftest import POLICY, auth, make_settings, submit
+
+TOO_BIG = str(MAX_INT64 + 1)
+
+
+@pytest.fixture
+def queue(tmp_path: Path) -> Iterator[ReviewQueue]:
+    q = ReviewQueue(open_store(str(tmp_path / "q.db")), POLICY)
+    yield q
+    q.close()
+
+
+@pytest.fixture
+def settings() -> ServerSettings:
+    return make_settings()
+
+
+@pytest.fixture
+async def client(queue: ReviewQueue, settings: ServerSettings) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(queue, settings)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver", headers=auth("alice")) as http:
+            yield http
+
+
+def stored(queue: ReviewQueue) -> tuple[Any, ...]:
+    """Everything a refusal must leave as it was: requests, events, rules."""
+    requests = [r.model_dump() for r in queue.list_requests().items]
+    return requests, queue.events(limit=10_000), queue.rules(include_revoked=True)
+
+
+def refusal(response: httpx.Response, status: int, *words: str) -> str:
+    """Assert the documented error body with ``status``; return its message."""
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"error", "message", "status"}, body
+    assert body["status"] == status
+    assert isinstance(body["error"], str) and body["error"]
+    for word in words:
+        assert word in body["message"], body
+    return str(body["message"])
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"/api/events?after={TOO_BIG}",
+        f"/api/events?after={'9' * 5000}",
+        "/api/events?after=-1",
+        f"/api/events?limit={TOO_BIG}",
+        f"/api/stream?after={TOO_BIG}",
+        f"/api/requests?limit={TOO_BIG}",
+        f"/api/requests?cursor={encode_cursor(MAX_INT64 + 1)}",
+        f"/api/requests?cursor={encode_cursor(-1)}",
+    ],
+)
+async def test_integers_beyond_64_bits_are_422(client: httpx.AsyncClient, queue: ReviewQueue, url: str) -> None:
+    submit(queue)
+    before = stored(queue)
+    refusal(await client.get(url), 422)
+    assert stored(queue) == before
+
+
+async def test_the_largest_64_bit_seq_is_answered(client: httpx.AsyncClient, queue: ReviewQueue) -> None:
+    submit(queue)
+    response = await client.get(f"/api/events?after={MAX_INT64}")
+    assert response.status_code == 200 and response.json() == []
+
+
+@pytest.mark.parametrize("header", [TOO_BIG, "9" * 5000, "١٢", "-1", "12a"])
+def test_a_last_event_id_that_is_no_seq_is_ignored(header: str) -> None:
+    assert _seq(header) is None
+
+
+def test_a_last_event_id_within_64_bits_is_a_seq() -> None:
+    assert _seq(str(MAX_INT64)) == MAX_INT64
+    assert _seq("12") == 12
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "status", "words"),
+    [
+        ("GET", "/api/nope", 404, ("no such resource", "/api/nope")),
+        ("POST", "/api/requests/x/nope", 404, ("no such resource",)),
+        ("GET", "/api", 404, ("no such resource",)),
+        ("DELETE", "/api/health", 405, ("does not take DELETE", "GET")),
+        ("PUT", "/api/rules", 405, ("does not take PUT",)),
+        ("GET", "/api/decisions", 405, ("does not take GET", "POST")),
+    ],
+)
+async def test_unknown_routes_and_methods_answer_the_documented_body(
+    client: httpx.AsyncClient, queue: ReviewQueue, method: str, url: str, status: int, words: tuple[str, ...]
+) -> None:
+    submit(queue)
+    before = stored(queue)
+    response = await client.request(method, url)
+    refusal(response, status, *words)
+    assert response.json()["error"] == {404: "not_found", 405: "method_not_allowed"}[status]
+    assert stored(queue) == before
+
+
+async def test_an_unknown_page_is_still_an_html_page(client: httpx.AsyncClient) -> None:
+    response = await client.get("/no-such-page")
+    assert response.status_code == 404
+    assert response.headers["content-type"].startswith("text/html")
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        (b"{bad", ("not valid JSON",)),
+        (b"", ("body",)),
+        (b"\xff\xfe{}", ("not UTF-8",)),
+        (b"[1, 2]", ("body",)),
+        (b'{"kind": "approve"', ("not valid JSON",)),
+    ],
+)
+async def test_unparseable_bodies_answer_the_documented_body(
+    client: httpx.AsyncClient, queue: ReviewQueue, body: bytes, words: tuple[str, ...]
+) -> None:
+    request = submit(queue)
+    before = stored(queue)
+    for url in (f"/api/requests/{request.id}/decision", "/api/decisions", "/api/rules", "/api/ag-ui/resume"):
+        response = await client.post(url, content=body, headers={"content-type": "application/json"})
+        refusal(response, 422, *words)
+    assert stored(queue) == before
+
+
+def deep(levels: int) -> str:
+    return "[" * levels + "]" * levels
+
+
+HOSTILE_ARGS = {
+    "nested 990 deep": ('{"id": ' + deep(990) + "}", "nested too deeply"),
+    "nested 65 deep": ('{"id": ' + deep(65) + "}", "nested too deeply (arguments may nest 64 levels deep)"),
+    "5,000 digits": ('{"id": ' + "7" * 5000 + "}", "more than 100 digits"),
+    "a float of 400 digits": ('{"id": 1' + "0" * 400 + ".5}", "more than 100 digits"),
+    "1e400": ('{"id": 1e400}', "beyond the range"),
+    "a lone surrogate": ('{"id": "\\ud800"}', "lone surrogate (U+D800)"),
+    "a lone surrogate in a key": ('{"\\udfff": "t1"}', "lone surrogate (U+DFFF)"),
+    "a repeated key": ('{"id": "t1", "id": "t2"}', "repeats the key 'id'"),
+    "NaN": ('{"id": NaN}', "NaN is not a JSON number"),
+}
+
+
+BATCHES = ("/api/decisions", "/api/ag-ui/resume")
+
+
+def bodies_with(args: str, request_id: str) -> dict[str, str]:
+    """Every body that carries arguments or text, with ``args`` in it, by the URL it goes to."""
+    edit = '{"kind": "edit", "args": ' + args + "}"
+    return {
+        f"/api/requests/{request_id}/decision": edit,
+        "/api/decisions": '{"items": [{"request_id": "' + request_id + '", "decision": ' + edit + "}]}",
+        "/api/ag-ui/resume": '{"threadId": "run-1", "resume": [{"interruptId": "'
+        + request_id
+        + '", "status": "resolved", "payload": {"approved": true, "editedArgs": '
+        + args
+        + "}}]}",
+        "/api/rules": '{"effect": "allow", "tool": "delete_ticket", "match": "exact", "args": ' + args + "}",
+    }
+
+
+@pytest.mark.parametrize(("args", "words"), HOSTILE_ARGS.values(), ids=HOSTILE_ARGS.keys())
+async def test_hostile_json_in_any_body_is_422_and_stores_nothing(
+    client: httpx.AsyncClient, queue: ReviewQueue, args: str, words: str
+) -> None:
+    request = submit(queue, schema=None)
+    before = stored(queue)
+    for url, body in bodies_with(args, request.id).items():
+        response = await client.post(url, content=body.encode(), headers={"content-type": "application/json"})
+        if response.status_code == 200 and url in BATCHES:  # parsed, then each item refused on its own
+            (result,) = response.json()["results"]
+            assert result["ok"] is False and result["error"]["status"] == 422, result
+            assert words in result["error"]["message"]
+        else:
+            refusal(response, 422, words)
+    assert stored(queue) == before
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"kind": "reject", "message": "\\ud800 no"}',
+        '{"kind": "respond", "content": "\\udc00"}',
+        '{"kind": "approve", "note": "\\ud83d"}',
+        '{"kind": "approve", "kind": "reject", "message": "no"}',
+    ],
+)
+async def test_lone_surrogates_and_repeated_keys_in_decisions_are_422(
+    client: httpx.AsyncClient, queue: ReviewQueue, body: str
+) -> None:
+    request = submit(queue)
+    before = stored(queue)
+    response = await client.post(
+        f"/api/requests/{request.id}/decision", content=body.encode(), headers={"content-type": "application/json"}
+    )
+    refusal(response, 422)
+    assert stored(queue) == before
+
+
+async def test_arguments_64_levels_deep_are_accepted(client: httpx.AsyncClient, queue: ReviewQueue) -> None:
+    request = submit(queue, schema=None)
+    args = '{"id": ' + deep(63) + "}"
+    body = '{"kind": "edit", "args": ' + args + "}"
+    response = await client.post(
+        f"/api/requests/{request.id}/decision", content=body.encode(), headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 200, response.text
