@@ -42,6 +42,7 @@ from crossgate.errors import AlreadyAppliedError, ConflictError, RequestCancelle
 from crossgate.outcomes import already_applied_message
 from crossgate.queue import REQUESTED_BY
 from crossgate_claude._agents import SUBAGENT_TOOLS, UNKNOWN_AGENT, Agents, Caller, UnnamedCaller
+from crossgate_claude._names import ToolName, UnknownServer, name_tool
 from crossgate_claude._translate import (
     FRAMEWORK,
     PermissionResult,
@@ -49,7 +50,6 @@ from crossgate_claude._translate import (
     deny,
     hook_output,
     jsonable,
-    neutral_tool_name,
     request_id,
     to_call,
     to_permission_result,
@@ -95,6 +95,10 @@ class Binding:
     """The deferred tool_use_id a resume waits to see re-asked."""
     callers: dict[str, Caller] = field(default_factory=dict)
     """tool_use_id -> who made it, as the hook saw it (can_use_tool's context has only ``agent_id``)."""
+    servers: tuple[str, ...] = ()
+    """The MCP servers the options configure, to name their tools (``_names``)."""
+    names: dict[str, ToolName] = field(default_factory=dict)
+    """tool_use_id -> its tool's name, as the hook saw it (can_use_tool is not told the MCP server)."""
 
     @property
     def queue(self) -> ReviewQueue:
@@ -120,12 +124,16 @@ class Binding:
         if session is not None and tool_use_id:
             self.sessions[tool_use_id] = session
         self._seen(tool_use_id)
+        refusal = None
         try:
             caller: Caller | None = self.agents.of_hook(data)
         except UnnamedCaller as refused:
-            caller, unnamed = None, str(refused)
+            caller, refusal = None, str(refused)
+        name = self._name(tool_use_id, str(data.get("tool_name")), data.get("mcp_server"))
+        if isinstance(name, str):
+            refusal, name = refusal or name, ToolName(str(data.get("tool_name")), str(data.get("tool_name")))
         call = to_call(
-            str(data.get("tool_name")),
+            name,
             data.get("tool_input") or {},
             tool_use_id=tool_use_id,
             session=session,
@@ -137,12 +145,11 @@ class Binding:
                 **(self.agents.context(caller) if caller else {}),
                 "permission_mode": data.get("permission_mode"),
                 "cwd": data.get("cwd"),
-                "mcp_server": jsonable(data.get("mcp_server")),
             },
         )
-        if caller is None:
-            self.queue.record_outcome(None, ran=False, result=unnamed, call=call)
-            return hook_output("deny", unnamed)
+        if caller is None or refusal is not None:
+            self.queue.record_outcome(None, ran=False, result=refusal, call=call)
+            return hook_output("deny", refusal)
         self.callers[tool_use_id] = caller
         rid = request_id(session, tool_use_id)
         existing = self.queue.store.get_request(rid)
@@ -241,12 +248,16 @@ class Binding:
         tool_use_id = context.tool_use_id or ""
         self._seen(tool_use_id)
         session = self.sessions.get(tool_use_id) or self.session
+        refusal = None
         try:
             caller: Caller | None = self._caller_of(tool_use_id, context.agent_id)
         except UnnamedCaller as refused:
-            caller, unnamed = None, str(refused)
+            caller, refusal = None, str(refused)
+        name = self._name(tool_use_id, tool)
+        if isinstance(name, str):
+            refusal, name = refusal or name, ToolName(tool, tool)
         call = to_call(
-            tool,
+            name,
             args,
             tool_use_id=tool_use_id,
             session=session,
@@ -264,9 +275,9 @@ class Binding:
                 "suggestions": jsonable(context.suggestions) or None,
             },
         )
-        if caller is None:
-            self.queue.record_outcome(None, ran=False, result=unnamed, call=call)
-            return deny(unnamed)
+        if caller is None or refusal is not None:
+            self.queue.record_outcome(None, ran=False, result=refusal, call=call)
+            return deny(refusal or UNKNOWN_AGENT)
         rid = request_id(session, tool_use_id)
         if self.queue.store.get_request(rid) is None:
             verdict = self.queue.evaluate(call)
@@ -374,7 +385,9 @@ class Binding:
         request = self.queue.store.get_request(request_id(session, tool_use_id))
         if request is None:
             return
-        tool, ran_args = neutral_tool_name(str(data.get("tool_name"))), data.get("tool_input") or {}
+        name = self._name(tool_use_id, str(data.get("tool_name")), data.get("mcp_server"))
+        tool = str(data.get("tool_name")) if isinstance(name, str) else name.tool
+        ran_args = data.get("tool_input") or {}
         problems = [f"the tool failed: {failure}"] if failure is not None else []
         approved = request.approved_fingerprint()  # None for respond: AskUserQuestion runs with the answers added
         if approved is not None and approved != fingerprint(tool, ran_args):
@@ -382,6 +395,19 @@ class Binding:
             log.error("crossgate: the executed input is not the approved input for request %s", request.id)
         result = None if failure is not None else json.dumps(jsonable(data.get("tool_response")))[:2000]
         self.queue.record_outcome(request.id, ran=True, result=result, error="; ".join(problems) or None)
+
+    def _name(self, tool_use_id: str, claude_tool: str, reported: Any = None) -> ToolName | str:
+        """The tool's neutral name (what the hook learnt for this call first), or why it cannot be named."""
+        known = self.names.get(tool_use_id)
+        if known is not None and known.claude == claude_tool:
+            return known
+        try:
+            name = name_tool(claude_tool, self.servers, reported)
+        except UnknownServer as unknown:
+            return str(unknown)
+        if tool_use_id:
+            self.names[tool_use_id] = name
+        return name
 
     def _seen(self, tool_use_id: str) -> None:
         if self.expect is not None and tool_use_id == self.expect:

@@ -18,6 +18,7 @@ from crossgate.model import JsonObject
 from crossgate.runs import Finished, Parked
 from crossgate_claude._agents import Agents
 from crossgate_claude._callbacks import Binding
+from crossgate_claude._names import known_servers
 from crossgate_claude._options import merge
 from crossgate_claude._translate import FRAMEWORK
 from crossgate_claude._turns import TOOL_DEFERRED, read_run
@@ -161,7 +162,9 @@ class Gate:
     ) -> tuple[ClaudeAgentOptions, Binding]:
         cli_agent = self._cli_agent(overrides.get("extra_args", base.extra_args))
         agents = Agents(main=cli_agent or self.agent, cli_agent=cli_agent)
-        binding = Binding(self, agents, defer=self.defer, requested_by=requested_by)
+        binding = Binding(
+            self, agents, defer=self.defer, requested_by=requested_by, servers=known_servers(base.mcp_servers)
+        )
         options = merge(base, binding, hook_timeout=self.hook_timeout, strict=self.strict, **overrides)
         return options, binding
 
