@@ -146,6 +146,8 @@ class Gate:
             requested_by = acts_for if isinstance(acts_for, str) else None
             bound, binding = self._bind(base, requested_by=requested_by, resume=session, **overrides)
             binding.session, binding.expect = session, tool_use_id
+            if isinstance(state.get("request_id"), str):  # a retried call waits on its queued request
+                binding.retries[tool_use_id] = state["request_id"]
             result = await self._turn(bound, binding, None)
         except BaseException as exc:
             with contextlib.suppress(Exception):
