@@ -18,6 +18,7 @@ from crossgate.model import JsonObject
 from crossgate.runs import Finished, Parked
 from crossgate_claude._agents import Agents
 from crossgate_claude._callbacks import Binding
+from crossgate_claude._names import known_servers
 from crossgate_claude._options import merge
 from crossgate_claude._translate import FRAMEWORK
 from crossgate_claude._turns import TOOL_DEFERRED, read_run
@@ -145,6 +146,8 @@ class Gate:
             requested_by = acts_for if isinstance(acts_for, str) else None
             bound, binding = self._bind(base, requested_by=requested_by, resume=session, **overrides)
             binding.session, binding.expect = session, tool_use_id
+            if isinstance(state.get("request_id"), str):  # a retried call waits on its queued request
+                binding.retries[tool_use_id] = state["request_id"]
             result = await self._turn(bound, binding, None)
         except BaseException as exc:
             with contextlib.suppress(Exception):
@@ -161,7 +164,9 @@ class Gate:
     ) -> tuple[ClaudeAgentOptions, Binding]:
         cli_agent = self._cli_agent(overrides.get("extra_args", base.extra_args))
         agents = Agents(main=cli_agent or self.agent, cli_agent=cli_agent)
-        binding = Binding(self, agents, defer=self.defer, requested_by=requested_by)
+        binding = Binding(
+            self, agents, defer=self.defer, requested_by=requested_by, servers=known_servers(base.mcp_servers)
+        )
         options = merge(base, binding, hook_timeout=self.hook_timeout, strict=self.strict, **overrides)
         return options, binding
 

@@ -231,10 +231,12 @@ async def test_an_unreachable_store_denies(
     assert "database unreachable" in message
 
 
-async def test_can_use_tool_fails_closed_when_the_queue_raises(queue: ReviewQueue, tickets: TicketStore) -> None:
+async def test_can_use_tool_fails_closed_when_the_queue_raises(
+    queue: ReviewQueue, fake_options: ClaudeAgentOptions
+) -> None:
     from claude_agent_sdk import PermissionResultDeny, ToolPermissionContext
 
-    gate = Gate(queue, defer=False, hold=None)
+    gate = Gate(queue, options=fake_options, defer=False, hold=None)
     options = gate.options()
     assert options.can_use_tool is not None
     queue.store.get_request = lambda rid: (_ for _ in ()).throw(RuntimeError("disk on fire"))  # type: ignore[method-assign,assignment]
@@ -244,6 +246,10 @@ async def test_can_use_tool_fails_closed_when_the_queue_raises(queue: ReviewQueu
     assert isinstance(answer, PermissionResultDeny)
     assert "disk on fire" in answer.message
     assert answer.interrupt is False
+    # A tool of a server the options do not configure cannot be named, so it is refused too.
+    unknown = await options.can_use_tool("mcp__team__ops__x", {}, ToolPermissionContext(tool_use_id="y"))
+    assert isinstance(unknown, PermissionResultDeny)
+    assert "cannot tell which MCP server offers the tool 'mcp__team__ops__x'" in unknown.message
 
 
 async def test_expired_request_denies_with_the_expiry_message(

@@ -193,6 +193,8 @@ def pre_input(
         "tool_input": {"id": "t3"},
         "tool_use_id": tool_use_id,
     }
+    if tool.startswith("mcp__"):
+        data["mcp_server"] = {"name": "tickets", "source": "sdk"}  # as the CLI reports an MCP tool's server
     if agent_id:
         data["agent_id"] = agent_id
     if agent_type:
