@@ -73,6 +73,8 @@ def verify(token: str, key_for: Callable[[str], Ed25519PublicKey]) -> str:
     if len(parts) != 3:
         raise _malformed("it is not three base64url segments joined by '.' (JWS compact)")
     header_part, payload_part, signature_part = parts
+    if not _SEGMENT.fullmatch(payload_part):
+        raise _malformed("its payload is not base64url")
     kid = _kid_of(_header(header_part))
     key = key_for(kid)
     signature = b64decode(signature_part, "signature")

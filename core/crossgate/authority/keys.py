@@ -305,8 +305,7 @@ class TrustedKeys:
         claims = self.verify(token, StandingRuleClaims)
         stored = standing_rule_claims(rule)
         if claims != stored:
-            signed, found = claims.model_dump(), stored.model_dump()
-            differ = ", ".join(k for k in signed if signed[k] != found[k])
+            differ = ", ".join(_differing(claims.model_dump(), stored.model_dump()))
             raise _binding(f"standing rule {rule.id} differs from the rule signed as {claims.rule_id}: {differ}")
         return claims
 
@@ -374,6 +373,18 @@ def read_private_file(path: Path) -> bytes:
         return path.read_bytes()
     except OSError as exc:
         raise ConfigurationError(f"cannot read the authority private key {path}: {exc.strerror}") from None
+
+
+def _differing(signed: Mapping[str, Any], stored: Mapping[str, Any], prefix: str = "") -> list[str]:
+    found: list[str] = []
+    for name, value in signed.items():
+        if value == stored[name]:
+            continue
+        if isinstance(value, dict) and isinstance(stored[name], dict) and value.keys() == stored[name].keys():
+            found += _differing(value, stored[name], f"{prefix}{name}.")
+        else:
+            found.append(prefix + name)
+    return found
 
 
 def _binding(message: str) -> SignatureError:
