@@ -22,6 +22,7 @@ from crossgate.authority import (
     StandingRuleClaims,
     TrustedKeys,
 )
+from crossgate.authority._jws import header_for
 from crossgate.authority._jws import sign as jws_sign
 from crossgate.authority.claims import RuleMatch, RuleScope
 from crossgate.errors import InvalidDecisionError
@@ -137,7 +138,7 @@ def test_a_token_signed_with_the_attackers_own_key_names_an_unknown_kid(
 def test_a_token_signed_by_the_attacker_under_the_authoritys_kid_fails_the_signature(
     authority: Authority, trusted: TrustedKeys, attacker: Authority
 ) -> None:
-    forged = jws_sign(attacker._key, authority.kid, approve_claims().payload())
+    forged = jws_sign(attacker._key, header_for(authority.kid), approve_claims().payload())
     assert segments(forged)[0]["kid"] == authority.kid
     error = refusal(trusted, forged)
     assert error.reason == "bad_signature"
@@ -252,7 +253,7 @@ def test_a_signature_with_changed_unused_trailing_bits_is_refused(authority: Aut
 def test_a_validly_signed_payload_that_is_not_exactly_canonical_claims_is_refused(
     authority: Authority, trusted: TrustedKeys, payload: str
 ) -> None:
-    token = jws_sign(authority._key, authority.kid, payload)
+    token = jws_sign(authority._key, header_for(authority.kid), payload)
     assert refusal(trusted, token, CheckpointClaims).reason in ("malformed", "wrong_type")
 
 
@@ -276,7 +277,7 @@ def test_a_checkpoint_token_presented_as_a_decision_is_refused_by_verify_decisio
 
 
 def test_a_payload_with_an_unknown_typ_is_refused(authority: Authority, trusted: TrustedKeys) -> None:
-    token = jws_sign(authority._key, authority.kid, '{"typ":"crossgate.decision.v9"}')
+    token = jws_sign(authority._key, header_for(authority.kid), '{"typ":"crossgate.decision.v9"}')
     assert refusal(trusted, token).reason == "wrong_type"
 
 
@@ -299,3 +300,14 @@ def test_any_single_byte_change_of_a_token_fails_verification(index: int, byte: 
     token = changed.decode("latin-1")
     with pytest.raises(SignatureError):
         _TOKEN_AUTHORITY.trusted_keys().verify(token, DecisionClaims)
+
+
+@pytest.mark.parametrize("claims", EVERY_KIND, ids=lambda c: c.typ)
+def test_the_payload_is_exactly_the_projects_canonical_json(claims: object) -> None:
+    assert isinstance(claims, DecisionClaims | StandingRuleClaims | PolicyVersionClaims | CheckpointClaims)
+    odd = (
+        claims.model_copy(update={"created_by": 'é "quoted" \\ \u2028 \x00 😀'})
+        if hasattr(claims, "created_by")
+        else claims
+    )
+    assert odd.payload() == canonical_json(odd.model_dump(mode="json"))

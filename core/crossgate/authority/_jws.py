@@ -8,11 +8,11 @@ token itself through ``jwk``/``jku``/``x5u``, ``crit`` extensions). Here the hea
 
 from __future__ import annotations
 
-import base64
 import binascii
 import json
 import re
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 from cryptography.exceptions import InvalidSignature
@@ -30,9 +30,13 @@ _HEADER_FIELDS = frozenset({"alg", "kid"})
 _SIGNATURE_LENGTH = 64
 
 
+_TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
+_FROM_URLSAFE = bytes.maketrans(b"-_", b"+/")
+
+
 def b64encode(data: bytes) -> str:
     """base64url without padding, as JWS writes every segment."""
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+    return binascii.b2a_base64(data, newline=False).translate(_TO_URLSAFE).rstrip(b"=").decode("ascii")
 
 
 def b64decode(segment: str, what: str) -> bytes:
@@ -43,8 +47,9 @@ def b64decode(segment: str, what: str) -> bytes:
     """
     if not _SEGMENT.fullmatch(segment):
         raise _malformed(f"its {what} is not base64url")
+    padded = (segment + "=" * (-len(segment) % 4)).encode("ascii").translate(_FROM_URLSAFE)
     try:
-        data = base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
+        data = binascii.a2b_base64(padded, strict_mode=True)
     except (binascii.Error, ValueError):
         raise _malformed(f"its {what} is not base64url") from None
     if b64encode(data) != segment:
@@ -52,9 +57,13 @@ def b64decode(segment: str, what: str) -> bytes:
     return data
 
 
-def sign(key: Ed25519PrivateKey, kid: str, payload: str) -> str:
-    """The compact JWS of ``payload`` (a JSON text), signed with ``key`` and naming ``kid``."""
-    header = b64encode(canonical_json({"alg": ALGORITHM, "kid": kid}).encode("utf-8"))
+def header_for(kid: str) -> str:
+    """The encoded header of every token signed under ``kid``."""
+    return b64encode(canonical_json({"alg": ALGORITHM, "kid": kid}).encode("utf-8"))
+
+
+def sign(key: Ed25519PrivateKey, header: str, payload: str) -> str:
+    """The compact JWS of ``payload`` (a JSON text) under the encoded ``header``, signed with ``key``."""
     signing_input = f"{header}.{b64encode(payload.encode('utf-8'))}"
     return f"{signing_input}.{b64encode(key.sign(signing_input.encode('ascii')))}"
 
@@ -75,7 +84,7 @@ def verify(token: str, key_for: Callable[[str], Ed25519PublicKey]) -> str:
     header_part, payload_part, signature_part = parts
     if not _SEGMENT.fullmatch(payload_part):
         raise _malformed("its payload is not base64url")
-    kid = _kid_of(_header(header_part))
+    kid = _kid_of(header_part)
     key = key_for(kid)
     signature = b64decode(signature_part, "signature")
     if len(signature) != _SIGNATURE_LENGTH:
@@ -110,8 +119,10 @@ def _header(segment: str) -> dict[str, Any]:
     return header
 
 
-def _kid_of(header: dict[str, Any]) -> str:
-    kid = header.get("kid")
+# Every token of one key has the same header: its checks run once per distinct header text.
+@lru_cache(maxsize=64)
+def _kid_of(segment: str) -> str:
+    kid = _header(segment).get("kid")
     if not isinstance(kid, str) or not kid:
         raise SignatureError("the token names no key (kid)", reason="unknown_key")
     return kid

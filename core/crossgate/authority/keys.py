@@ -116,11 +116,12 @@ class Authority:
     The process being gated must never hold one; see docs/security.md.
     """
 
-    __slots__ = ("_key", "public_key")
+    __slots__ = ("_header", "_key", "public_key")
 
     def __init__(self, private_key: Ed25519PrivateKey) -> None:
         self._key = private_key
         self.public_key = PublicKey(private_key.public_key())
+        self._header = _jws.header_for(self.public_key.kid)
 
     @classmethod
     def generate(cls) -> Authority:
@@ -164,7 +165,7 @@ class Authority:
 
     def sign(self, claims: Claims) -> str:
         """A JWS compact token (alg EdDSA, this kid) over the canonical JSON of ``claims``."""
-        return _jws.sign(self._key, self.kid, claims.payload())
+        return _jws.sign(self._key, self._header, claims.payload())
 
     def trusted_keys(self) -> TrustedKeys:
         """TrustedKeys that trust this authority's public key alone."""
