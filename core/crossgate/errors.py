@@ -84,7 +84,7 @@ class SignatureError(InvalidDecisionError):
     ``reason`` names the refusal for logs and tests (see :mod:`crossgate.authority`).
     """
 
-    def __init__(self, message: str, *, reason: str) -> None:
+    def __init__(self, message: str, *, reason: str = "bad_signature") -> None:
         super().__init__(message)
         self.reason = reason
 
