@@ -136,9 +136,9 @@ def test_an_approval_applied_after_its_apply_by_has_lapsed(
     claims = trusted.verify(token, DecisionClaims)
     assert request.decided_at is not None
     assert claims.apply_by == request.decided_at + timedelta(seconds=600)
-    clock.advance(599)
+    clock.advance(600)  # the queue's rule too: good up to and including the last moment of the window
     trusted.verify_decision(token, request_id=request.id, fingerprint=request.fingerprint, now=clock())
-    clock.advance(1)
+    clock.advance(0.001)
     with pytest.raises(RequestExpiredError, match="lapsed"):
         trusted.verify_decision(token, request_id=request.id, fingerprint=request.fingerprint, now=clock())
 
@@ -180,13 +180,16 @@ def two_approver_queue(clock: FakeClock) -> ReviewQueue:
     return ReviewQueue(MemoryStore(), policy, clock=clock)
 
 
-def _approval_token(authority: Authority, request_id: str, fp: str, reviewer: str, clock: FakeClock) -> str:
+def _approval_token(
+    authority: Authority, request_id: str, fp: str, reviewer: str, clock: FakeClock, *, rejects: bool = False
+) -> str:
     return authority.sign(
         DecisionClaims(
             request_id=request_id,
             tool="delete_ticket",
             fingerprint=fp,
-            kind=DecisionKind.APPROVE,
+            kind=DecisionKind.REJECT if rejects else DecisionKind.APPROVE,
+            message_digest=json_digest("no") if rejects else None,
             reviewer=reviewer,
             reviewer_kind=ReviewerKind.REVIEWER,
             decided_at=clock(),
@@ -206,6 +209,9 @@ def test_a_request_needing_two_approvers_needs_two_signed_approvals_by_different
     with pytest.raises(SignatureError, match="2 different reviewers, has 1") as caught:
         trusted.verify_approvals([ana, ana], request_id=request.id, fingerprint=request.fingerprint, required=2)
     assert caught.value.reason == "binding"
+    cy = _approval_token(authority, request.id, request.fingerprint, "cy", clock, rejects=True)
+    with pytest.raises(SignatureError, match="signed reject by cy, not an approval"):
+        trusted.verify_approvals([ana, bo, cy], request_id=request.id, fingerprint=request.fingerprint, required=2)
 
 
 # standing rules ----------------------------------------------------------------------------------

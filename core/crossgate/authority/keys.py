@@ -43,7 +43,7 @@ from crossgate.authority.claims import (
 )
 from crossgate.errors import ConfigurationError, RequestExpiredError, SignatureError
 from crossgate.fingerprint import canonical_json
-from crossgate.model import StandingRule
+from crossgate.model import DecisionKind, StandingRule
 
 PUBKEY_ENV = "CROSSGATE_AUTHORITY_PUBKEY"
 """The pinned public key(s), as pin text."""
@@ -283,7 +283,9 @@ class TrustedKeys:
             raise _binding(
                 f"the stored decision on request {request_id} differs from the signed one: {', '.join(differ)}"
             )
-        if now is not None and claims.apply_by is not None and now >= claims.apply_by:
+        if (
+            now is not None and claims.apply_by is not None and now > claims.apply_by
+        ):  # as the queue: lapsed once past it
             raise RequestExpiredError(
                 f"the approval of request {request_id} lapsed at {claims.apply_by.isoformat()} before it was applied"
             )
@@ -292,9 +294,17 @@ class TrustedKeys:
     def verify_approvals(
         self, tokens: Sequence[str], *, request_id: str, fingerprint: str, required: int, now: datetime | None = None
     ) -> tuple[DecisionClaims, ...]:
-        """``required`` signed approvals of one request by different reviewers (a request needing several)."""
+        """``required`` signed approvals of one request by different reviewers (a request needing several).
+
+        Each token must be an approve: an edit, reject or respond among them is refused.
+        """
         approvals = [self.verify_decision(t, request_id=request_id, fingerprint=fingerprint, now=now) for t in tokens]
-        reviewers = {c.reviewer for c in approvals if c.runs_fingerprint is not None}
+        for claims in approvals:
+            if claims.kind is not DecisionKind.APPROVE:
+                raise _binding(
+                    f"request {request_id} has a signed {claims.kind.value} by {claims.reviewer}, not an approval"
+                )
+        reviewers = {c.reviewer for c in approvals}
         if len(reviewers) < required:
             raise _binding(
                 f"request {request_id} needs signed approvals by {required} different reviewers, has {len(reviewers)}"
