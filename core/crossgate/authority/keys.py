@@ -377,7 +377,7 @@ def read_private_file(path: Path) -> bytes:
         raise ConfigurationError(f"cannot read the authority private key {path}: {exc.strerror}") from None
     if os.name == "posix" and mode & 0o077:
         raise ConfigurationError(
-            f"refusing the authority private key {path}: other users may read it "
+            f"refusing the authority private key {path}: other users may read or change it "
             f"(mode {stat.S_IMODE(mode):04o}); run: chmod 600 {path}"
         )
     try:
