@@ -14,7 +14,8 @@
     │   ├── DecisionNotAllowedError
     │   ├── InvalidArgumentsError
     │   ├── FingerprintMismatchError
-    │   └── SelfDecisionError
+    │   ├── SelfDecisionError
+    │   └── SignatureError         not signed by a trusted authority key, or signed for something else
     ├── ConfigurationError         a policy file or option that cannot work
     ├── StoreError                 the database failed; driver errors are wrapped here
     │   └── AuditHeadMissingError  the audit log's recorded head row is gone
@@ -76,6 +77,17 @@ class FingerprintMismatchError(InvalidDecisionError):
 
 class SelfDecisionError(InvalidDecisionError):
     """A reviewer tried to decide a request they submitted themselves."""
+
+
+class SignatureError(InvalidDecisionError):
+    """What could let a call run is not signed by a trusted authority key, or was signed for something else.
+
+    ``reason`` names the refusal for logs and tests (see :mod:`crossgate.authority`).
+    """
+
+    def __init__(self, message: str, *, reason: str = "bad_signature") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class ConfigurationError(CrossgateError):

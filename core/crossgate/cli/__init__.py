@@ -17,7 +17,7 @@ import importlib
 
 import typer
 
-from crossgate.cli import audit, decide, policy, requests, rules, runs
+from crossgate.cli import audit, decide, keys, policy, requests, rules, runs
 from crossgate.cli.app import app
 from crossgate.cli.context import CliContext
 
@@ -36,7 +36,7 @@ def _register_server_commands(target: typer.Typer) -> None:
     module.register(target)
 
 
-for _module in (requests, decide, rules, runs, policy, audit):
+for _module in (requests, decide, rules, runs, policy, audit, keys):
     _module.register(app)
 _register_server_commands(app)
 
