@@ -319,3 +319,11 @@ def test_show_on_a_sqlite_file_lists_the_unrecorded_call(tmp_path: Path) -> None
         capture_output=True, text=True, env=subprocess_env(), timeout=60, check=True,
     )  # fmt: skip
     assert json.loads(result.stdout)["applied_without_outcome"] == [unknown]
+
+
+def test_a_later_resume_refusing_to_run_the_call_again_is_not_its_outcome(cli: Cli, queue: ReviewQueue) -> None:
+    park_id, (_, unknown, _) = killed_between_mark_and_tool(queue)
+    # What every adapter records when a retried resume meets the applied call: it did not run it again.
+    queue.record_outcome(unknown, ran=False, error=f"not run again: request {unknown} was applied before")
+    assert cli.json("runs", "show", park_id)["applied_without_outcome"] == [unknown]
+    assert f"{unknown} (delete_ticket): applied at" in cli.ok("runs", "show", park_id).stdout
