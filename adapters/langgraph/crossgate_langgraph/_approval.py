@@ -20,7 +20,6 @@ from langgraph.types import interrupt
 from pydantic import AfterValidator, WithJsonSchema
 
 from crossgate import (
-    AlreadyAppliedError,
     ApprovalRequest,
     Approve,
     ConfigurationError,
@@ -35,6 +34,7 @@ from crossgate import (
     canonical_json,
 )
 from crossgate.model import Decision, JsonObject
+from crossgate.outcomes import already_applied_message
 from crossgate.schemas import decision_schema
 from crossgate_langgraph._shapes import APPROVAL_INTERRUPT, AnyDecision
 
@@ -155,7 +155,8 @@ def request_approval(
     the node runs again **from its first line** (code before this call runs once per run and once per
     resume attempt), re-reads its state, and the decision is accepted only if it was made for exactly
     these arguments. A decision to run is marked applied here, once; if the node runs again after
-    the tool ran, this raises ``AlreadyAppliedError`` instead of approving twice. Pass ``call_id``
+    that (a resumer died mid-tool and another took the run over, or the node asks twice), this
+    returns ``Reject`` with what crossgate recorded instead of approving twice. Pass ``call_id``
     when one node asks more than once about the same tool.
 
     The request carries who the run acts for (that person cannot decide it): inside ``Gate.run`` and
@@ -246,8 +247,8 @@ def _mark_applied(queue: ReviewQueue, request_id: str, call: ToolCall, decision:
                 raise
             return closed
     elif request.status is RequestStatus.APPLIED and isinstance(decision, Approve | Edit):
-        raise AlreadyAppliedError(
-            f"request {request_id} was already applied: the node ran again after its tool ran, and an "
-            "approval runs a tool once (ask once per node; give each tool call its own task with tool_calls_router)"
-        )
+        # Applied by an earlier attempt (a resumer that died mid-tool, whose run another took over, or
+        # an earlier ask of the same node): never run twice; the node is told what happened then.
+        message = already_applied_message(call.tool, request_id, queue.outcome(request_id))
+        return Reject(message=message, fingerprint=call.fingerprint)
     return decision

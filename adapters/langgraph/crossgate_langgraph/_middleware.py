@@ -28,6 +28,7 @@ from langgraph.config import get_config
 from langgraph.types import Command
 
 from crossgate import (
+    AlreadyAppliedError,
     ConflictError,
     CrossgateError,
     DecisionKind,
@@ -41,6 +42,7 @@ from crossgate import (
     VerdictKind,
 )
 from crossgate.model import ALL_DECISIONS
+from crossgate.outcomes import already_applied_message
 from crossgate.policy import Policy
 from crossgate.queue import REQUESTED_BY
 from crossgate_langgraph._approval import requested_by_in
@@ -203,6 +205,14 @@ class CrossgateGuard(AgentMiddleware[Any, Any]):
             # Not an answer about this call: the run fails and the decision stays unused, rather than
             # the model being told the call did not run.
             raise
+        except AlreadyAppliedError:
+            # Applied by an earlier attempt (a resumer that died mid-tool, whose run this one took over):
+            # never run twice; the model is told what happened then, from the audit log.
+            text = already_applied_message(call.tool, request_id, self.queue.outcome(request_id))
+            self.queue.record_outcome(
+                request_id, ran=False, error=f"not run again: request {request_id} was applied before"
+            )
+            return self._message(call, text, error=True), request_id
         except (RequestCancelledError, RequestExpiredError) as exc:
             # The policy denied the call after its approval, or the approval lapsed: the closed request's
             # reason is what the model reads (as in every adapter).

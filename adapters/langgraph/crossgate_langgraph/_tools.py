@@ -58,7 +58,9 @@ def gated_tool_wrapper(
                 queue.record_outcome(request_id, ran=True, result=_text(result))
             return result
         if request_id is not None:
-            queue.record_outcome(request_id, ran=False)
+            queue.record_outcome(
+                request_id, ran=False, result=decision.message if isinstance(decision, Reject) else None
+            )
         if isinstance(decision, Reject):
             return ToolMessage(
                 content=decision.message, name=call.tool, tool_call_id=tool_call.get("id") or "", status="error"
