@@ -24,6 +24,7 @@ from crossgate import (
     Approve,
     ConfigurationError,
     Edit,
+    InvalidArgumentsError,
     Reject,
     RequestCancelledError,
     RequestExpiredError,
@@ -33,9 +34,11 @@ from crossgate import (
     VerdictKind,
     canonical_json,
 )
+from crossgate.decisions import validate_args
 from crossgate.model import Decision, JsonObject
 from crossgate.outcomes import already_applied_message
 from crossgate.schemas import decision_schema
+from crossgate_langgraph._arguments import refusal
 from crossgate_langgraph._shapes import APPROVAL_INTERRUPT, AnyDecision
 
 DECISION_SCHEMA: Final[dict[str, Any]] = decision_schema()
@@ -159,9 +162,10 @@ def request_approval(
     returns ``Reject`` with what crossgate recorded instead of approving twice. Pass ``call_id``
     when one node asks more than once about the same tool.
 
-    The request carries who the run acts for (that person cannot decide it): inside ``Gate.run`` and
-    ``Gate.resume`` the gate passes it down, so leave ``requested_by`` out there (a different value is
-    refused); outside a gate, pass it here.
+    With ``args_schema`` (the tool's JSON Schema), arguments it refuses are not judged: this returns
+    ``Reject`` saying what is wrong, and nothing is submitted. The request carries who the run acts for
+    (that person cannot decide it): inside ``Gate.run`` and ``Gate.resume`` the gate passes it down, so
+    leave ``requested_by`` out there (a different value is refused); outside a gate, pass it here.
     """
     decision, _ = ask(
         queue,
@@ -192,6 +196,14 @@ def ask(
     """:func:`request_approval` for a built call; also returns the request id (None for allow and deny)."""
     thread, namespace = current_thread()
     call = call.model_copy(update={"run": thread})
+    if args_schema is not None:
+        try:
+            # Judge only arguments the tool's schema accepts as they are (a string for a number is not).
+            validate_args(call.args, args_schema)
+        except InvalidArgumentsError as exc:
+            message = refusal(call.tool, exc)
+            queue.record_outcome(None, ran=False, error=message, call=call.model_copy(update={"args": {}}))
+            return Reject(message=message, fingerprint=call.fingerprint), None
     request_id = graph_request_id(thread, namespace, call.tool, call.call_id)
     submission = queue.submit(
         call,

@@ -38,6 +38,7 @@ from crossgate import (
 )
 from crossgate.runs import Finished, Parked, resume_leased
 from crossgate_langgraph._approval import REQUESTED_BY_KEY
+from crossgate_langgraph._arguments import args_json_schema, tool_args
 from crossgate_langgraph._calls import agent_call, agent_request_id, last_tool_calls
 from crossgate_langgraph._shapes import hitl_decision, interrupt_shape, resume_command
 
@@ -308,7 +309,8 @@ class Gate:
         # Requests for the middleware's calls are stored together with the parked run (one transaction);
         # a node's request_approval stored its own before interrupting.
         new_requests: list[ApprovalRequest] = []
-        entries = [self._submit(i, thread, snapshot.values, new_requests, requested_by) for i in interrupts]
+        tools = _tools_of(graph)
+        entries = [self._submit(i, thread, snapshot.values, tools, new_requests, requested_by) for i in interrupts]
         state = _ParkState(
             graph=graph.name,
             thread=thread,
@@ -349,6 +351,7 @@ class Gate:
         pending: Interrupt,
         thread: str,
         values: Mapping[str, Any],
+        tools: Mapping[str, Any],
         new_requests: list[ApprovalRequest],
         requested_by: str | None,
     ) -> _Pending:
@@ -376,7 +379,8 @@ class Gate:
         else:
             matched = _match_batched(value, calls)
         request_ids = [
-            self._submit_call(thread, turn, c, d, allowed, new_requests, requested_by) for c, d, allowed in matched
+            self._submit_call(thread, turn, c, d, allowed, tools.get(c["name"]), new_requests, requested_by)
+            for c, d, allowed in matched
         ]
         return _Pending(pending.id, shape, request_ids, [c["name"] for c, _, _ in matched])
 
@@ -387,14 +391,18 @@ class Gate:
         call: Mapping[str, Any],
         description: Any,
         allowed: Any,
+        tool: Any,
         new_requests: list[ApprovalRequest],
         requested_by: str | None,
     ) -> str:
         call_id = str(call.get("id") or "")
-        neutral = agent_call(call["name"], call["args"], call_id=call_id, thread=thread, agent=self.agent)
+        # The arguments the tool will receive, as the middleware judged them (it paused only valid ones).
+        args = tool_args(tool, call["args"])
+        neutral = agent_call(call["name"], args, call_id=call_id, thread=thread, agent=self.agent)
         capabilities = tuple(DecisionKind(k) for k in allowed) if allowed else tuple(DecisionKind)
         submission = self.queue.prepare(
             neutral,
+            args_schema=args_json_schema(tool),
             description=description if isinstance(description, str) else None,
             requested_by=requested_by,
             capabilities=capabilities,
@@ -410,6 +418,13 @@ class Gate:
         if not submission.stored and all(r.id != submission.request.id for r in new_requests):
             new_requests.append(submission.request)
         return submission.request.id
+
+
+def _tools_of(graph: Graph) -> Mapping[str, Any]:
+    """The tools of a ``create_agent`` graph by name (its ``tools`` node is a ``ToolNode``); empty for others."""
+    node = getattr(graph, "nodes", {}).get("tools")
+    tools = getattr(getattr(node, "bound", None), "tools_by_name", None)
+    return tools if isinstance(tools, Mapping) else {}
 
 
 async def _descends(graph: Graph, config: Mapping[str, Any], checkpoint_id: str | None) -> bool:
