@@ -95,8 +95,12 @@ class ParkedRunsMixin(QueueBase):
         these. The mark comes first, so the tool never runs twice; whether it ran once is unknown. Only
         approvals and edits count: a rejection or a response applied never runs the tool. A later resume's
         record that it did not run the call again (``ran`` false) is not the outcome: only a record that
-        the tool ran is.
+        the tool ran is. A run resumed in one attempt that ended cleanly lists nothing: its tools ran
+        (some run their tool in the resumed code itself, as a LangGraph node after ``request_approval``
+        does, and no outcome is ever recorded for them).
         """
+        if parked.status is ParkedRunStatus.RESUMED and parked.attempts <= 1:
+            return []
         requests = [self.get(r) for r in parked.request_ids]
         may_have_run = [r for r in requests if r.status is RequestStatus.APPLIED and r.approved_fingerprint()]
         return [r for r in may_have_run if not self._ran_after_applied(r.id)]
