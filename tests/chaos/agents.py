@@ -166,8 +166,8 @@ class Agents:
     async def start(self, run: str, ticket: str) -> Outcome:
         """Start ``run``, whose model asks to delete ``ticket``; it parks on that call."""
         if self.world.adapter == "openai":
-            gate, agent = self.openai_gate(ticket)
-            return await gate.run(agent, f"Delete ticket {ticket}.", run=run)
+            openai, agent = self.openai_gate(ticket)
+            return await openai.run(agent, f"Delete ticket {ticket}.", run=run)
         async with self.graph() as (gate, graph):
             return await gate.run(graph, self.graph_input(ticket), thread=run)
 
@@ -199,15 +199,15 @@ class Agents:
     async def resume(self, parked_run: str, ticket: str) -> Outcome:
         """Resume a parked run through the adapter's ``resume``."""
         if self.world.adapter == "openai":
-            gate, agent = self.openai_gate(ticket)
-            return await gate.resume(parked_run, agent=agent)
+            openai, agent = self.openai_gate(ticket)
+            return await openai.resume(parked_run, agent=agent)
         async with self.graph() as (gate, _):
             return await gate.resume(parked_run)
 
 
 def open_queue(world: World, kill: Kill = NEVER) -> tuple[ReviewQueue, KillingStore]:
     store = KillingStore(open_store(world.db), kill)
-    return ReviewQueue(store, POLICY), store  # type: ignore[arg-type]
+    return ReviewQueue(store, POLICY), store
 
 
 def child(world: World, phase: str, kill: Kill, args: tuple[str, ...], started: Any) -> None:

@@ -29,6 +29,7 @@ What is counted, per iteration:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
 import random
 import time
@@ -36,7 +37,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from crossgate import (
     AlreadyDecidedError,
@@ -86,7 +87,8 @@ class Counts:
         phases = ", ".join(f"{p} {self.kills[p]}" for p in PHASES)
         return (
             f"{self.iterations} iterations, {killed} kills ({phases}); lost {self.lost}, twice {self.twice}, "
-            f"unapproved {self.unapproved}, stuck {self.stuck}; unrecorded {self.unrecorded}, orphaned {self.orphaned}; "
+            f"unapproved {self.unapproved}, stuck {self.stuck}; "
+            f"unrecorded {self.unrecorded}, orphaned {self.orphaned}; "
             f"recovered {self.recovered}/{killed} ({ratio:.0%})"
         )
 
@@ -206,9 +208,7 @@ class ChaosLoop:
                 await asyncio.sleep(self.lease_left(latest))
             try:
                 outcome = await self.timed("resume", self.agents.resume(latest.id, ticket))
-            except CrossgateError:
-                continue
-            except Exception:  # noqa: BLE001 - an SDK error fails the run; the next attempt retries it
+            except Exception:  # a refusal, or an SDK error that failed the run: the next attempt sees which
                 continue
             if isinstance(outcome, Finished):
                 return True
@@ -221,10 +221,8 @@ class ChaosLoop:
 
     async def decide(self, request_id: str, verdict: str) -> None:
         decision = Approve() if verdict == "approve" else Reject(message="Keep this ticket.")
-        try:
+        with contextlib.suppress(AlreadyDecidedError):  # the killed reviewer's decision got through
             self.queue.decide(request_id, decision, reviewer="ann")
-        except AlreadyDecidedError:
-            pass
 
     # processes ----------------------------------------------------------------------------------
     def in_child(self, phase: str, args: tuple[str, ...], *, tool: bool = False) -> bool:
@@ -249,7 +247,7 @@ class ChaosLoop:
 
     def draw_kill(self, phase: str, *, tool: bool) -> tuple[Kill, float | None]:
         """A kill point in ``phase``: in the tool, at a random write, or (one time in four) a random moment."""
-        when = self.rng.choice(("before", "after"))
+        when: Literal["before", "after"] = self.rng.choice(("before", "after"))
         if tool:
             return Kill("tool", 0, when), None
         if self.rng.random() < 0.25:
