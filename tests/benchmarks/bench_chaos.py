@@ -55,7 +55,7 @@ def row(adapter: str, kind: str, counts: Counts, seconds: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("iterations", type=int, help="iterations per adapter and store")
+    parser.add_argument("iterations", type=int, nargs="?", default=50, help="per adapter and store (default 50)")
     parser.add_argument("--adapters", default=",".join(ADAPTERS))
     parser.add_argument("--stores", default=",".join(STORES))
     parser.add_argument("--seed", type=int, default=1)
