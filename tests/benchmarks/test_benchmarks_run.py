@@ -32,6 +32,7 @@ CASES = {
     "bench_langgraph": (["--n", "2", "--warmup", "1"], {}, "ratio graph crossgate"),
     "bench_claude": (["--runs", "1"], {}, "ratios (median) to bare"),
     "bench_authority": ([], {"CG_BENCH_DECISIONS": "20", "CG_BENCH_ROUNDS": "2"}, "sign+verify per decision"),
+    "bench_chaos": (["2", "--adapters", "openai", "--stores", "sqlite"], {}, "failures counted: 0"),
 }
 
 

@@ -319,3 +319,46 @@ def test_show_on_a_sqlite_file_lists_the_unrecorded_call(tmp_path: Path) -> None
         capture_output=True, text=True, env=subprocess_env(), timeout=60, check=True,
     )  # fmt: skip
     assert json.loads(result.stdout)["applied_without_outcome"] == [unknown]
+
+
+def test_a_later_resume_refusing_to_run_the_call_again_is_not_its_outcome(cli: Cli, queue: ReviewQueue) -> None:
+    park_id, (_, unknown, _) = killed_between_mark_and_tool(queue)
+    # What every adapter records when a retried resume meets the applied call: it did not run it again.
+    queue.record_outcome(unknown, ran=False, error=f"not run again: request {unknown} was applied before")
+    assert cli.json("runs", "show", park_id)["applied_without_outcome"] == [unknown]
+    assert f"{unknown} (delete_ticket): applied at" in cli.ok("runs", "show", park_id).stdout
+
+
+def node_run(queue: ReviewQueue, clock: FakeClock, *, taken_over: bool) -> tuple[str, str]:
+    """A run whose node runs the tool itself after its approval (no outcome is recorded for it), resumed
+    once cleanly, or taken over from a resumer that died after marking the call applied."""
+    call = ToolCall(framework="langgraph", tool="delete_ticket", args={"id": "n1"}, run="thread-n")
+    request = queue.submit(call).request
+    assert request is not None
+    park_id = queue.park(framework="langgraph", run="thread-n", request_ids=[request.id], state=STATE).id
+    queue.decide(request.id, Approve(), reviewer="ann")
+    queue.claim_parked(park_id, owner="worker-1", lease_seconds=5)
+    queue.mark_applied(request.id, args={"id": "n1"})  # the node runs the tool; nothing records its outcome
+    owner = "worker-1"
+    if taken_over:  # worker-1 died here; its lease runs out and worker-2 finishes the run
+        clock.advance(10)
+        queue.claim_parked(park_id, owner="worker-2")
+        owner = "worker-2"
+    queue.finish_parked(park_id, owner=owner, outcome="finished")
+    return park_id, request.id
+
+
+def test_a_run_resumed_cleanly_in_one_attempt_lists_no_unrecorded_calls(
+    cli: Cli, queue: ReviewQueue, clock: FakeClock
+) -> None:
+    park_id, _ = node_run(queue, clock, taken_over=False)
+    assert cli.json("runs", "show", park_id)["applied_without_outcome"] == []
+    assert "no outcome" not in cli.ok("runs", "show", park_id).stdout
+
+
+def test_a_run_taken_over_from_a_dead_resumer_lists_the_call_it_applied(
+    cli: Cli, queue: ReviewQueue, clock: FakeClock
+) -> None:
+    park_id, request_id = node_run(queue, clock, taken_over=True)
+    shown = cli.json("runs", "show", park_id)
+    assert (shown["status"], shown["attempts"], shown["applied_without_outcome"]) == ("resumed", 2, [request_id])

@@ -20,7 +20,16 @@ from urllib.parse import quote, urlencode
 import pytest
 from typer.testing import CliRunner
 
-from crossgate import ApprovalRequest, Approve, ConfigurationError, ReviewQueue, Store, StoreError, ToolCall
+from crossgate import (
+    ApprovalRequest,
+    Approve,
+    ConfigurationError,
+    RequestStatus,
+    ReviewQueue,
+    Store,
+    StoreError,
+    ToolCall,
+)
 from crossgate.cli import CliContext, app
 from crossgate.errors import AuditHeadMissingError
 from crossgate.model import NewEvent
@@ -128,7 +137,13 @@ def test_a_missing_head_row_refuses_every_write_and_changes_nothing(store: Store
     with pytest.raises(AuditHeadMissingError):
         queue.submit(ToolCall(framework="langgraph", tool="delete_ticket", args={"id": "t3"}))
     with pytest.raises(AuditHeadMissingError):
-        queue.decide(pending, Approve(), reviewer="ann")  # a compare-and-set that would win, but has no head
+        queue.decide(pending, Approve(), reviewer="ann")
+    # The store's own writes, below the queue: a compare-and-set that would win, but has no head to chain to.
+    cancelled = queue.get(pending).model_copy(update={"status": RequestStatus.CANCELLED})
+    with pytest.raises(AuditHeadMissingError):
+        store.update_request(cancelled, (RequestStatus.PENDING,), NewEvent(kind="cancelled", at=T0, request_id=pending))
+    with pytest.raises(AuditHeadMissingError):
+        store.append_event(NewEvent(kind="executed", at=T0, request_id=pending))
     assert stored(store) == before
 
 

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from langgraph.errors import is_invalid_resume
-from langgraph.types import Interrupt
+from langgraph.types import Command, Interrupt
 
 from crossgate import (
     AdapterError,
@@ -29,14 +29,16 @@ from crossgate import (
     ConfigurationError,
     ConflictError,
     DecisionKind,
+    ParkedRun,
     ParkedRunClaimedError,
     ParkedRunStatus,
     RequestStatus,
     ReviewQueue,
     VerdictKind,
 )
-from crossgate.runs import Finished, Parked
+from crossgate.runs import Finished, Parked, resume_leased
 from crossgate_langgraph._approval import REQUESTED_BY_KEY
+from crossgate_langgraph._arguments import args_json_schema, tool_args
 from crossgate_langgraph._calls import agent_call, agent_request_id, last_tool_calls
 from crossgate_langgraph._shapes import hitl_decision, interrupt_shape, resume_command
 
@@ -176,7 +178,7 @@ class Gate:
         parked = self.queue.get_parked(parked_run)
         if parked.framework != self.framework:
             raise ConfigurationError(f"parked run {parked_run} belongs to {parked.framework}, not {self.framework}")
-        if parked.status is not ParkedRunStatus.PARKED:
+        if parked.status not in (ParkedRunStatus.PARKED, ParkedRunStatus.RESUMING):
             raise ParkedRunClaimedError(
                 f"parked run {parked_run} is {parked.status.value}; a parked state is resumed once"
             )
@@ -187,22 +189,18 @@ class Gate:
         answerable = [p for p in state.interrupts if all(not requests[r].is_open for r in p.request_ids)]
         if not answerable or (len(answerable) < len(state.interrupts) and not partial):
             return Parked(parked.run, parked.id, parked.request_ids)
+        acts_for = parked.metadata.get("requested_by")
+        requested_by = acts_for if isinstance(acts_for, str) else None
+
+        async def body(claimed: ParkedRun) -> Finished[Any] | Parked:
+            return await self._resume_claimed(graph, state, requests, requested_by, earlier=claimed.attempts > 1)
+
         async with self._lock(state.thread):
-            self.queue.claim_parked(parked.id, owner=self.owner, lease_seconds=self.lease_seconds)
-            try:
-                acts_for = parked.metadata.get("requested_by")
-                requested_by = acts_for if isinstance(acts_for, str) else None
-                outcome = await self._resume_claimed(graph, state, requests, requested_by)
-            except Exception as exc:
-                # Failed runs are not retried: the thread may have moved. A cancelled resume keeps its
-                # lease instead, and another resumer may claim it once the lease runs out.
-                self.queue.finish_parked(
-                    parked.id, owner=self.owner, status=ParkedRunStatus.FAILED, outcome=f"{type(exc).__name__}: {exc}"
-                )
-                raise
-            note = "finished" if isinstance(outcome, Finished) else f"parked again as {outcome.parked_run}"
-            self.queue.finish_parked(parked.id, owner=self.owner, outcome=note)
-            return outcome
+            # A resumer that died mid-resume leaves the run resuming: once its lease runs out, this
+            # claim takes it over (the same path every adapter uses).
+            return await resume_leased(
+                self.queue, parked, owner=self.owner, lease_seconds=self.lease_seconds, body=body
+            )
 
     # internals ----------------------------------------------------------------------------------
     def _lock(self, thread: str) -> asyncio.Lock:
@@ -216,8 +214,21 @@ class Gate:
         return graph
 
     async def _resume_claimed(
-        self, graph: Graph, state: _ParkState, requests: Mapping[str, ApprovalRequest], requested_by: str | None
+        self,
+        graph: Graph,
+        state: _ParkState,
+        requests: Mapping[str, ApprovalRequest],
+        requested_by: str | None,
+        *,
+        earlier: bool,
     ) -> Finished[Any] | Parked:
+        """Answer the parked interrupts, or, after an ``earlier`` attempt, go on from where it stopped.
+
+        An earlier attempt (killed mid-resume, or failed and retried) may have moved the thread past the
+        parked checkpoint, or completed some of its tasks: the thread then goes on from where it is, as
+        long as it descends from the parked checkpoint. Whatever that attempt applied is not run again
+        (``mark_applied`` refuses it, and the model is told).
+        """
         config = thread_config(state.thread, requested_by)
         snapshot = await graph.aget_state(config)
         if snapshot.created_at is None:
@@ -226,21 +237,27 @@ class Gate:
                 "(LangGraph would start it from the beginning)"
             )
         pending = {i.id: i for i in snapshot.interrupts}
-        if not pending:
+        expected = {p.id for p in state.interrupts}
+        at_park = snapshot.config["configurable"].get("checkpoint_id") == state.checkpoint_id
+        command: Command[Any] | None
+        if pending and at_park and (set(pending) == expected or (earlier and set(pending) <= expected)):
+            answers: dict[str, Any] = {}
+            for entry in state.interrupts:
+                resolved = [requests[r] for r in entry.request_ids]
+                if entry.id in pending and all(not r.is_open for r in resolved):
+                    answers[entry.id] = self._answer(entry, resolved)
+            command = resume_command(list(pending.values()), answers)
+            self._apply_unrun(state, answers, requests)
+        elif earlier and await _descends(graph, config, state.checkpoint_id):
+            command = None  # LangGraph goes on from the earlier attempt's last checkpoint
+            self._apply_unrun(state, {p.id: None for p in state.interrupts}, requests)
+        elif not pending:
             raise ConflictError(
                 f"thread {state.thread} has no pending interrupt: it finished, was resumed elsewhere, "
                 "or its state was changed since it parked"
             )
-        expected = {p.id for p in state.interrupts}
-        if set(pending) != expected or snapshot.config["configurable"].get("checkpoint_id") != state.checkpoint_id:
+        else:
             raise ConflictError(f"thread {state.thread} moved on since it parked; its pending interrupts changed")
-        answers: dict[str, Any] = {}
-        for entry in state.interrupts:
-            resolved = [requests[r] for r in entry.request_ids]
-            if all(not r.is_open for r in resolved):
-                answers[entry.id] = self._answer(entry, resolved)
-        command = resume_command(list(pending.values()), answers)
-        self._apply_unrun(state, answers, requests)
         try:
             output = await graph.ainvoke(command, config, version="v2")
         except Exception as exc:
@@ -292,7 +309,8 @@ class Gate:
         # Requests for the middleware's calls are stored together with the parked run (one transaction);
         # a node's request_approval stored its own before interrupting.
         new_requests: list[ApprovalRequest] = []
-        entries = [self._submit(i, thread, snapshot.values, new_requests, requested_by) for i in interrupts]
+        tools = _tools_of(graph)
+        entries = [self._submit(i, thread, snapshot.values, tools, new_requests, requested_by) for i in interrupts]
         state = _ParkState(
             graph=graph.name,
             thread=thread,
@@ -333,6 +351,7 @@ class Gate:
         pending: Interrupt,
         thread: str,
         values: Mapping[str, Any],
+        tools: Mapping[str, Any],
         new_requests: list[ApprovalRequest],
         requested_by: str | None,
     ) -> _Pending:
@@ -360,7 +379,8 @@ class Gate:
         else:
             matched = _match_batched(value, calls)
         request_ids = [
-            self._submit_call(thread, turn, c, d, allowed, new_requests, requested_by) for c, d, allowed in matched
+            self._submit_call(thread, turn, c, d, allowed, tools.get(c["name"]), new_requests, requested_by)
+            for c, d, allowed in matched
         ]
         return _Pending(pending.id, shape, request_ids, [c["name"] for c, _, _ in matched])
 
@@ -371,14 +391,18 @@ class Gate:
         call: Mapping[str, Any],
         description: Any,
         allowed: Any,
+        tool: Any,
         new_requests: list[ApprovalRequest],
         requested_by: str | None,
     ) -> str:
         call_id = str(call.get("id") or "")
-        neutral = agent_call(call["name"], call["args"], call_id=call_id, thread=thread, agent=self.agent)
+        # The arguments the tool will receive, as the middleware judged them (it paused only valid ones).
+        args = tool_args(tool, call["args"])
+        neutral = agent_call(call["name"], args, call_id=call_id, thread=thread, agent=self.agent)
         capabilities = tuple(DecisionKind(k) for k in allowed) if allowed else tuple(DecisionKind)
         submission = self.queue.prepare(
             neutral,
+            args_schema=args_json_schema(tool),
             description=description if isinstance(description, str) else None,
             requested_by=requested_by,
             capabilities=capabilities,
@@ -394,6 +418,23 @@ class Gate:
         if not submission.stored and all(r.id != submission.request.id for r in new_requests):
             new_requests.append(submission.request)
         return submission.request.id
+
+
+def _tools_of(graph: Graph) -> Mapping[str, Any]:
+    """The tools of a ``create_agent`` graph by name (its ``tools`` node is a ``ToolNode``); empty for others."""
+    node = getattr(graph, "nodes", {}).get("tools")
+    tools = getattr(getattr(node, "bound", None), "tools_by_name", None)
+    return tools if isinstance(tools, Mapping) else {}
+
+
+async def _descends(graph: Graph, config: Mapping[str, Any], checkpoint_id: str | None) -> bool:
+    """True if the thread's latest checkpoint is ``checkpoint_id`` or a later one of the same history."""
+    if checkpoint_id is None:
+        return False
+    async for snapshot in graph.aget_state_history(config):
+        if snapshot.config["configurable"].get("checkpoint_id") == checkpoint_id:
+            return True
+    return False
 
 
 def _match_batched(value: Mapping[str, Any], calls: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], Any, Any]]:

@@ -9,22 +9,13 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.graph import END
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command, Send
-from pydantic import BaseModel
 
-from crossgate import Approve, Edit, Reject, ReviewQueue, ToolCall
-from crossgate.model import JsonObject
+from crossgate import Approve, Edit, InvalidArgumentsError, Reject, ReviewQueue, ToolCall
 from crossgate_langgraph._approval import ask
+from crossgate_langgraph._arguments import args_json_schema, refusal, tool_args
 
 ToolResult = ToolMessage | Command[Any]
 Execute = Callable[[ToolCallRequest], ToolResult]
-
-
-def tool_args_schema(tool: Any) -> JsonObject | None:
-    """JSON Schema of a tool's arguments as the model sees them, for validating edits."""
-    schema = getattr(tool, "tool_call_schema", None)
-    if isinstance(schema, type) and issubclass(schema, BaseModel):
-        return schema.model_json_schema()
-    return schema if isinstance(schema, dict) else None
 
 
 def gated_tool_wrapper(
@@ -44,13 +35,20 @@ def gated_tool_wrapper(
         call = ToolCall(
             framework=framework,
             tool=tool_call["name"],
-            args=dict(tool_call["args"]),
+            args={},
             call_id=tool_call.get("id"),
             agent=agent,
         )
-        decision, request_id = ask(queue, call, args_schema=tool_args_schema(request.tool))
+        try:
+            # Judged, fingerprinted and shown as the tool will receive them (its schema converts them).
+            call = call.model_copy(update={"args": tool_args(request.tool, tool_call["args"])})
+        except InvalidArgumentsError as exc:
+            message = refusal(call.tool, exc)
+            queue.record_outcome(None, ran=False, error=message, call=call)  # args left out: never judged
+            return ToolMessage(content=message, name=call.tool, tool_call_id=call.call_id or "", status="error")
+        decision, request_id = ask(queue, call, args_schema=args_json_schema(request.tool))
         if isinstance(decision, Approve | Edit):
-            to_run = request
+            to_run = request.override(tool_call={**tool_call, "args": dict(call.args)})
             if isinstance(decision, Edit):
                 to_run = request.override(tool_call={**tool_call, "args": dict(decision.args)})
             result = execute(to_run)
@@ -58,7 +56,9 @@ def gated_tool_wrapper(
                 queue.record_outcome(request_id, ran=True, result=_text(result))
             return result
         if request_id is not None:
-            queue.record_outcome(request_id, ran=False)
+            queue.record_outcome(
+                request_id, ran=False, result=decision.message if isinstance(decision, Reject) else None
+            )
         if isinstance(decision, Reject):
             return ToolMessage(
                 content=decision.message, name=call.tool, tool_call_id=tool_call.get("id") or "", status="error"

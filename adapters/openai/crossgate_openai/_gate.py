@@ -32,7 +32,6 @@ from crossgate import (
     FingerprintMismatchError,
     InvalidArgumentsError,
     ParkedRun,
-    ParkedRunStatus,
     Reject,
     RequestStatus,
     Respond,
@@ -40,7 +39,7 @@ from crossgate import (
     VerdictKind,
 )
 from crossgate.clock import new_id
-from crossgate.runs import Finished, Parked
+from crossgate.runs import Finished, Parked, resume_leased
 from crossgate_openai._capabilities import CAPABILITIES, FRAMEWORK
 from crossgate_openai._scope import RunScope, request_id_for, run_scope
 from crossgate_openai._tools import (
@@ -179,22 +178,17 @@ class Gate:
             state = await RunState.from_string(agent, parked.state)
         else:
             state = await RunState.from_string(agent, parked.state, context_override=context)
-        # The lease must outlast an inline wait, or another resumer could take the run while this one waits.
-        self.queue.claim_parked(parked, owner=self.owner, lease_seconds=self.lease_seconds + max(wait, 0.0))
         scope = RunScope(parked.run, _text(parked.metadata.get("session")), _text(parked.metadata.get("requested_by")))
-        try:
+
+        async def body(_claimed: ParkedRun) -> Outcome:
             self._apply_decisions(state, scope, requests)
-            outcome = await self._drive(
+            return await self._drive(
                 agent, state, scope, wait=wait, context=None, stream=stream, already_answered=parked.request_ids
             )
-        except BaseException as exc:
-            self.queue.finish_parked(
-                parked, owner=self.owner, status=ParkedRunStatus.FAILED, outcome=f"{type(exc).__name__}: {exc}"
-            )
-            raise
-        summary = "finished" if isinstance(outcome, Finished) else f"parked again as {outcome.parked_run}"
-        self.queue.finish_parked(parked, owner=self.owner, outcome=summary)
-        return outcome
+
+        # The lease must outlast an inline wait, or another resumer could take the run while this one waits.
+        lease = self.lease_seconds + max(wait, 0.0)
+        return await resume_leased(self.queue, parked, owner=self.owner, lease_seconds=lease, body=body)
 
     # the loop -----------------------------------------------------------------------------------
     async def _drive(
