@@ -11,9 +11,11 @@ import httpx
 import pytest
 
 from crossgate import ReviewQueue, open_store
-from crossgate.limits import MAX_INT64
+from crossgate.errors import ConfigurationError
+from crossgate.limits import MAX_INT64, InputLimits
 from crossgate.server import ServerSettings
 from crossgate.server.app import create_app
+from crossgate.server.settings import load_config
 from crossgate.server.stream import _seq
 from crossgate.stores.base import encode_cursor
 from tests.server.conftest import POLICY, auth, make_settings, submit
@@ -226,3 +228,108 @@ async def test_arguments_64_levels_deep_are_accepted(client: httpx.AsyncClient, 
         f"/api/requests/{request.id}/decision", content=body.encode(), headers={"content-type": "application/json"}
     )
     assert response.status_code == 200, response.text
+
+
+SMALL = InputLimits(args_bytes=2000, message_bytes=300, note_bytes=100)
+
+
+@pytest.fixture
+async def small(tmp_path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, ReviewQueue]]:
+    """A server whose queue and bodies have small limits, so the tests need no megabytes."""
+    queue = ReviewQueue(open_store(str(tmp_path / "small.db")), POLICY, limits=SMALL)
+    app = create_app(queue, make_settings(max_body_bytes=5000))
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver", headers=auth("alice")) as http:
+            yield http, queue
+    queue.close()
+
+
+def decision_url(request_id: str) -> str:
+    return f"/api/requests/{request_id}/decision"
+
+
+async def test_a_body_over_the_limit_is_413_by_content_length(client: httpx.AsyncClient, queue: ReviewQueue) -> None:
+    request = submit(queue, schema=None)
+    before = stored(queue)
+    ten_mb = {"kind": "edit", "args": {"id": "x" * 10_000_000}}
+    response = await client.post(decision_url(request.id), json=ten_mb)
+    refusal(response, 413, "larger than the server's limit of 1048576 bytes")
+    assert response.json()["error"] == "body_too_large"
+    assert stored(queue) == before
+
+
+async def test_a_chunked_body_over_the_limit_is_413(small: tuple[httpx.AsyncClient, ReviewQueue]) -> None:
+    client, queue = small
+    request = submit(queue, schema=None)
+    before = stored(queue)
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b'{"kind": "edit", "args": {"id": "'
+        for _ in range(10):
+            yield b"x" * 1000
+        yield b'"}}'
+
+    response = await client.post(
+        decision_url(request.id), content=chunks(), headers={"content-type": "application/json"}
+    )
+    assert "content-length" not in response.request.headers
+    refusal(response, 413, "limit of 5000 bytes")
+    assert stored(queue) == before
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ({"kind": "edit", "args": {"id": "x" * 2500}}, "arguments are 25"),
+        ({"kind": "reject", "message": "é" * 200}, "the message is 400 bytes, over the limit of 300 bytes"),
+        ({"kind": "respond", "content": "x" * 301}, "the content is 301 bytes"),
+        ({"kind": "approve", "note": "x" * 101}, "the note is 101 bytes, over the limit of 100 bytes"),
+    ],
+)
+async def test_fields_over_their_limit_are_422_and_store_nothing(
+    small: tuple[httpx.AsyncClient, ReviewQueue], body: dict[str, Any], words: str
+) -> None:
+    client, queue = small
+    request = submit(queue, schema=None)
+    before = stored(queue)
+    refusal(await client.post(decision_url(request.id), json=body), 422, words)
+    batch = {"items": [{"request_id": request.id, "decision": body}]}
+    (result,) = (await client.post("/api/decisions", json=batch)).json()["results"]
+    assert result["ok"] is False and words in result["error"]["message"]
+    assert stored(queue) == before
+
+
+async def test_fields_within_their_limits_are_decided(small: tuple[httpx.AsyncClient, ReviewQueue]) -> None:
+    client, queue = small
+    request = submit(queue, schema=None)
+    body = {"kind": "edit", "args": {"id": "x" * 1900}, "note": "n" * 100}
+    response = await client.post(decision_url(request.id), json=body)
+    assert response.status_code == 200, response.text
+
+
+async def test_a_rule_message_over_the_limit_is_422(small: tuple[httpx.AsyncClient, ReviewQueue]) -> None:
+    client, queue = small
+    before = stored(queue)
+    body = {"effect": "deny", "tool": "delete_ticket", "message": "x" * 301}
+    refusal(await client.post("/api/rules", json=body), 422, "the rule's message is 301 bytes")
+    assert stored(queue) == before
+
+
+def test_the_limits_come_from_the_tokens_file(tmp_path: Path) -> None:
+    path = tmp_path / "reviewers.toml"
+    path.write_text(
+        "max_body_bytes = 4096\n[limits]\nargs_bytes = 1024\nnote_bytes = 64\n"
+        '[[reviewers]]\nname = "ann"\ntoken = "ann-token-0001"\n'
+    )
+    fields = load_config(path)
+    assert fields.pop("limits") == InputLimits(args_bytes=1024, note_bytes=64)
+    assert ServerSettings(**fields).max_body_bytes == 4096
+
+
+@pytest.mark.parametrize("table", ["[limits]\nargs_bytes = 0\n", "[limits]\nbody = 1\n", "max_body_bytes = -1\n"])
+def test_bad_limits_in_the_tokens_file_are_configuration_errors(tmp_path: Path, table: str) -> None:
+    path = tmp_path / "reviewers.toml"
+    path.write_text(table + '[[reviewers]]\nname = "ann"\ntoken = "ann-token-0001"\n')
+    with pytest.raises(ConfigurationError):
+        load_config(path)

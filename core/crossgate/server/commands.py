@@ -16,19 +16,23 @@ from typing import Annotated, Any, Literal
 import typer
 
 from crossgate.errors import ConfigurationError
+from crossgate.limits import InputLimits
 from crossgate.queue import ReviewQueue
 
 DEFAULT_PORT = 8700
 LOCAL_REVIEWER = "local"
 
 
-def _context_queue(ctx: typer.Context, db: str | None, policy: str | None) -> ReviewQueue:
+def _context_queue(
+    ctx: typer.Context, db: str | None, policy: str | None, limits: InputLimits | None = None
+) -> ReviewQueue:
     from crossgate.cli.context import CliContext
 
     state = ctx.obj if isinstance(ctx.obj, CliContext) else CliContext()
     if state.queue is None:
         state.db = db or state.db
         state.policy = policy or state.policy
+        state.limits = limits or state.limits
     ctx.obj = state
     return state.open_queue()
 
@@ -96,8 +100,9 @@ def serve(
     fmt: Literal["json", "slack"] = "slack" if webhook_format == "slack" else "json"
     extra = tuple(WebhookTarget(url=url, format=fmt) for url in webhook or ())
     fields["webhooks"] = (*fields.get("webhooks", ()), *extra)
+    limits = fields.pop("limits", None)
     settings = ServerSettings(**fields)
-    queue = _context_queue(ctx, db, policy)
+    queue = _context_queue(ctx, db, policy, limits)
     page = f"{address}/login?token={generated}" if generated else f"{address}/"
     typer.echo(f"crossgate: review server on {address} ({type(queue.store).__name__})")
     if generated:
