@@ -3,6 +3,7 @@ nothing stored. Each test runs on SQLite, whose driver refuses what MemoryStore 
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from crossgate.server import ServerSettings
 from crossgate.server.app import create_app
 from crossgate.server.settings import load_config
 from crossgate.server.stream import _seq
+from crossgate.server.webhooks import json_body, slack_body
 from crossgate.stores.base import encode_cursor
 from tests.server.conftest import POLICY, auth, make_settings, submit
 
@@ -333,3 +335,35 @@ def test_bad_limits_in_the_tokens_file_are_configuration_errors(tmp_path: Path, 
     path.write_text(table + '[[reviewers]]\nname = "ann"\ntoken = "ann-token-0001"\n')
     with pytest.raises(ConfigurationError):
         load_config(path)
+
+
+FORGED_HOSTS = ["evil.example", "evil.example:443", "review.example.com.evil.example", "[::1]:1"]
+
+
+@pytest.mark.parametrize("host", FORGED_HOSTS)
+async def test_a_forged_host_never_appears_in_a_link(queue: ReviewQueue, host: str) -> None:
+    base = "https://review.example.com/cg"
+    settings = make_settings(base_url=base, link_reviewer="alice")
+    request = submit(queue)
+    app = create_app(queue, settings)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
+            headers = {**auth("alice"), "host": host, "x-forwarded-host": host, "forwarded": f"host={host}"}
+            response = await http.post(f"/api/requests/{request.id}/links", headers=headers)
+    assert response.status_code == 200, response.text
+    links = response.json()
+    assert links["approve"].startswith(f"{base}/links/") and links["reject"].startswith(f"{base}/links/")
+    assert "evil" not in response.text and host not in response.text
+    state = app.state.crossgate
+    event = queue.events()[-1]
+    for body in (json_body(state, event, request), slack_body(state, event, request)):
+        text = json.dumps(body)
+        assert f"{base}/requests/{request.id}" in text and f"{base}/links/" in text
+        assert "testserver" not in text and "evil" not in text
+
+
+@pytest.mark.parametrize("base", ["evil.example", "ftp://x", "https://", "https://x/?q=1", "javascript:alert(1)"])
+def test_a_base_url_that_is_no_http_address_is_refused(base: str) -> None:
+    with pytest.raises(ConfigurationError, match="base_url"):
+        make_settings(base_url=base)

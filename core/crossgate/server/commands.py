@@ -95,7 +95,7 @@ def serve(
     if "secret" not in fields and (secret := secret_from_env()) is not None:
         fields["secret"] = secret
     shown_host = host if _is_loopback(host) or host not in ("0.0.0.0", "::") else "127.0.0.1"
-    address = f"http://{shown_host}:{port}"
+    address = f"http://[{shown_host}]:{port}" if ":" in shown_host else f"http://{shown_host}:{port}"
     fields["base_url"] = base_url or fields.get("base_url") or address
     fmt: Literal["json", "slack"] = "slack" if webhook_format == "slack" else "json"
     extra = tuple(WebhookTarget(url=url, format=fmt) for url in webhook or ())

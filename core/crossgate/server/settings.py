@@ -180,7 +180,8 @@ class ServerSettings:
     secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
     """Key for signed decision links; a random one per process unless configured."""
     base_url: str = "http://127.0.0.1:8700"
-    """How links in notifications reach this server."""
+    """How links reach this server: every link the server makes (API, webhooks, Slack) starts with it, never
+    with the ``Host`` a client sent. ``crossgate serve`` sets it from ``--base-url``, else the bound address."""
     webhooks: tuple[WebhookTarget, ...] = ()
     link_reviewer: str | None = None
     """Reviewer on whose behalf notification links are signed; None puts no decision links in notifications."""
@@ -213,6 +214,11 @@ class ServerSettings:
             raise ConfigurationError(f"link_reviewer {self.link_reviewer!r} is not a configured reviewer")
         if self.webhook_lease_seconds <= 0:
             raise ConfigurationError(f"webhook_lease_seconds must be positive, got {self.webhook_lease_seconds}")
+        parts = urlsplit(self.base_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+            raise ConfigurationError(
+                f"base_url must be an http or https address such as https://review.example.com, got {self.base_url!r}"
+            )
         if len(self.secret) < 16:
             raise ConfigurationError("the link-signing secret needs 16 bytes at least")
         if isinstance(self.max_body_bytes, bool) or not isinstance(self.max_body_bytes, int) or self.max_body_bytes < 1:

@@ -298,7 +298,7 @@ def _links(state: ServerState, request: ApprovalRequest) -> dict[str, str]:
     overdue = request.expires_at is not None and request.expires_at <= state.queue.now()
     if request.is_open and not overdue and reviewer is not None:
         expires = datetime.now(UTC) + timedelta(seconds=state.settings.link_ttl_seconds)
-        for kind, url in state.sign_links(request, reviewer, expires, base).items():
+        for kind, url in state.sign_links(request, reviewer, expires).items():
             links[kind.value] = url
     return links
 
