@@ -16,6 +16,7 @@ from crossgate.cli import app
 from crossgate.limits import MAX_INT64, InputLimits
 from crossgate.stores.base import encode_cursor
 from tests.cli.conftest import Cli, clean_env
+from tests.support.hidden_text import HIDING, PLAIN
 
 USAGE, INVALID = 2, 5
 TOO_BIG = str(MAX_INT64 + 1)
@@ -187,3 +188,23 @@ def test_an_adapter_call_the_limits_refuse_is_denied_with_a_reason_the_model_rea
     reasons = [e.payload["reason"] for e in small.queue.events()]
     assert words in reasons[0] and "nested too deeply" in reasons[1] and "$.run: holds a lone surrogate" in reasons[2]
     assert small.queue.list_requests().items == [] and small.queue.verify_audit().ok
+
+
+@pytest.mark.parametrize(("text", "shown", "finding"), HIDING.values(), ids=HIDING.keys())
+def test_show_escapes_hidden_characters_and_warns(cli: Cli, text: str, shown: str | None, finding: str) -> None:
+    rid = str(cli.submit(args=json.dumps({"to": text}, ensure_ascii=False))["id"])
+    out = cli.ok("show", rid).stdout
+    (warning,) = [line for line in out.splitlines() if line.startswith("warning")]
+    assert "hidden or look-alike characters: " in warning and finding in warning, warning
+    args_line = next(line for line in out.splitlines() if line.startswith("args"))
+    if shown is not None:
+        assert text not in out and shown in args_line
+    else:
+        assert text in args_line
+    assert cli.json("show", rid)["args"] == {"to": text}  # machines get the exact value
+
+
+@pytest.mark.parametrize("text", PLAIN)
+def test_show_does_not_warn_about_plain_text(cli: Cli, text: str) -> None:
+    rid = str(cli.submit(args=json.dumps({"to": text}, ensure_ascii=False))["id"])
+    assert "warning" not in cli.ok("show", rid).stdout

@@ -21,6 +21,7 @@ from crossgate.server.stream import _seq
 from crossgate.server.webhooks import json_body, slack_body
 from crossgate.stores.base import encode_cursor
 from tests.server.conftest import POLICY, auth, make_settings, submit
+from tests.support.hidden_text import HIDING, PLAIN
 
 TOO_BIG = str(MAX_INT64 + 1)
 
@@ -367,3 +368,31 @@ async def test_a_forged_host_never_appears_in_a_link(queue: ReviewQueue, host: s
 def test_a_base_url_that_is_no_http_address_is_refused(base: str) -> None:
     with pytest.raises(ConfigurationError, match="base_url"):
         make_settings(base_url=base)
+
+
+@pytest.mark.parametrize(("text", "shown", "finding"), HIDING.values(), ids=HIDING.keys())
+def test_webhooks_escape_hidden_characters_and_warn(
+    queue: ReviewQueue, text: str, shown: str | None, finding: str
+) -> None:
+    request = submit(queue, args={"id": "t1", "to": text}, schema=None)
+    state = create_app(queue, make_settings(link_reviewer="alice")).state.crossgate
+    event = queue.events()[-1]
+    slack = slack_body(state, event, request)
+    people = [slack["text"], *(block["text"]["text"] for block in slack["blocks"] if "text" in block)]
+    warning = next(t for t in people if t.startswith("⚠ Warning: hidden or look-alike characters: "))
+    assert finding in warning, warning
+    assert slack["text"].endswith(warning)
+    if shown is not None:
+        assert not any(text in t for t in people) and any(shown in t for t in people)
+    machine = json_body(state, event, request)
+    assert machine["request"]["call"]["args"]["to"] == text  # exact for machines
+    assert any(finding in w for w in machine["warnings"])
+
+
+@pytest.mark.parametrize("text", PLAIN)
+def test_webhooks_do_not_warn_about_plain_text(queue: ReviewQueue, text: str) -> None:
+    request = submit(queue, args={"id": "t1", "to": text}, schema=None)
+    state = create_app(queue, make_settings()).state.crossgate
+    event = queue.events()[-1]
+    assert "Warning" not in json.dumps(slack_body(state, event, request))
+    assert json_body(state, event, request)["warnings"] == []
