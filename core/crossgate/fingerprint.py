@@ -31,8 +31,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from crossgate.errors import InvalidArgumentsError
-from crossgate.limits import ENVELOPE_DEPTH, MAX_JSON_DEPTH, MAX_NUMBER_DIGITS
 
+MAX_JSON_DEPTH = 64
+"""How deeply JSON arguments may nest: an object or array inside another counts one level more."""
+ENVELOPE_DEPTH = 8
+"""Levels crossgate's own records and bodies may add around arguments (an event's payload, a batch's item):
+canonical JSON, and a request body, may nest ``MAX_JSON_DEPTH + ENVELOPE_DEPTH`` levels."""
+MAX_NUMBER_DIGITS = 100
+"""The most digits a JSON number may have (an integer's, or a decimal's before its exponent)."""
 _MAX_EXACT_INT_FLOAT = 2**53
 _MAX_INT = 10**MAX_NUMBER_DIGITS
 _TOO_DEEP = f"nested too deeply (arguments may nest {MAX_JSON_DEPTH} levels deep)"

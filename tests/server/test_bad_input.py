@@ -3,6 +3,7 @@ nothing stored. Each test runs on SQLite, whose driver refuses what MemoryStore 
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -11,12 +12,16 @@ import httpx
 import pytest
 
 from crossgate import ReviewQueue, open_store
-from crossgate.limits import MAX_INT64
+from crossgate.errors import ConfigurationError
+from crossgate.limits import MAX_INT64, InputLimits
 from crossgate.server import ServerSettings
 from crossgate.server.app import create_app
+from crossgate.server.settings import load_config
 from crossgate.server.stream import _seq
+from crossgate.server.webhooks import json_body, slack_body
 from crossgate.stores.base import encode_cursor
 from tests.server.conftest import POLICY, auth, make_settings, submit
+from tests.support.hidden_text import HIDING, PLAIN
 
 TOO_BIG = str(MAX_INT64 + 1)
 
@@ -226,3 +231,168 @@ async def test_arguments_64_levels_deep_are_accepted(client: httpx.AsyncClient, 
         f"/api/requests/{request.id}/decision", content=body.encode(), headers={"content-type": "application/json"}
     )
     assert response.status_code == 200, response.text
+
+
+SMALL = InputLimits(args_bytes=2000, message_bytes=300, note_bytes=100)
+
+
+@pytest.fixture
+async def small(tmp_path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, ReviewQueue]]:
+    """A server whose queue and bodies have small limits, so the tests need no megabytes."""
+    queue = ReviewQueue(open_store(str(tmp_path / "small.db")), POLICY, limits=SMALL)
+    app = create_app(queue, make_settings(max_body_bytes=5000))
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver", headers=auth("alice")) as http:
+            yield http, queue
+    queue.close()
+
+
+def decision_url(request_id: str) -> str:
+    return f"/api/requests/{request_id}/decision"
+
+
+async def test_a_body_over_the_limit_is_413_by_content_length(client: httpx.AsyncClient, queue: ReviewQueue) -> None:
+    request = submit(queue, schema=None)
+    before = stored(queue)
+    ten_mb = {"kind": "edit", "args": {"id": "x" * 10_000_000}}
+    response = await client.post(decision_url(request.id), json=ten_mb)
+    refusal(response, 413, "larger than the server's limit of 1048576 bytes")
+    assert response.json()["error"] == "body_too_large"
+    assert stored(queue) == before
+
+
+async def test_a_chunked_body_over_the_limit_is_413(small: tuple[httpx.AsyncClient, ReviewQueue]) -> None:
+    client, queue = small
+    request = submit(queue, schema=None)
+    before = stored(queue)
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b'{"kind": "edit", "args": {"id": "'
+        for _ in range(10):
+            yield b"x" * 1000
+        yield b'"}}'
+
+    response = await client.post(
+        decision_url(request.id), content=chunks(), headers={"content-type": "application/json"}
+    )
+    assert "content-length" not in response.request.headers
+    refusal(response, 413, "limit of 5000 bytes")
+    assert stored(queue) == before
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ({"kind": "edit", "args": {"id": "x" * 2500}}, "arguments are 25"),
+        ({"kind": "reject", "message": "é" * 200}, "the message is 400 bytes, over the limit of 300 bytes"),
+        ({"kind": "respond", "content": "x" * 301}, "the content is 301 bytes"),
+        ({"kind": "approve", "note": "x" * 101}, "the note is 101 bytes, over the limit of 100 bytes"),
+    ],
+)
+async def test_fields_over_their_limit_are_422_and_store_nothing(
+    small: tuple[httpx.AsyncClient, ReviewQueue], body: dict[str, Any], words: str
+) -> None:
+    client, queue = small
+    request = submit(queue, schema=None)
+    before = stored(queue)
+    refusal(await client.post(decision_url(request.id), json=body), 422, words)
+    batch = {"items": [{"request_id": request.id, "decision": body}]}
+    (result,) = (await client.post("/api/decisions", json=batch)).json()["results"]
+    assert result["ok"] is False and words in result["error"]["message"]
+    assert stored(queue) == before
+
+
+async def test_fields_within_their_limits_are_decided(small: tuple[httpx.AsyncClient, ReviewQueue]) -> None:
+    client, queue = small
+    request = submit(queue, schema=None)
+    body = {"kind": "edit", "args": {"id": "x" * 1900}, "note": "n" * 100}
+    response = await client.post(decision_url(request.id), json=body)
+    assert response.status_code == 200, response.text
+
+
+async def test_a_rule_message_over_the_limit_is_422(small: tuple[httpx.AsyncClient, ReviewQueue]) -> None:
+    client, queue = small
+    before = stored(queue)
+    body = {"effect": "deny", "tool": "delete_ticket", "message": "x" * 301}
+    refusal(await client.post("/api/rules", json=body), 422, "the rule's message is 301 bytes")
+    assert stored(queue) == before
+
+
+def test_the_limits_come_from_the_tokens_file(tmp_path: Path) -> None:
+    path = tmp_path / "reviewers.toml"
+    path.write_text(
+        "max_body_bytes = 4096\n[limits]\nargs_bytes = 1024\nnote_bytes = 64\n"
+        '[[reviewers]]\nname = "ann"\ntoken = "ann-token-0001"\n'
+    )
+    fields = load_config(path)
+    assert fields.pop("limits") == InputLimits(args_bytes=1024, note_bytes=64)
+    assert ServerSettings(**fields).max_body_bytes == 4096
+
+
+@pytest.mark.parametrize("table", ["[limits]\nargs_bytes = 0\n", "[limits]\nbody = 1\n", "max_body_bytes = -1\n"])
+def test_bad_limits_in_the_tokens_file_are_configuration_errors(tmp_path: Path, table: str) -> None:
+    path = tmp_path / "reviewers.toml"
+    path.write_text(table + '[[reviewers]]\nname = "ann"\ntoken = "ann-token-0001"\n')
+    with pytest.raises(ConfigurationError):
+        load_config(path)
+
+
+FORGED_HOSTS = ["evil.example", "evil.example:443", "review.example.com.evil.example", "[::1]:1"]
+
+
+@pytest.mark.parametrize("host", FORGED_HOSTS)
+async def test_a_forged_host_never_appears_in_a_link(queue: ReviewQueue, host: str) -> None:
+    base = "https://review.example.com/cg"
+    settings = make_settings(base_url=base, link_reviewer="alice")
+    request = submit(queue)
+    app = create_app(queue, settings)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
+            headers = {**auth("alice"), "host": host, "x-forwarded-host": host, "forwarded": f"host={host}"}
+            response = await http.post(f"/api/requests/{request.id}/links", headers=headers)
+    assert response.status_code == 200, response.text
+    links = response.json()
+    assert links["approve"].startswith(f"{base}/links/") and links["reject"].startswith(f"{base}/links/")
+    assert "evil" not in response.text and host not in response.text
+    state = app.state.crossgate
+    event = queue.events()[-1]
+    for body in (json_body(state, event, request), slack_body(state, event, request)):
+        text = json.dumps(body)
+        assert f"{base}/requests/{request.id}" in text and f"{base}/links/" in text
+        assert "testserver" not in text and "evil" not in text
+
+
+@pytest.mark.parametrize("base", ["evil.example", "ftp://x", "https://", "https://x/?q=1", "javascript:alert(1)"])
+def test_a_base_url_that_is_no_http_address_is_refused(base: str) -> None:
+    with pytest.raises(ConfigurationError, match="base_url"):
+        make_settings(base_url=base)
+
+
+@pytest.mark.parametrize(("text", "shown", "finding"), HIDING.values(), ids=HIDING.keys())
+def test_webhooks_escape_hidden_characters_and_warn(
+    queue: ReviewQueue, text: str, shown: str | None, finding: str
+) -> None:
+    request = submit(queue, args={"id": "t1", "to": text}, schema=None)
+    state = create_app(queue, make_settings(link_reviewer="alice")).state.crossgate
+    event = queue.events()[-1]
+    slack = slack_body(state, event, request)
+    people = [slack["text"], *(block["text"]["text"] for block in slack["blocks"] if "text" in block)]
+    warning = next(t for t in people if t.startswith("⚠ Warning: hidden or look-alike characters: "))
+    assert finding in warning, warning
+    assert slack["text"].endswith(warning)
+    if shown is not None:
+        assert not any(text in t for t in people) and any(shown in t for t in people)
+    machine = json_body(state, event, request)
+    assert machine["request"]["call"]["args"]["to"] == text  # exact for machines
+    assert any(finding in w for w in machine["warnings"])
+
+
+@pytest.mark.parametrize("text", PLAIN)
+def test_webhooks_do_not_warn_about_plain_text(queue: ReviewQueue, text: str) -> None:
+    request = submit(queue, args={"id": "t1", "to": text}, schema=None)
+    state = create_app(queue, make_settings()).state.crossgate
+    event = queue.events()[-1]
+    assert "Warning" not in json.dumps(slack_body(state, event, request))
+    assert json_body(state, event, request)["warnings"] == []

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import typer
 
+from crossgate.limits import DEFAULT_LIMITS, InputLimits
 from crossgate.policy import resolve_policy
 from crossgate.queue import ReviewQueue
 from crossgate.stores import open_store, resolve_db
@@ -25,6 +26,8 @@ class CliContext:
 
     db: str | None = None
     policy: str | None = None
+    limits: InputLimits = DEFAULT_LIMITS
+    """The queue's input limits (``crossgate serve`` reads them from its file's ``[limits]``)."""
     queue: ReviewQueue | None = None
     _owned: bool = field(default=False, repr=False)
 
@@ -33,7 +36,7 @@ class CliContext:
         if self.queue is None:
             policy = resolve_policy(self.policy)
             target = resolve_db(self.db)
-            self.queue = ReviewQueue(open_store(target), policy)
+            self.queue = ReviewQueue(open_store(target), policy, limits=self.limits)
             self._owned = True
         return self.queue
 

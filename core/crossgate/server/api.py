@@ -237,7 +237,6 @@ def _check_remember_scope(caller: Caller, request: ApprovalRequest, this_agent_o
 )
 def make_links(
     request_id: str,
-    request: Request,
     state: StateDep,
     caller: CallerDep,
     expires_in: Annotated[int, Query(ge=60, le=7 * 24 * 3600)] = 3600,
@@ -247,8 +246,7 @@ def make_links(
     require_scope(caller.reviewer, target)
     check_open(target, state.queue.now())
     expires = datetime.now(UTC) + timedelta(seconds=expires_in)
-    base = str(request.base_url).rstrip("/")
-    urls = state.sign_links(target, caller.reviewer.name, expires, base)
+    urls = state.sign_links(target, caller.reviewer.name, expires)
     return LinksOut(
         approve=urls.get(DecisionKind.APPROVE),
         reject=urls.get(DecisionKind.REJECT),

@@ -25,6 +25,7 @@ from crossgate.display import visible
 from crossgate.errors import CrossgateError
 from crossgate.queue import ReviewQueue
 from crossgate.server.access import Authenticator
+from crossgate.server.bodies import BodyLimit
 from crossgate.server.errors import error_body, http_error_body
 from crossgate.server.feed import ChangeFeed
 from crossgate.server.links import LinkSigner
@@ -81,6 +82,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.crossgate = state
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_exception_handler(CrossgateError, _error_response)
     app.add_exception_handler(ValidationError, _error_response)
     app.add_exception_handler(RequestValidationError, _validation_response)

@@ -19,8 +19,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from crossgate.errors import InvalidArgumentsError
-from crossgate.fingerprint import parse_json
-from crossgate.limits import ENVELOPE_DEPTH, MAX_JSON_DEPTH
+from crossgate.fingerprint import ENVELOPE_DEPTH, MAX_JSON_DEPTH, parse_json
 from crossgate.server.errors import http_error_body
 
 

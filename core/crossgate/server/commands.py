@@ -16,19 +16,23 @@ from typing import Annotated, Any, Literal
 import typer
 
 from crossgate.errors import ConfigurationError
+from crossgate.limits import InputLimits
 from crossgate.queue import ReviewQueue
 
 DEFAULT_PORT = 8700
 LOCAL_REVIEWER = "local"
 
 
-def _context_queue(ctx: typer.Context, db: str | None, policy: str | None) -> ReviewQueue:
+def _context_queue(
+    ctx: typer.Context, db: str | None, policy: str | None, limits: InputLimits | None = None
+) -> ReviewQueue:
     from crossgate.cli.context import CliContext
 
     state = ctx.obj if isinstance(ctx.obj, CliContext) else CliContext()
     if state.queue is None:
         state.db = db or state.db
         state.policy = policy or state.policy
+        state.limits = limits or state.limits
     ctx.obj = state
     return state.open_queue()
 
@@ -91,13 +95,14 @@ def serve(
     if "secret" not in fields and (secret := secret_from_env()) is not None:
         fields["secret"] = secret
     shown_host = host if _is_loopback(host) or host not in ("0.0.0.0", "::") else "127.0.0.1"
-    address = f"http://{shown_host}:{port}"
+    address = f"http://[{shown_host}]:{port}" if ":" in shown_host else f"http://{shown_host}:{port}"
     fields["base_url"] = base_url or fields.get("base_url") or address
     fmt: Literal["json", "slack"] = "slack" if webhook_format == "slack" else "json"
     extra = tuple(WebhookTarget(url=url, format=fmt) for url in webhook or ())
     fields["webhooks"] = (*fields.get("webhooks", ()), *extra)
+    limits = fields.pop("limits", None)
     settings = ServerSettings(**fields)
-    queue = _context_queue(ctx, db, policy)
+    queue = _context_queue(ctx, db, policy, limits)
     page = f"{address}/login?token={generated}" if generated else f"{address}/"
     typer.echo(f"crossgate: review server on {address} ({type(queue.store).__name__})")
     if generated:

@@ -30,8 +30,10 @@ class _In(BaseModel):
 
 
 class _DecisionIn(_In):
+    """Text and arguments are bounded by the queue's input limits (``crossgate.limits``), not here."""
+
     remember: Remember | None = None
-    note: str | None = Field(default=None, max_length=2000)
+    note: str | None = Field(default=None, description="For the audit log; the model never sees it.")
     fingerprint: str | None = Field(default=None, description="The fingerprint the reviewer saw; checked.")
 
 
@@ -52,14 +54,14 @@ class RejectIn(_DecisionIn):
     """Do not run the call; the message is what the model reads."""
 
     kind: Literal["reject"]
-    message: str = Field(min_length=1, max_length=4000)
+    message: str = Field(min_length=1)
 
 
 class RespondIn(_DecisionIn):
     """Return ``content`` as the tool's result without running the tool."""
 
     kind: Literal["respond"]
-    content: str = Field(max_length=20000)
+    content: str
 
 
 DecisionIn = Annotated[ApproveIn | EditIn | RejectIn | RespondIn, Field(discriminator="kind")]
@@ -121,7 +123,7 @@ class RuleIn(_In):
     scope: RememberScope = RememberScope.FOREVER
     run: str | None = None
     session: str | None = None
-    message: str | None = Field(default=None, max_length=4000)
+    message: str | None = None
     expires_at: datetime | None = None
 
     def rule_fields(self) -> dict[str, Any]:
