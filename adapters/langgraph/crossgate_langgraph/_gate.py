@@ -22,9 +22,11 @@ from typing import Any
 
 from langgraph.errors import is_invalid_resume
 from langgraph.types import Command, Interrupt
+from pydantic import ValidationError
 
 from crossgate import (
     AdapterError,
+    AlreadyAppliedError,
     ApprovalRequest,
     ConfigurationError,
     ConflictError,
@@ -32,6 +34,8 @@ from crossgate import (
     ParkedRun,
     ParkedRunClaimedError,
     ParkedRunStatus,
+    RequestCancelledError,
+    RequestExpiredError,
     RequestStatus,
     ReviewQueue,
     VerdictKind,
@@ -282,10 +286,53 @@ class Gate:
         try:
             output = await graph.ainvoke(command, config, version="v2")
         except Exception as exc:
-            if is_invalid_resume(exc):
-                raise AdapterError(f"LangGraph refused crossgate's answer for thread {state.thread}: {exc}") from exc
-            raise
+            if command is None or not is_invalid_resume(exc):
+                raise
+            output = await self._refuse_unappliable(graph, config, state, requests, set(command.resume or ()), exc)
         return await self._settle(graph, state.thread, output, scope)
+
+    async def _refuse_unappliable(
+        self,
+        graph: Graph,
+        config: dict[str, Any],
+        state: _ParkState,
+        requests: Mapping[str, ApprovalRequest],
+        answered: set[str],
+        error: Exception,
+    ) -> Any:
+        """End each call whose decision LangGraph refused as refused, tell the model why, and go on.
+
+        LangGraph checks the middleware's answers against the tool's own schema (an edit a custom
+        validator refuses, say); the refused interrupts stay pending with the same ids while the
+        siblings answered with them ran. Each refused call is closed (marked applied, outcome "not run"
+        with the reason) and answered with a rejection the model reads, so the run is not stuck.
+        """
+        snapshot = await graph.aget_state(config)
+        pending = {i.id: i for i in snapshot.interrupts}
+        refused = [e for e in state.interrupts if e.id in answered and e.id in pending]
+        if not refused or any(e.shape != "tool_approval" for e in refused):
+            raise AdapterError(f"LangGraph refused crossgate's answer for thread {state.thread}: {error}") from error
+        reason = _refusal_text(error)
+        answers = {}
+        for entry in refused:
+            [request_id] = entry.request_ids
+            tool = requests[request_id].call.tool
+            message = self._close_refused(
+                requests[request_id], f"crossgate could not apply the decision on {tool}: {reason}"
+            )
+            answers[entry.id] = {"type": "reject", "message": message}
+        return await graph.ainvoke(resume_command(list(pending.values()), answers), config, version="v2")
+
+    def _close_refused(self, request: ApprovalRequest, reason: str) -> str:
+        """Close a decided request the SDK refused: applied, with "not run" and ``reason`` as its outcome."""
+        try:
+            self.queue.mark_applied(request, args=request.approved_args(), actor=self.owner)
+        except (RequestCancelledError, RequestExpiredError):
+            return self.queue.get(request.id).closed_reason or reason  # a late check closed it: its reason wins
+        except AlreadyAppliedError:
+            pass
+        self.queue.record_outcome(request, ran=False, error=reason)
+        return f"{reason}. It did not run; the reviewer may decide again if you call it again with valid arguments."
 
     def _answer(self, entry: _Pending, requests: Sequence[ApprovalRequest]) -> Any:
         decisions = [r.resolution() for r in requests]
@@ -474,6 +521,19 @@ class _Origin:
     tools: Mapping[str, Any]
     agent: str
     scope: _Scope
+
+
+def _refusal_text(error: Exception) -> str:
+    """One line on why LangGraph refused an answer (the first pydantic error, where it has one)."""
+    if isinstance(error, ValidationError) and error.errors():
+        first = error.errors()[0]
+        where = "/".join(str(p) for p in first.get("loc", ()))
+        return (
+            f"LangGraph refused it ({where}: {first.get('msg', 'invalid')})"
+            if where
+            else f"LangGraph refused it ({first.get('msg')})"
+        )
+    return f"LangGraph refused it ({str(error).splitlines()[0] if str(error) else type(error).__name__})"
 
 
 def _tools_of(graph: Graph) -> Mapping[str, Any]:

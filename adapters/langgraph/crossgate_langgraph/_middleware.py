@@ -37,6 +37,7 @@ from crossgate import (
     Reject,
     RequestCancelledError,
     RequestExpiredError,
+    RequestStatus,
     Respond,
     ReviewQueue,
     StoreError,
@@ -245,8 +246,15 @@ class CrossgateGuard(AgentMiddleware[Any, Any]):
             error = f"the reviewed call was {reviewed.call.tool}; refusing to run {call.tool} in its place"
             self.queue.record_outcome(request_id, ran=False, error=error)
             return self._message(call, f"Not run: {error}.", error=True), request_id
-        if refused is not None:
+        if refused is not None and reviewed.status is RequestStatus.DECIDED:
+            # The reviewed arguments fail the tool's own validation: the call ends refused, its decision used.
+            try:
+                self.queue.mark_applied(reviewed, args=reviewed.approved_args(), actor="langchain")
+            except (RequestCancelledError, RequestExpiredError):
+                refused = self.queue.get(request_id).closed_reason or refused
             self.queue.record_outcome(request_id, ran=False, error=refused)
+            return self._message(call, refused, error=True), request_id
+        if refused is not None:
             return self._message(call, refused, error=True), request_id
         decision = reviewed.resolution()
         if decision is None:

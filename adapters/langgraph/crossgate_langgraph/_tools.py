@@ -53,10 +53,17 @@ def gated_tool_wrapper(
             return ToolMessage(content=message, name=call.tool, tool_call_id=call.call_id or "", status="error")
         decision, request_id = ask(queue, call, args_schema=args_json_schema(request.tool))
         if isinstance(decision, Approve | Edit):
-            to_run = request.override(tool_call={**tool_call, "args": dict(call.args)})
+            args = call.args
             if isinstance(decision, Edit):
-                to_run = request.override(tool_call={**tool_call, "args": dict(decision.args)})
-            result = execute(to_run)
+                try:
+                    # The edit passed the tool's JSON Schema; its own validators may still refuse it.
+                    args = tool_args(request.tool, decision.args)
+                except InvalidArgumentsError as exc:
+                    message = f"crossgate could not apply the reviewer's edit of {call.tool}: {exc}. It did not run."
+                    if request_id is not None:
+                        queue.record_outcome(request_id, ran=False, error=message)
+                    return ToolMessage(content=message, name=call.tool, tool_call_id=call.call_id or "", status="error")
+            result = execute(request.override(tool_call={**tool_call, "args": dict(args)}))
             if request_id is not None:
                 queue.record_outcome(request_id, ran=True, result=_text(result))
             return result
