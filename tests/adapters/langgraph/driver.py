@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import signal
 import sys
@@ -41,10 +42,27 @@ ROOT = Path(__file__).resolve().parents[3]
 TASK_PREFIX = "Delete these spam tickets:"
 
 
+def task_text(ticket_ids: Sequence[object]) -> str:
+    """The task naming the tickets; an id that is not a string (a number, a bool) is written as JSON."""
+    return f"{TASK_PREFIX} {' '.join(i if isinstance(i, str) else json.dumps(i) for i in ticket_ids)}"
+
+
+def _ticket_id(token: str) -> object:
+    try:
+        value = json.loads(token)
+    except ValueError:
+        return token
+    return token if isinstance(value, str) else value
+
+
 def ticket_reply(messages: Sequence[BaseMessage]) -> AIMessage:
-    """One delete per turn, in the order the task lists them; a final text once each was answered."""
+    """One delete per turn, in the order the task lists them; a final text once each was answered.
+
+    Ids are sent as the task wrote them: ``t3`` as a string, ``5`` or ``true`` as a number or a bool
+    (a model sending the wrong type).
+    """
     task = next(str(m.content) for m in messages if isinstance(m, HumanMessage))
-    ids = task.removeprefix(TASK_PREFIX).split()
+    ids = [_ticket_id(t) for t in task.removeprefix(TASK_PREFIX).split()]
     answered = sum(1 for m in messages if isinstance(m, ToolMessage) and m.name == TOOL)
     if answered < len(ids):
         ticket = ids[answered]
@@ -104,7 +122,7 @@ class _TicketDriver(TicketAgentDriver):
         self, ticket_ids: Sequence[str], *, run: str, requested_by: str | None = None
     ) -> Finished[object] | Parked:
         self.workdir.joinpath(f"{self.kind}-policy.json").write_text(self.queue.policy.model_dump_json())
-        task = f"{TASK_PREFIX} {' '.join(ticket_ids)}"
+        task = task_text(ticket_ids)
         async with self.gate() as (gate, graph):
             return await gate.run(graph, {"messages": [HumanMessage(task)]}, thread=run, requested_by=requested_by)
 
