@@ -41,11 +41,13 @@ from crossgate import (
     fingerprint,
 )
 from crossgate.errors import AlreadyAppliedError, ConflictError, RequestCancelledError, RequestExpiredError
+from crossgate.model import JsonObject
 from crossgate.outcomes import already_applied_message
 from crossgate.queue import REQUESTED_BY
 from crossgate.stores.base import MAX_PAGE_SIZE
 from crossgate_claude._agents import SUBAGENT_TOOLS, UNKNOWN_AGENT, Agents, Caller, UnnamedCaller
 from crossgate_claude._names import ToolName, UnknownServer, name_tool
+from crossgate_claude._schemas import Schemas
 from crossgate_claude._translate import (
     FRAMEWORK,
     PermissionResult,
@@ -113,6 +115,8 @@ class Binding:
     """The MCP servers the options configure, to name their tools (``_names``)."""
     names: dict[str, ToolName] = field(default_factory=dict)
     """tool_use_id -> its tool's name, as the hook saw it (can_use_tool is not told the MCP server)."""
+    schemas: Schemas = field(default_factory=Schemas)
+    """The argument schemas of the session's tools (``Gate(args_schemas=...)``, SDK MCP servers, built-ins)."""
     retries: dict[str, str] = field(default_factory=dict)
     """tool_use_id -> the request of the queued call it makes again (see ``QUEUED_BEHIND``)."""
 
@@ -192,7 +196,7 @@ class Binding:
         # it is stored together with its parked run, so nobody sees a request that cannot be resumed.
         submit = self.queue.submit if self.gate.hold else self.queue.prepare
         asked: dict[str, Any] = {
-            "args_schema": self.gate.args_schemas.get(call.tool),
+            "args_schema": self._schema(call, tool_use_id),
             "capabilities": capabilities(call.tool),
             "request_id": rid,
             "requested_by": self.requested_by,
@@ -244,7 +248,7 @@ class Binding:
             queued = call.model_copy(update={"context": {**call.context, QUEUED_BEHIND: behind.request_ids[0]}})
             self.queue.submit(
                 queued,
-                args_schema=self.gate.args_schemas.get(call.tool),
+                args_schema=self._schema(call, call.call_id or ""),
                 description=QUEUED_DESCRIPTION,
                 capabilities=capabilities(call.tool),
                 request_id=rid,
@@ -350,7 +354,7 @@ class Binding:
         hold = self.gate.subagent_hold if self.defer else self.gate.hold
         submission = self.queue.submit(
             call,
-            args_schema=self.gate.args_schemas.get(call.tool),
+            args_schema=self._schema(call, tool_use_id),
             description=context.title or context.description,
             capabilities=capabilities(call.tool),
             request_id=rid,
@@ -456,6 +460,10 @@ class Binding:
             log.error("crossgate: the executed input is not the approved input for request %s", request.id)
         result = None if failure is not None else json.dumps(jsonable(data.get("tool_response")))[:2000]
         self.queue.record_outcome(request.id, ran=True, result=result, error="; ".join(problems) or None)
+
+    def _schema(self, call: ToolCall, tool_use_id: str) -> JsonObject | None:
+        name = self.names.get(tool_use_id)
+        return self.schemas.of(call.tool, name.server if name is not None else None)
 
     def _name(self, tool_use_id: str, claude_tool: str, reported: Any = None) -> ToolName | str:
         """The tool's neutral name (what the hook learnt for this call first), or why it cannot be named."""

@@ -20,6 +20,7 @@ from crossgate_claude._agents import Agents
 from crossgate_claude._callbacks import Binding
 from crossgate_claude._names import known_servers
 from crossgate_claude._options import merge
+from crossgate_claude._schemas import Schemas
 from crossgate_claude._translate import FRAMEWORK
 from crossgate_claude._turns import TOOL_DEFERRED, read_run
 
@@ -165,7 +166,12 @@ class Gate:
         cli_agent = self._cli_agent(overrides.get("extra_args", base.extra_args))
         agents = Agents(main=cli_agent or self.agent, cli_agent=cli_agent)
         binding = Binding(
-            self, agents, defer=self.defer, requested_by=requested_by, servers=known_servers(base.mcp_servers)
+            self,
+            agents,
+            defer=self.defer,
+            requested_by=requested_by,
+            servers=known_servers(base.mcp_servers),
+            schemas=Schemas(given=self.args_schemas),
         )
         options = merge(base, binding, hook_timeout=self.hook_timeout, strict=self.strict, **overrides)
         return options, binding
@@ -191,6 +197,7 @@ class Gate:
             )
 
     async def _turn(self, options: ClaudeAgentOptions, binding: Binding, prompt: str | None) -> ResultMessage:
+        await binding.schemas.list_sdk_servers(options.mcp_servers)
         client = ClaudeSDKClient(options, transport=self._transport(options) if self._transport else None)
         async with client:
             if prompt is not None:
