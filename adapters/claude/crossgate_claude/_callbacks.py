@@ -100,6 +100,8 @@ class Binding:
     defer: bool = True
     requested_by: str | None = None
     """Who the session acts for: every request it creates carries it, so that person cannot decide them."""
+    context: JsonObject = field(default_factory=dict)
+    """The app's context for every call (``Gate(context=)``, ``run(call_context=)``); parked with a deferred call."""
     session: str | None = None
     """The session being resumed, when known before the CLI reports it."""
     sessions: dict[str, str] = field(default_factory=dict)
@@ -159,7 +161,7 @@ class Binding:
             session=session,
             agent=caller.agent if caller else None,
             context={
-                **self.gate.context,
+                **self.context,
                 REQUESTED_BY: self.requested_by,  # as the queue puts it, so this verdict and the request's agree
                 "agent_id": data.get("agent_id"),
                 **(self.agents.context(caller) if caller else {}),
@@ -217,6 +219,7 @@ class Binding:
             "cwd": data.get("cwd"),
             "agent": self.agents.cli_agent,  # a resume runs the main thread as the same agent
             "request_id": rid,  # a retried call's request is not the one its tool_use_id names
+            "context": self.context,  # the app's context, for the calls of the resumed session
         }
         try:
             parked = self.queue.park(
@@ -328,7 +331,7 @@ class Binding:
             session=session,
             agent=caller.agent if caller else None,
             context={
-                **self.gate.context,
+                **self.context,
                 REQUESTED_BY: self.requested_by,
                 "agent_id": context.agent_id,
                 **(self.agents.context(caller) if caller else {}),
