@@ -32,6 +32,7 @@ from claude_agent_sdk import PermissionResultAllow, PermissionResultDeny, ToolPe
 from crossgate import (
     ApprovalRequest,
     FingerprintMismatchError,
+    InvalidArgumentsError,
     ParkedRun,
     RequestQuery,
     RequestStatus,
@@ -40,6 +41,7 @@ from crossgate import (
     VerdictKind,
     fingerprint,
 )
+from crossgate.decisions import validate_args
 from crossgate.errors import AlreadyAppliedError, ConflictError, RequestCancelledError, RequestExpiredError
 from crossgate.model import JsonObject
 from crossgate.outcomes import already_applied_message
@@ -81,6 +83,10 @@ QUEUED_BEHIND = "queued_behind"
 The CLI keeps one deferred call per turn, so the others are stored as pending requests and refused; when
 the model makes one again (a new ``tool_use_id``), it is matched to its request by run, agent and
 fingerprint, and gets the decision made there."""
+INVALID_ARGS = (
+    "crossgate did not run {tool}: {error}. Nothing was executed. Call {tool} again with arguments that match "
+    "its parameters."
+)
 QUEUED_DESCRIPTION = (
     "Made in the same turn as another call waiting for review; the model was told to make it again once "
     "that one is decided, and this decision applies then."
@@ -173,6 +179,10 @@ class Binding:
             self.queue.record_outcome(None, ran=False, result=refusal, call=call)
             return hook_output("deny", refusal)
         self.callers[tool_use_id] = caller
+        invalid = self._invalid(call, name)
+        if invalid is not None:
+            self.queue.record_outcome(None, ran=False, error=invalid, call=call)
+            return hook_output("deny", invalid)
         rid = self._request_id(session, tool_use_id, call)
         existing = self.queue.store.get_request(rid)
         if existing is not None:
@@ -463,6 +473,15 @@ class Binding:
             log.error("crossgate: the executed input is not the approved input for request %s", request.id)
         result = None if failure is not None else json.dumps(jsonable(data.get("tool_response")))[:2000]
         self.queue.record_outcome(request.id, ran=True, result=result, error="; ".join(problems) or None)
+
+    def _invalid(self, call: ToolCall, name: ToolName) -> str | None:
+        """What the model reads when the call's arguments fail its tool's schema (None when they pass)."""
+        schema = self.schemas.to_validate(call.tool, name.server)
+        try:
+            validate_args(call.args, schema)
+        except InvalidArgumentsError as exc:
+            return INVALID_ARGS.format(tool=call.tool, error=exc)
+        return None
 
     def _schema(self, call: ToolCall, tool_use_id: str) -> JsonObject | None:
         name = self.names.get(tool_use_id)

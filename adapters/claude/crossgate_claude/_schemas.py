@@ -37,6 +37,18 @@ class Schemas:
             return self.listed.get((server, tool))
         return BUILTIN_SCHEMAS.get(tool)
 
+    def to_validate(self, tool: str, server: str | None) -> JsonObject | None:
+        """The schema the hook checks a call's arguments against before the policy judges them.
+
+        The CLI converts an MCP call's arguments to the tool's schema where it can (``"1000000"`` for a number)
+        and hands on what it cannot (``"1e6"``), which a server might still convert as it runs: so arguments
+        that fail the schema are refused before the policy sees them. The built-in tools' are left to the CLI,
+        which checks their input itself and may add fields of its own.
+        """
+        if tool in self.given:
+            return self.given[tool]
+        return self.listed.get((server, tool)) if server is not None else None
+
     async def list_sdk_servers(self, mcp_servers: object) -> None:
         """Read the tool schemas of every in-process SDK MCP server of the options' ``mcp_servers`` (once each)."""
         if not isinstance(mcp_servers, Mapping):
