@@ -113,6 +113,7 @@ def tool_call(tool: str, agent: str, args: dict[str, Any], call_id: str, scope: 
     """
     person = scope.requested_by if scope else None
     context: dict[str, Any] = dict(scope.context) if scope else {}
+    context.pop(REQUESTED_BY, None)  # who the run acts for is the gate's to say, never the app context's
     if person is not None:
         context[REQUESTED_BY] = person
     return ToolCall(

@@ -51,3 +51,15 @@ async def test_a_context_deny_holds_after_a_resume_by_a_gate_without_it(
     assert tickets.ids() == ["prod-1", "t1", "t2"]
     [denied] = [e.payload for e in queue.events() if e.kind == "auto_denied"]
     assert (denied["args"], denied["context"]["tenant"]) == ({"id": "t1"}, "acme")  # type: ignore[index]
+
+
+async def test_the_app_cannot_say_who_the_run_acts_for_nor_which_server_offers_a_tool(
+    queue: ReviewQueue, world: World, fake_options: ClaudeAgentOptions
+) -> None:
+    context = {"requested_by": "lead", "mcp_server": "trusted", "tenant": "acme"}
+    gate = Gate(queue, options=fake_options, transport=world.transport, context=context)  # type: ignore[arg-type]
+    parked = await gate.run(calls("t3"))
+    assert isinstance(parked, Parked)
+    request = queue.get(parked.request_ids[0])
+    assert "requested_by" not in request.call.context
+    assert (request.call.context["mcp_server"], request.call.context["tenant"]) == ("tickets", "acme")

@@ -81,6 +81,9 @@ async def test_without_the_tenant_the_rule_does_not_apply_and_a_bad_context_is_r
     pat = await gate.run(ticket_agent(tickets, model), "go", run="pat", requested_by="pat")
     assert isinstance(pat, Parked)
     assert queue.get(pat.request_ids[0]).call.context["requested_by"] == "pat"
+    nobody = await gate.run(ticket_agent(tickets, model), "go", run="nobody")
+    assert isinstance(nobody, Parked)
+    assert "requested_by" not in queue.get(nobody.request_ids[0]).call.context
     with pytest.raises(ConfigurationError, match="call context must be a JSON object"):
         Gate(queue, context={"when": object()})  # type: ignore[dict-item]
     with pytest.raises(ConfigurationError, match="call context must be a JSON object"):
