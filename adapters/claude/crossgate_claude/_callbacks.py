@@ -183,14 +183,20 @@ class Binding:
         if invalid is not None:
             self.queue.record_outcome(None, ran=False, error=invalid, call=call)
             return hook_output("deny", invalid)
-        rid = self._request_id(session, tool_use_id, call)
+        rid = self.retries.get(tool_use_id) or request_id(session, tool_use_id)
         existing = self.queue.store.get_request(rid)
+        verdict = None
+        if existing is None:
+            verdict = self.queue.evaluate(call)
+            queued = self._queued(session, tool_use_id, call) if verdict.kind is VerdictKind.ASK else None
+            if queued is not None:
+                rid, existing = queued.id, queued
         if existing is not None:
             if existing.fingerprint != call.fingerprint:
                 return hook_output("deny", MISMATCH)
             if not existing.is_open:
                 return hook_output("ask", existing.reason or "crossgate has a decision for this call")
-        verdict = self.queue.evaluate(call)
+        verdict = verdict or self.queue.evaluate(call)
         if verdict.kind is not VerdictKind.ASK and existing is None:
             # Recorded here, once: can_use_tool may not be consulted at all (allow rules, modes).
             verdict = self.queue.submit(call).verdict
@@ -269,14 +275,10 @@ class Binding:
             )
         return hook_output("deny", ONE_DEFERRAL)
 
-    def _request_id(self, session: str | None, tool_use_id: str, call: ToolCall) -> str:
-        """The request of this call: its own, or, for a queued call the model makes again, the queued one."""
-        known = self.retries.get(tool_use_id)
-        if known is not None:
-            return known
-        own = request_id(session, tool_use_id)
-        if session is None or self.queue.store.get_request(own) is not None:
-            return own
+    def _queued(self, session: str | None, tool_use_id: str, call: ToolCall) -> ApprovalRequest | None:
+        """The queued request a call the model makes again matches (run, agent, fingerprint), if any."""
+        if session is None:
+            return None
         query = RequestQuery(
             statuses=(RequestStatus.PENDING, RequestStatus.DECIDED),
             framework=FRAMEWORK,
@@ -293,8 +295,8 @@ class Binding:
                 and request.id not in self.retries.values()
             ):
                 self.retries[tool_use_id] = request.id
-                return request.id
-        return own
+                return request
+        return None
 
     # can_use_tool -------------------------------------------------------------------------------
     async def can_use_tool(self, tool: str, args: dict[str, Any], context: ToolPermissionContext) -> PermissionResult:
