@@ -32,6 +32,7 @@ from claude_agent_sdk import PermissionResultAllow, PermissionResultDeny, ToolPe
 from crossgate import (
     ApprovalRequest,
     FingerprintMismatchError,
+    InvalidArgumentsError,
     ParkedRun,
     RequestQuery,
     RequestStatus,
@@ -40,12 +41,15 @@ from crossgate import (
     VerdictKind,
     fingerprint,
 )
+from crossgate.decisions import validate_args
 from crossgate.errors import AlreadyAppliedError, ConflictError, RequestCancelledError, RequestExpiredError
+from crossgate.model import JsonObject
 from crossgate.outcomes import already_applied_message
 from crossgate.queue import REQUESTED_BY
 from crossgate.stores.base import MAX_PAGE_SIZE
 from crossgate_claude._agents import SUBAGENT_TOOLS, UNKNOWN_AGENT, Agents, Caller, UnnamedCaller
 from crossgate_claude._names import ToolName, UnknownServer, name_tool
+from crossgate_claude._schemas import Schemas
 from crossgate_claude._translate import (
     FRAMEWORK,
     PermissionResult,
@@ -79,6 +83,10 @@ QUEUED_BEHIND = "queued_behind"
 The CLI keeps one deferred call per turn, so the others are stored as pending requests and refused; when
 the model makes one again (a new ``tool_use_id``), it is matched to its request by run, agent and
 fingerprint, and gets the decision made there."""
+INVALID_ARGS = (
+    "crossgate did not run {tool}: {error}. Nothing was executed. Call {tool} again with arguments that match "
+    "its parameters."
+)
 QUEUED_DESCRIPTION = (
     "Made in the same turn as another call waiting for review; the model was told to make it again once "
     "that one is decided, and this decision applies then."
@@ -98,6 +106,8 @@ class Binding:
     defer: bool = True
     requested_by: str | None = None
     """Who the session acts for: every request it creates carries it, so that person cannot decide them."""
+    context: JsonObject = field(default_factory=dict)
+    """The app's context for every call (``Gate(context=)``, ``run(call_context=)``); parked with a deferred call."""
     session: str | None = None
     """The session being resumed, when known before the CLI reports it."""
     sessions: dict[str, str] = field(default_factory=dict)
@@ -113,6 +123,8 @@ class Binding:
     """The MCP servers the options configure, to name their tools (``_names``)."""
     names: dict[str, ToolName] = field(default_factory=dict)
     """tool_use_id -> its tool's name, as the hook saw it (can_use_tool is not told the MCP server)."""
+    schemas: Schemas = field(default_factory=Schemas)
+    """The argument schemas of the session's tools (``Gate(args_schemas=...)``, SDK MCP servers, built-ins)."""
     retries: dict[str, str] = field(default_factory=dict)
     """tool_use_id -> the request of the queued call it makes again (see ``QUEUED_BEHIND``)."""
 
@@ -155,7 +167,7 @@ class Binding:
             session=session,
             agent=caller.agent if caller else None,
             context={
-                **self.gate.context,
+                **self.context,
                 REQUESTED_BY: self.requested_by,  # as the queue puts it, so this verdict and the request's agree
                 "agent_id": data.get("agent_id"),
                 **(self.agents.context(caller) if caller else {}),
@@ -167,14 +179,24 @@ class Binding:
             self.queue.record_outcome(None, ran=False, result=refusal, call=call)
             return hook_output("deny", refusal)
         self.callers[tool_use_id] = caller
-        rid = self._request_id(session, tool_use_id, call)
+        invalid = self._invalid(call, name)
+        if invalid is not None:
+            self.queue.record_outcome(None, ran=False, error=invalid, call=call)
+            return hook_output("deny", invalid)
+        rid = self.retries.get(tool_use_id) or request_id(session, tool_use_id)
         existing = self.queue.store.get_request(rid)
+        verdict = None
+        if existing is None:
+            verdict = self.queue.evaluate(call)
+            queued = self._queued(session, tool_use_id, call) if verdict.kind is VerdictKind.ASK else None
+            if queued is not None:
+                rid, existing = queued.id, queued
         if existing is not None:
             if existing.fingerprint != call.fingerprint:
                 return hook_output("deny", MISMATCH)
             if not existing.is_open:
                 return hook_output("ask", existing.reason or "crossgate has a decision for this call")
-        verdict = self.queue.evaluate(call)
+        verdict = verdict or self.queue.evaluate(call)
         if verdict.kind is not VerdictKind.ASK and existing is None:
             # Recorded here, once: can_use_tool may not be consulted at all (allow rules, modes).
             verdict = self.queue.submit(call).verdict
@@ -192,7 +214,7 @@ class Binding:
         # it is stored together with its parked run, so nobody sees a request that cannot be resumed.
         submit = self.queue.submit if self.gate.hold else self.queue.prepare
         asked: dict[str, Any] = {
-            "args_schema": self.gate.args_schemas.get(call.tool),
+            "args_schema": self._schema(call, tool_use_id),
             "capabilities": capabilities(call.tool),
             "request_id": rid,
             "requested_by": self.requested_by,
@@ -213,6 +235,7 @@ class Binding:
             "cwd": data.get("cwd"),
             "agent": self.agents.cli_agent,  # a resume runs the main thread as the same agent
             "request_id": rid,  # a retried call's request is not the one its tool_use_id names
+            "context": self.context,  # the app's context, for the calls of the resumed session
         }
         try:
             parked = self.queue.park(
@@ -244,7 +267,7 @@ class Binding:
             queued = call.model_copy(update={"context": {**call.context, QUEUED_BEHIND: behind.request_ids[0]}})
             self.queue.submit(
                 queued,
-                args_schema=self.gate.args_schemas.get(call.tool),
+                args_schema=self._schema(call, call.call_id or ""),
                 description=QUEUED_DESCRIPTION,
                 capabilities=capabilities(call.tool),
                 request_id=rid,
@@ -252,14 +275,10 @@ class Binding:
             )
         return hook_output("deny", ONE_DEFERRAL)
 
-    def _request_id(self, session: str | None, tool_use_id: str, call: ToolCall) -> str:
-        """The request of this call: its own, or, for a queued call the model makes again, the queued one."""
-        known = self.retries.get(tool_use_id)
-        if known is not None:
-            return known
-        own = request_id(session, tool_use_id)
-        if session is None or self.queue.store.get_request(own) is not None:
-            return own
+    def _queued(self, session: str | None, tool_use_id: str, call: ToolCall) -> ApprovalRequest | None:
+        """The queued request a call the model makes again matches (run, agent, fingerprint), if any."""
+        if session is None:
+            return None
         query = RequestQuery(
             statuses=(RequestStatus.PENDING, RequestStatus.DECIDED),
             framework=FRAMEWORK,
@@ -276,8 +295,8 @@ class Binding:
                 and request.id not in self.retries.values()
             ):
                 self.retries[tool_use_id] = request.id
-                return request.id
-        return own
+                return request
+        return None
 
     # can_use_tool -------------------------------------------------------------------------------
     async def can_use_tool(self, tool: str, args: dict[str, Any], context: ToolPermissionContext) -> PermissionResult:
@@ -324,7 +343,7 @@ class Binding:
             session=session,
             agent=caller.agent if caller else None,
             context={
-                **self.gate.context,
+                **self.context,
                 REQUESTED_BY: self.requested_by,
                 "agent_id": context.agent_id,
                 **(self.agents.context(caller) if caller else {}),
@@ -350,7 +369,7 @@ class Binding:
         hold = self.gate.subagent_hold if self.defer else self.gate.hold
         submission = self.queue.submit(
             call,
-            args_schema=self.gate.args_schemas.get(call.tool),
+            args_schema=self._schema(call, tool_use_id),
             description=context.title or context.description,
             capabilities=capabilities(call.tool),
             request_id=rid,
@@ -456,6 +475,19 @@ class Binding:
             log.error("crossgate: the executed input is not the approved input for request %s", request.id)
         result = None if failure is not None else json.dumps(jsonable(data.get("tool_response")))[:2000]
         self.queue.record_outcome(request.id, ran=True, result=result, error="; ".join(problems) or None)
+
+    def _invalid(self, call: ToolCall, name: ToolName) -> str | None:
+        """What the model reads when the call's arguments fail its tool's schema (None when they pass)."""
+        schema = self.schemas.to_validate(call.tool, name.server)
+        try:
+            validate_args(call.args, schema)
+        except InvalidArgumentsError as exc:
+            return INVALID_ARGS.format(tool=call.tool, error=exc)
+        return None
+
+    def _schema(self, call: ToolCall, tool_use_id: str) -> JsonObject | None:
+        name = self.names.get(tool_use_id)
+        return self.schemas.of(call.tool, name.server if name is not None else None)
 
     def _name(self, tool_use_id: str, claude_tool: str, reported: Any = None) -> ToolName | str:
         """The tool's neutral name (what the hook learnt for this call first), or why it cannot be named."""
