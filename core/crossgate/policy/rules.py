@@ -29,6 +29,7 @@ from crossgate.errors import ConfigurationError
 from crossgate.fingerprint import canonical_json
 from crossgate.model import (
     ALL_DECISIONS,
+    FRAMEWORKS,
     DecisionKind,
     RememberMatch,
     RememberScope,
@@ -146,7 +147,7 @@ class PolicyRule(BaseModel):
 
     name: str = Field(min_length=1)
     verdict: VerdictKind
-    tool: str = "*"
+    tool: str = Field(default="*", min_length=1)
     """Glob on the tool name (``delete_*``, ``mcp__tickets__*``)."""
     where: tuple[ArgCondition, ...] = ()
     """Conditions on arguments; all must hold."""
@@ -154,13 +155,14 @@ class PolicyRule(BaseModel):
     """Conditions on the call's context (what the adapter or the app said besides the arguments: a tenant,
     Claude's ``permission_mode`` or ``cwd``, a subagent's parent); ``arg`` names the key. All must hold."""
     frameworks: tuple[str, ...] = ()
+    """Empty: every framework; otherwise names from :data:`crossgate.model.FRAMEWORKS`."""
     agents: tuple[str, ...] = ()
     reason: str = ""
     """For deny: what the model reads. For ask: what the reviewer reads."""
     description: str | None = None
     allowed_decisions: tuple[DecisionKind, ...] = ALL_DECISIONS
-    timeout_seconds: float | None = Field(default=None, gt=0)
-    apply_within_seconds: float | None = Field(default=None, gt=0)
+    timeout_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    apply_within_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     """ask: an approval not applied this long after it was given lapses, and the call does not run."""
     approvals: int = Field(default=1, ge=1, le=10)
     """ask: how many different reviewers must approve (more than one: four eyes; no edit, respond or remember)."""
@@ -171,6 +173,11 @@ class PolicyRule(BaseModel):
     def _check(self) -> PolicyRule:
         if not self.allowed_decisions:
             raise ValueError(f"rule {self.name!r}: allowed_decisions cannot be empty")
+        unknown = [f for f in self.frameworks if f not in FRAMEWORKS]
+        if unknown:
+            raise ValueError(
+                f"frameworks: unknown framework {unknown[0]!r} (it would never match); expected {', '.join(FRAMEWORKS)}"
+            )
         return self
 
     def matches(self, call: ToolCall) -> bool:
@@ -231,8 +238,10 @@ class Policy(BaseModel):
     default: VerdictKind = VerdictKind.ASK
     default_reason: str = "No policy rule covers this call, so a person must review it."
     default_allowed_decisions: tuple[DecisionKind, ...] = ALL_DECISIONS
-    default_timeout_seconds: float | None = Field(default=None, gt=0)
-    default_apply_within_seconds: float | None = Field(default=None, gt=0)
+    default_timeout_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    default_apply_within_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    context_keys: tuple[str, ...] = ()
+    """Context keys the app sets (``tenant``), so ``crossgate policy check`` knows rules testing them can match."""
 
     @model_validator(mode="after")
     def _unique_names(self) -> Policy:
