@@ -155,7 +155,9 @@ class Remember(_Frozen):
     """Turn a decision into a standing rule."""
 
     scope: RememberScope = RememberScope.FOREVER
-    match: RememberMatch = RememberMatch.TOOL
+    match: RememberMatch = RememberMatch.EXACT
+    """Which later calls it covers; by default the narrowest: only these exact arguments (``tool`` is every call
+    of the tool, ``pattern`` the calls whose arguments match ``arg_patterns``)."""
     arg_patterns: dict[str, str] = Field(default_factory=dict)
     """For ``match=pattern``: argument name to glob pattern (``*`` any text, ``**`` across ``/``)."""
     this_agent_only: bool = False
