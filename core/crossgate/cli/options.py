@@ -53,7 +53,10 @@ RememberOpt = Annotated[
 ]
 MatchOpt = Annotated[
     RememberMatch | None,
-    typer.Option("--match", help="Which later calls it covers: the tool, an argument pattern, these exact arguments."),
+    typer.Option(
+        "--match",
+        help="Which later calls it covers: exact (the default: these arguments only), pattern (--pattern), tool (all).",
+    ),
 ]
 PatternOpt = Annotated[
     list[str] | None,

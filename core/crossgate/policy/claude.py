@@ -80,12 +80,17 @@ _SECONDARY = {
 }
 _SUBAGENT_TOOLS = ("Agent", "Task")
 
+# Policy regexes run on RE2 (linear time), whose \s is ASCII only: Python's \s (what str.isspace() calls
+# space) is spelled out, so these rules read a command exactly as before.
+_SPACE_CHARS = r"\t\n\x0b\f\r \x1c-\x1f\x85\xa0\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}"
+_SPACE = f"[{_SPACE_CHARS}]"
 # Shell metacharacters an allow rule's wildcard may not cross: operators, substitutions, redirections.
 _SHELL_SPECIAL = ";&|\n\r`$()<>"
-_ALLOW_CHAR = f"[^{re.escape(_SHELL_SPECIAL)}]"
+_ALLOW_CHAR = "[^" + "".join(f"\\x{{{ord(c):x}}}" for c in _SHELL_SPECIAL) + "]"
 # A deny pattern may start after any of these (a command word inside a compound command, a quote, a path).
-_DENY_START = r"(?:\A|(?<=[\s;&|(`'\"{/]))"
-_DENY_END = r"(?=\s*(?:\Z|[;&|\n)`'\"}]))"
+# RE2 has no lookaround: the character before and the end are consumed, which a search does not mind.
+_DENY_START = rf"(?:\A|[{_SPACE_CHARS};&|(`'\"{{/])"
+_DENY_END = rf"{_SPACE}*(?:\z|[;&|\n)`'\"}}])"
 
 
 def parse_claude_rule(
@@ -393,12 +398,12 @@ def bash_command_regex(spec: str, verdict: VerdictKind | str) -> str | None:
             return None
         raise ConfigurationError(f"Bash({spec}): a pattern of only wildcards and spaces; write Bash for every command")
     deny = kind is not VerdictKind.ALLOW
-    char = r"[\s\S]" if deny else _ALLOW_CHAR
-    space, one_space = (r"\s", r"\s") if deny else (r"[ \t]", r"[ \t]")
+    char = "(?s:.)" if deny else _ALLOW_CHAR
+    space, one_space = (_SPACE, _SPACE) if deny else (r"[ \t]", r"[ \t]")
     pieces = pattern.split("*")
     if len(pieces) == 2 and pieces[1] == "" and pieces[0][-1:].isspace():  # "ls *": word boundary, optional tail
-        body = _segment(pieces[0].rstrip(), space, one_space) + f"(?:{one_space}{char}*+)?"
-        return _DENY_START + body + _DENY_END if deny else r"\A\s*+" + body + r"\s*\Z"
+        body = _segment(pieces[0].rstrip(), space, one_space) + f"(?:{one_space}{char}*)?"
+        return _DENY_START + body + _DENY_END if deny else rf"\A{_SPACE}*" + body + rf"{_SPACE}*\z"
     segments = [
         _segment(piece, space, one_space, after_wild=i > 0, before_wild=i < len(pieces) - 1)
         for i, piece in enumerate(pieces)
@@ -407,24 +412,18 @@ def bash_command_regex(spec: str, verdict: VerdictKind | str) -> str | None:
 
 
 def _glob_regex(segments: list[str], char: str, deny: bool) -> str:
-    """Segments joined by wildcards, built so that matching time stays linear in the command's length.
-
-    Python's ``re`` backtracks, so overlapping quantifiers (spaces, any text, spaces) would take cubic time on
-    a long run of spaces, which a model could send on purpose. Instead each middle segment is found at its leftmost
-    place and kept (an atomic group: for plain wildcards the leftmost place is never worse), a trailing
-    wildcard takes everything possessively, and a deny pattern that can match at a later start can match at
-    the first one too, so only the first start is tried.
-    """
+    """Segments joined by wildcards; RE2 runs it in time linear in the command's length, however it is built."""
     first, *rest = segments
-    end = _DENY_END if deny else r"\s*\Z"
+    end = _DENY_END if deny else rf"{_SPACE}*\z"
+    start = _DENY_START if deny else rf"\A{_SPACE}*"
     if not rest:
-        return (_DENY_START + first + end) if deny else (r"\A\s*+" + first + end)
+        return start + first + end
     *middle, last = rest
-    head = rf"\A(?>[\s\S]*?{_DENY_START}{first})" if deny else r"\A\s*+" + first
+    head = start + first
     if deny and not first:  # a leading wildcard: the next segment may be anywhere
         head = r"\A"
-    body = "".join(f"(?>{char}*?{segment})" for segment in middle)
-    tail = f"{char}*+" if not last else f"{char}*?{last}"
+    body = "".join(f"{char}*?{segment}" for segment in middle)
+    tail = f"{char}*" if not last else f"{char}*?{last}"
     return head + body + tail + end
 
 
@@ -435,7 +434,7 @@ def _segment(text: str, space: str, one_space: str, *, after_wild: bool = False,
     core = text.strip() if text.strip() else ""
     if not core:
         return one_space if text else ""
-    inner = "".join(f"{space}++" if t.isspace() else re.escape(t) for t in re.split(r"(\s+)", core) if t)
+    inner = "".join(f"{space}+" if t.isspace() else re.escape(t) for t in re.split(r"(\s+)", core) if t)
     return (one_space if lead else "") + inner + (one_space if trail else "")
 
 
@@ -502,7 +501,7 @@ def _domain_condition(text: str, spec: str) -> ArgCondition:
         raise ConfigurationError(f"Claude permission rule {text!r}: {host!r} is not a host name (or *.host)")
     host_regex = (r"(?:[a-z0-9-]+\.)+" if wildcard else "") + re.escape(name)
     regex = (
-        r"\A\s*(?:[A-Za-z][A-Za-z0-9+.-]*:)?(?://)?(?:[^/?#@\s\\]*@)?"
-        f"(?i:{host_regex})" + r"\.?(?::\d*)?(?:[/?#\\]|\s*\Z)"
+        rf"\A{_SPACE}*(?:[A-Za-z][A-Za-z0-9+.-]*:)?(?://)?(?:[^/?#@{_SPACE_CHARS}\\]*@)?"
+        f"(?i:{host_regex})" + rf"\.?(?::\p{{Nd}}*)?(?:[/?#\\]|{_SPACE}*\z)"
     )
     return ArgCondition(arg="url", kind=MatchKind.REGEX, pattern=regex)

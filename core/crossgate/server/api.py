@@ -10,6 +10,7 @@ from fastapi import APIRouter, Body, Depends, Query, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import ValidationError
 
+from crossgate.coverage import decision_coverage
 from crossgate.decisions import AnyDecision, check_open
 from crossgate.errors import InvalidDecisionError, NotFoundError
 from crossgate.limits import MAX_INT64, check_int64
@@ -75,7 +76,14 @@ router = APIRouter(prefix="/api", responses={401: _ERRORS[401], 422: _ERRORS[422
 def request_view(request: ApprovalRequest, caller: Caller) -> RequestOut:
     """The request with what ``caller`` may do with it."""
     blocked = decide_blocked(caller.reviewer, request) if request.is_open else f"request is {request.status.value}"
-    return RequestOut.model_validate({**request.model_dump(), "can_decide": blocked is None, "decide_blocked": blocked})
+    return RequestOut.model_validate(
+        {
+            **request.model_dump(),
+            "can_decide": blocked is None,
+            "decide_blocked": blocked,
+            "remember_covers": decision_coverage(request),
+        }
+    )
 
 
 @router.get("/health", response_model=HealthOut, tags=["server"], responses={401: {}, 422: {}})

@@ -101,6 +101,11 @@ class RequestOut(ApprovalRequest):
 
     can_decide: bool = Field(default=False, description="True if the caller may decide it now.")
     decide_blocked: str | None = Field(default=None, description="Why the caller may not decide it, if not.")
+    remember_covers: str | None = Field(
+        default=None,
+        description='For a remembered decision: which later calls its standing rule covers, in words '
+        '(`delete_ticket with exactly {"id": "t3"}, forever`).',
+    )
 
 
 class RequestPage(BaseModel):

@@ -10,8 +10,18 @@ from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
+from crossgate.coverage import remember_coverage
 from crossgate.display import visible_lines
-from crossgate.model import ApprovalRequest, DecisionKind, Event, RememberScope, StandingRule
+from crossgate.model import (
+    ApprovalRequest,
+    DecisionKind,
+    Event,
+    Remember,
+    RememberMatch,
+    RememberScope,
+    StandingRule,
+    ToolCall,
+)
 
 FRAMEWORK_LABELS = {
     "openai-agents": "OpenAI Agents",
@@ -254,8 +264,24 @@ def _remember_fieldset(request: ApprovalRequest) -> str:
     )
     return f"""<fieldset class="remember" id="remember"><legend>Remember</legend>
 <label>Scope <select name="scope">{options}</select></label>
-<label>Covers <select name="match"><option value="tool">every call of {e(call.tool)}</option>
-<option value="exact">only these exact arguments</option></select></label>{agent}</fieldset>"""
+<label>Covers <select name="match"><option value="exact" selected>only these exact arguments</option>
+<option value="tool">every call of {e(call.tool)}</option></select></label>{agent}
+{_remember_covers(call, [s for s, _ in scopes])}</fieldset>"""
+
+
+def _remember_covers(call: ToolCall, scopes: list[RememberScope]) -> str:
+    """What each choice of the remember control would cover, in the words the CLI and API use; the page's
+    script shows the one for the current choice (``data-covers``: scope, match, agent only, edited)."""
+    lines = ['<span data-covers="once">Nothing is remembered: this decision is for this call only.</span>']
+    for scope in scopes[1:]:
+        for match in (RememberMatch.EXACT, RememberMatch.TOOL):
+            for agent_only in (False, True) if call.agent else (False,):
+                for edited in (False, True) if match is RememberMatch.EXACT else (False,):
+                    remember = Remember(scope=scope, match=match, this_agent_only=agent_only)
+                    text = remember_coverage(call, remember, edited=edited)
+                    key = f"{scope.value}:{match.value}:{int(agent_only)}:{int(edited)}"
+                    lines.append(f'<span data-covers="{key}" hidden>Will remember: {e(text)}.</span>')
+    return f'<p class="muted" id="remember-covers" aria-live="polite">{"".join(lines)}</p>'
 
 
 def outcome(request: ApprovalRequest) -> str:

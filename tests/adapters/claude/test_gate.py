@@ -24,6 +24,7 @@ from crossgate import (
     PolicyRule,
     Reject,
     Remember,
+    RememberMatch,
     RememberScope,
     RequestStatus,
     ReviewQueue,
@@ -416,7 +417,7 @@ async def test_remember_for_the_session_adds_a_session_rule(
     gate: Gate, queue: ReviewQueue, world: World, tickets: TicketStore
 ) -> None:
     outcome = parked(await gate.run(calls(("delete_ticket", {"id": "t3"}), ("delete_ticket", {"id": "t2"}))))
-    session_wide = Remember(scope=RememberScope.SESSION)
+    session_wide = Remember(scope=RememberScope.SESSION, match=RememberMatch.TOOL)
     queue.decide(outcome.request_ids[0], Approve(remember=session_wide), reviewer="ann")
     assert isinstance(await gate.resume(outcome.parked_run), Finished)
     assert tickets.ids() == ["prod-1", "t1"]

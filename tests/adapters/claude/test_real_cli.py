@@ -21,6 +21,7 @@ from crossgate import (
     Edit,
     Reject,
     Remember,
+    RememberMatch,
     RememberScope,
     RequestQuery,
     RequestStatus,
@@ -217,7 +218,8 @@ async def test_remember_for_the_session_is_honoured_by_the_cli(
         asked.append(args)
         return await gated(tool, args, context)
 
-    watching = reviewer(queue, lambda request: Approve(remember=Remember(scope=RememberScope.SESSION)))
+    session_wide = Remember(scope=RememberScope.SESSION, match=RememberMatch.TOOL)
+    watching = reviewer(queue, lambda request: Approve(remember=session_wide))
     async with ClaudeSDKClient(replace(options, can_use_tool=counting)) as client:  # type: ignore[arg-type]
         await client.query(calls(("delete_ticket", {"id": "t3"}), ("delete_ticket", {"id": "t2"})))
         async for _ in client.receive_response():
@@ -238,7 +240,7 @@ async def test_a_revoked_standing_rule_asks_again_despite_the_cli_session_rule(
                 queue.revoke_rule(rule.id, actor="ann")
             return Approve()
         if request.call.args == {"id": "t3"}:
-            return Approve(remember=Remember(scope=RememberScope.SESSION))
+            return Approve(remember=Remember(scope=RememberScope.SESSION, match=RememberMatch.TOOL))
         return Reject(message="The standing rule was revoked; t2 stays.")
 
     gate = Gate(queue, options=cli_options, defer=False, hold=30.0)

@@ -254,11 +254,21 @@
       submit.textContent = labels[kind];
       submit.className = kind === "reject" ? "danger" : "primary";
       remember.hidden = kind === "respond";
+      showCovers();
       if (kind === "edit" && editor === null) {
         editor = buildEditor(document.getElementById("edit-fields"), data.schema, data.args);
       }
       showError(null);
     }
+    // the remember control says what the standing rule would cover before it is saved (texts from the server)
+    function showCovers() {
+      const scope = form.elements.scope.value;
+      const match = form.elements.match.value;
+      const agentOnly = form.elements.this_agent_only && form.elements.this_agent_only.checked ? 1 : 0;
+      const key = scope === "once" ? "once" : [scope, match, agentOnly, kind === "edit" && match === "exact" ? 1 : 0].join(":");
+      remember.querySelectorAll("[data-covers]").forEach((line) => { line.hidden = line.dataset.covers !== key; });
+    }
+    remember.addEventListener("change", showCovers);
     tabs.forEach((t) => t.addEventListener("click", () => select(t.dataset.kind)));
     select(kind);
 
