@@ -186,3 +186,31 @@ async def test_a_request_that_needs_two_approvals_shows_who_approved(
     page = (await signed_in.get(f"/requests/{request.id}")).text
     assert "<dt>Approvals</dt><dd>1 of 2 (ann)</dd>" in page
     assert tabs(page) == ["approve", "reject"], "no edit or respond where several must approve"
+
+
+def _request_data(page: str) -> tuple[str, dict[str, object]]:
+    found = re.search(r'<script id="request-data" type="application/json">(.*?)</script>', page, re.S)
+    assert found is not None
+    return found.group(1), json.loads(found.group(1))
+
+
+async def test_embedded_data_is_safe_in_every_html_parsing_state(
+    signed_in: httpx.AsyncClient, queue: ReviewQueue
+) -> None:
+    # <!--<script> sends the parser into the double-escaped state, where </script> no longer ends the element
+    args = {"a": "<!--<script>", "b": "</script><script>x()</script>", "c": "&amp; -->", "d": "\u2028\u2029"}
+    request = submit(queue, args=args, schema=None)
+    page = (await signed_in.get(f"/requests/{request.id}")).text
+    raw, data = _request_data(page)
+    assert data["args"] == args
+    assert not any(ch in raw for ch in "<>&\u2028\u2029"), raw
+    assert page.count("<script") == 2 and page.rstrip().endswith("</body></html>")  # the data and app.js, nothing else
+
+
+async def test_rows_with_hidden_characters_carry_a_flag(signed_in: httpx.AsyncClient, queue: ReviewQueue) -> None:
+    plain = submit(queue, args={"id": "t1"})
+    hidden = submit(queue, args={"id": "t2", "note": {"k\u200b": ["x"]}})
+    listing = (await signed_in.get("/partials/pending")).text
+    rows = dict(re.findall(r'<div class="req-row" data-id="(req_\w+)">(.*?)</a></div>', listing, re.S))
+    assert "hidden characters" in rows[hidden.id]
+    assert "hidden characters" not in rows[plain.id]

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
-from crossgate.display import visible_lines
+from crossgate.display import visible, visible_lines
 from crossgate.model import ApprovalRequest, DecisionKind, Event, RememberScope, StandingRule
 
 FRAMEWORK_LABELS = {
@@ -29,6 +29,21 @@ def e(value: object) -> str:
     stay, for pretty-printed JSON and multi-line messages; the exact values travel in ``request-data``.
     """
     return escape(visible_lines("" if value is None else str(value)), quote=True)
+
+
+_SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
+
+
+def script_json(value: object) -> str:
+    """JSON safe inside a ``<script>`` element in every HTML parsing state.
+
+    Escaping only ``</`` is not enough: ``<!--<script>`` in a string puts the parser in the
+    double-escaped state, where the element's own ``</script>`` no longer ends it and the rest of
+    the page (``app.js`` included) is swallowed. ``<``, ``>`` and ``&`` occur only inside JSON
+    strings, so writing them as ``\\u`` escapes keeps the value exact; ``ensure_ascii`` does the
+    same for U+2028 and U+2029.
+    """
+    return json.dumps(value, ensure_ascii=True).translate(_SCRIPT_SAFE)
 
 
 def layout(
@@ -99,7 +114,7 @@ def pending_list(requests: Sequence[ApprovalRequest], blocked: Mapping[str, str]
     blocked = blocked or {}
     rows = "".join(
         f"""<div class="req-row" data-id="{e(r.id)}">{_pick(r, blocked.get(r.id))}<a class="req" href="/requests/{e(r.id)}" data-id="{e(r.id)}" data-framework="{e(r.call.framework)}">
-<div class="req-head">{framework_badge(r.call.framework)}<span class="tool">{e(r.call.tool)}</span>
+<div class="req-head">{framework_badge(r.call.framework)}<span class="tool">{e(r.call.tool)}</span>{_flag(r)}
 <span class="age">{when(r.created_at)}</span></div>
 <code class="args">{e(compact_args(r.call.args))}</code>
 <div class="req-foot"><span>{e(r.call.agent or "no agent")}</span><span>run {e(r.call.run or "—")}</span>
@@ -107,6 +122,26 @@ def pending_list(requests: Sequence[ApprovalRequest], blocked: Mapping[str, str]
         for r in requests
     )
     return f'<div id="pending" data-count="{len(requests)}">{rows}</div>'
+
+
+def _strings(value: object) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _flag(request: ApprovalRequest) -> str:
+    """A badge on a row whose tool or arguments hold characters ``crossgate.display`` writes as escapes."""
+    texts = [request.call.tool, *_strings(request.call.args)]
+    if all(visible(text) == text for text in texts):
+        return ""
+    return '<span class="flag" title="hidden or look-alike characters, shown as \\u escapes">hidden characters</span>'
 
 
 def _pick(request: ApprovalRequest, blocked: str | None) -> str:
@@ -180,12 +215,12 @@ def request_page(
     pretty = json.dumps(call.args, indent=2, ensure_ascii=False)
     data = {
         "id": request.id,
+        "tool": call.tool,
         "fingerprint": request.fingerprint,
         "args": call.args,
         "schema": request.args_schema,
         "allowed": [k.value for k in offered],
     }
-    data_json = json.dumps(data).replace("</", "<\\/")
     return f"""<p class="back"><a href="/">← Pending</a></p>
 <section class="card head" id="request" data-id="{e(request.id)}" data-status="{e(request.status.value)}">
 <div class="title-row"><h1><span class="tool">{e(call.tool)}</span></h1>{status_pill(request.status.value)}</div>
@@ -194,7 +229,7 @@ def request_page(
 <section class="card"><h2>Arguments</h2><pre class="json" id="args-json">{e(pretty)}</pre></section>
 {decision_panel(request, blocked, offered, denial)}
 <section class="card"><h2>History</h2>{timeline(events)}</section>
-<script id="request-data" type="application/json">{data_json}</script>"""
+<script id="request-data" type="application/json">{script_json(data)}</script>"""
 
 
 def decision_panel(

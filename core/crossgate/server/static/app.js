@@ -5,11 +5,21 @@
 (function () {
   const page = document.body.dataset.page;
 
-  // ---- hidden characters ---------------------------------------------------------------------
-  // Controls, invisible formatting (U+202E, U+200B, ...) and separators, as crossgate.display has them:
-  // the page shows them as \u escapes, so a model cannot disguise an argument.
-  const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
-  const HIDDEN_ALL = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
+  // ---- hidden and look-alike characters -------------------------------------------------------
+  // The same classes as crossgate.display (keep the two in step): controls, invisible formatting
+  // (U+202E, U+200B, ...), line and paragraph separators, lone surrogates; fillers and blanks that
+  // render as nothing (U+3164, U+2800, U+034F, ...); variation selectors; spaces other than the plain
+  // one (U+00A0, U+2007, U+202F, ...); and Cyrillic or Greek letters inside a word with Latin letters.
+  // The page writes them as \u escapes and marks them, so a model cannot disguise an argument.
+  const INVISIBLE = "\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}\\p{Cs}\\u034f\\u115f\\u1160\\u17b4\\u17b5\\u180b-\\u180f" +
+    "\\u2800\\u3164\\uffa0\\ufe00-\\ufe0f\\u{e0100}-\\u{e01ef}\\u00a0\\u1680\\u2000-\\u200a\\u202f\\u205f\\u3000";
+  const SPACES = /[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]/u;
+  const HIDDEN = new RegExp("[" + INVISIBLE + "]", "u");
+  // A run of letters (and their marks), or one invisible character: the units the page checks.
+  const PIECES = new RegExp("[" + INVISIBLE + "]|(?:(?![" + INVISIBLE + "])[\\p{L}\\p{M}])+", "gu");
+  const LATIN = /\p{Script=Latin}/u;
+  const FOREIGN = /[\p{Script=Cyrillic}\p{Script=Greek}]/u;
+  const FOREIGN_ALL = /[\p{Script=Cyrillic}\p{Script=Greek}]/gu;
 
   function escapeUnits(ch) {
     let out = "";
@@ -17,23 +27,112 @@
     return out;
   }
 
+  function codePoint(ch) {
+    return "U+" + ch.codePointAt(0).toString(16).toUpperCase().padStart(4, "0");
+  }
+
+  function why(ch) {
+    if (/\p{Cc}/u.test(ch)) return "control character";
+    if (SPACES.test(ch)) return "not a plain space";
+    if (/[\p{Script=Cyrillic}]/u.test(ch)) return "Cyrillic letter in a Latin word";
+    if (/[\p{Script=Greek}]/u.test(ch)) return "Greek letter in a Latin word";
+    return "invisible";
+  }
+
+  // ``text`` cut into plain stretches and flagged characters: [{text, flag}], flag the character or null.
+  // A line feed is layout, not a flag.
+  function segments(text) {
+    const out = [];
+    let last = 0;
+    const plain = (to) => { if (to > last) out.push({ text: text.slice(last, to), flag: null }); };
+    for (const match of text.matchAll(PIECES)) {
+      const piece = match[0];
+      const at = match.index;
+      if (HIDDEN.test(piece)) {
+        if (piece === "\n") continue;
+        plain(at);
+        out.push({ text: piece, flag: piece });
+        last = at + piece.length;
+      } else if (LATIN.test(piece) && FOREIGN.test(piece)) {
+        for (const letter of piece.matchAll(FOREIGN_ALL)) {
+          plain(at + letter.index);
+          out.push({ text: letter[0], flag: letter[0] });
+          last = at + letter.index + letter[0].length;
+        }
+      }
+    }
+    plain(text.length);
+    return out;
+  }
+
   function visibleText(text) {
-    return text.replace(HIDDEN_ALL, (ch) => (ch === "\n" ? ch : escapeUnits(ch)));
+    return segments(text).map((s) => (s.flag ? escapeUnits(s.flag) : s.text)).join("");
+  }
+
+  function flagsIn(text) {
+    return segments(text).filter((s) => s.flag).map((s) => s.flag);
   }
 
   function hasHidden(value) {
-    if (typeof value === "string") return HIDDEN.test(value);
+    if (typeof value === "string") return flagsIn(value).length > 0;
     if (Array.isArray(value)) return value.some(hasHidden);
     if (value !== null && typeof value === "object") {
-      return Object.entries(value).some(([key, item]) => HIDDEN.test(key) || hasHidden(item));
+      return Object.entries(value).some(([key, item]) => hasHidden(key) || hasHidden(item));
     }
     return false;
   }
 
-  // JSON with hidden characters as \u escapes: they show, and JSON.parse gives back the exact value.
-  // (JSON.stringify escapes line feeds inside strings, so a raw one is layout and stays.)
+  // JSON.stringify(value, null, 2), except that characters JSON.stringify would escape silently
+  // (controls) or leave raw (U+3164, ...) are left for visibleText to escape and for showText to mark.
+  function jsonText(value, indent) {
+    const pad = indent || "";
+    const inner = pad + "  ";
+    if (typeof value === "string") return quote(value);
+    if (Array.isArray(value)) {
+      if (!value.length) return "[]";
+      return "[\n" + value.map((item) => inner + jsonText(item, inner)).join(",\n") + "\n" + pad + "]";
+    }
+    if (value !== null && typeof value === "object") {
+      const entries = Object.entries(value);
+      if (!entries.length) return "{}";
+      return "{\n" + entries.map(([k, v]) => inner + quote(k) + ": " + jsonText(v, inner)).join(",\n") + "\n" + pad + "}";
+    }
+    return JSON.stringify(value);
+  }
+
+  function quote(text) {
+    const named = { '"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f" };
+    return '"' + text.replace(/["\\\n\r\t\b\f]/g, (ch) => named[ch]) + '"';
+  }
+
+  // JSON with flagged characters as \u escapes: they show, and JSON.parse gives back the exact value.
   function visibleJson(value) {
-    return visibleText(JSON.stringify(value, null, 2));
+    return visibleText(jsonText(value));
+  }
+
+  // ``text`` into ``node``: flagged characters as marked \u escapes, each saying what it is.
+  function showText(node, text) {
+    node.replaceChildren(...segments(text).map((s) => {
+      if (!s.flag) return document.createTextNode(s.text);
+      const mark = document.createElement("mark");
+      mark.className = "hidden-char";
+      mark.title = codePoint(s.flag) + ", " + why(s.flag);
+      mark.textContent = escapeUnits(s.flag);
+      return mark;
+    }));
+  }
+
+  // A notice above the arguments naming each flagged character once.
+  function flagNotice(before, texts) {
+    const found = [...new Set(texts.flatMap(flagsIn))];
+    if (!found.length) return;
+    const notice = document.createElement("p");
+    notice.className = "notice flagged";
+    notice.id = "hidden-notice";
+    notice.setAttribute("role", "alert");
+    notice.textContent = "This call holds characters that hide or imitate others, marked below as \\u escapes: " +
+      found.map((ch) => codePoint(ch) + " (" + why(ch) + ")").join(", ") + ". Check what the call really does.";
+    before.parentNode.insertBefore(notice, before);
   }
 
   // ---- live updates ------------------------------------------------------------------------
@@ -225,6 +324,11 @@
   const dataNode = document.getElementById("request-data");
   if (page === "request" && dataNode) {
     const data = JSON.parse(dataNode.textContent);
+    const argsNode = document.getElementById("args-json");
+    const toolNode = document.querySelector("#request .tool");
+    showText(argsNode, jsonText(data.args));
+    showText(toolNode, data.tool);
+    flagNotice(argsNode, [data.tool, jsonText(data.args)]);
     let submitting = false;
     const pending = document.getElementById("request").dataset.status === "pending";
     listen((change) => {
