@@ -13,6 +13,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from crossgate.model import ApprovalRequest, Event, RequestStatus
 from crossgate.server import views
 from crossgate.server.access import COOKIE, Caller, decide_blocked
+from crossgate.server.sessions import SESSION_SECONDS
 from crossgate.server.state import ServerState, server_state
 from crossgate.stores.base import RequestQuery
 
@@ -131,30 +132,25 @@ async def rules_page(request: Request) -> Response:
 
 
 def _login_refused(request: Request) -> Response:
-    body = views.login_page("That token belongs to no reviewer.")
+    body = views.login_page("That token belongs to no reviewer, or that sign-in address was used already.")
     return _html(request, "Sign in", body, page="login", reviewer=None, status=401)
 
 
-def _signed_in(token: str) -> Response:
+def _signed_in(request: Request, secret: str) -> Response:
+    """Exchange a token or a one-time code for a session: the cookie holds the session id, not the token."""
+    session = server_state(request).auth.sign_in(secret)
+    if session is None:
+        return _login_refused(request)
     response = RedirectResponse("/", status_code=303)
-    response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/", max_age=12 * 3600)
+    response.set_cookie(COOKIE, session, httponly=True, samesite="strict", path="/", max_age=SESSION_SECONDS)
     return response
 
 
 @router.get("/login", response_class=HTMLResponse)
 async def login_form(request: Request, token: str | None = None) -> Response:
-    """The sign-in form; ``?token=`` signs in at once (the address ``crossgate serve`` prints)."""
+    """The sign-in form; ``?token=`` signs in at once (the one-time address ``crossgate serve`` prints)."""
     if token is not None:
-        if server_state(request).auth.reviewer_for(token) is None:
-            return _html(
-                request,
-                "Sign in",
-                views.login_page("That token belongs to no reviewer."),
-                page="login",
-                reviewer=None,
-                status=401,
-            )
-        return _signed_in(token)
+        return _signed_in(request, token.strip())
     return _html(request, "Sign in", views.login_page(), page="login", reviewer=None)
 
 
@@ -162,20 +158,13 @@ async def login_form(request: Request, token: str | None = None) -> Response:
 async def login(request: Request) -> Response:
     form = parse_qs((await request.body()).decode("utf-8", "replace"))
     token = (form.get("token") or [""])[0].strip()
-    if not token or server_state(request).auth.reviewer_for(token) is None:
-        return _html(
-            request,
-            "Sign in",
-            views.login_page("That token belongs to no reviewer."),
-            page="login",
-            reviewer=None,
-            status=401,
-        )
-    return _signed_in(token)
+    return _signed_in(request, token) if token else _login_refused(request)
 
 
 @router.post("/logout")
-async def logout() -> Response:
+async def logout(request: Request) -> Response:
+    if session := request.cookies.get(COOKIE):
+        server_state(request).auth.sign_out(session)
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(COOKIE, path="/")
     return response

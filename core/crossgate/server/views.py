@@ -427,9 +427,15 @@ def rules_page(rules: Sequence[StandingRule]) -> str:
 def login_page(message: str | None = None) -> str:
     error = f'<p class="error">{e(message)}</p>' if message else ""
     return f"""<section class="card login"><h1>Sign in</h1>
-<p class="muted">Paste your reviewer token. It is kept in a cookie for this browser only.</p>{error}
+<p class="muted">Paste your reviewer token. This browser then keeps a session (12 hours), not the token.</p>{error}
 <form method="post" action="/login"><label>Token<input type="password" name="token" autocomplete="off" required autofocus></label>
-<button class="primary" type="submit">Sign in</button></form></section>"""
+<button class="primary" type="submit">Sign in</button></form>
+<details class="where" id="token-help" open><summary>Where does a token come from?</summary>
+<ul><li>Whoever runs the server gives each reviewer a token: an entry in its tokens file
+(<code>crossgate serve --tokens reviewers.toml</code>, <code>token</code> or <code>token_env</code> per reviewer)
+or a <code>name:token</code> pair in <code>$CROSSGATE_TOKENS</code>. The same token works for the HTTP API.</li>
+<li>Started without reviewers, <code>crossgate serve</code> prints a sign-in address for the reviewer
+<code>local</code>. That address works once; the token printed with it signs in again.</li></ul></details></section>"""
 
 
 def message_page(title: str, text: str, *, status_class: str = "") -> str:
