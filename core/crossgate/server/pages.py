@@ -10,17 +10,14 @@ import anyio
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from crossgate.model import ApprovalRequest, Event, RequestStatus
-from crossgate.server import views
+from crossgate.model import ApprovalRequest, Event
+from crossgate.server import listing, views
 from crossgate.server.access import COOKIE, Caller, decide_blocked
 from crossgate.server.sessions import SESSION_SECONDS
 from crossgate.server.state import ServerState, server_state
-from crossgate.stores.base import RequestQuery
 
 T = TypeVar("T")
 router = APIRouter(include_in_schema=False)
-HISTORY_ROWS = 100
-CLOSED = (RequestStatus.DECIDED, RequestStatus.APPLIED, RequestStatus.EXPIRED, RequestStatus.CANCELLED)
 
 
 def wants_html(request: Request) -> bool:
@@ -66,20 +63,26 @@ async def _run(func: Callable[..., T], *args: object) -> T:
     return await anyio.to_thread.run_sync(func, *args)
 
 
+def _filters(request: Request) -> listing.Filters:
+    return listing.Filters.from_query(request.query_params)
+
+
 @router.get("/", response_class=HTMLResponse)
 async def pending_page(request: Request) -> Response:
     caller = _caller(request)
     head = await _head(request)
-    requests = await _run(server_state(request).queue.pending)
-    body = views.pending_page(requests, _blocked(caller, requests))
+    filters = _filters(request)
+    requests = await _run(listing.pending, server_state(request).queue, filters)
+    body = views.pending_page(requests, _blocked(caller, requests), filters)
     return _html(request, "Pending", body, page="pending", reviewer=caller.reviewer.name, head=head)
 
 
 @router.get("/partials/pending", response_class=HTMLResponse)
 async def pending_fragment(request: Request) -> Response:
     caller = _caller(request)
-    requests = await _run(server_state(request).queue.pending)
-    return HTMLResponse(views.pending_list(requests, _blocked(caller, requests)))
+    filters = _filters(request)
+    requests = await _run(listing.pending, server_state(request).queue, filters)
+    return HTMLResponse(views.pending_list(requests, _blocked(caller, requests), filters))
 
 
 def _blocked(caller: Caller, requests: Sequence[ApprovalRequest]) -> dict[str, str]:
@@ -100,9 +103,11 @@ async def request_page(request_id: str, request: Request) -> Response:
     return _html(request, found.call.tool, body, page="request", reviewer=caller.reviewer.name, head=head)
 
 
-def _history_rows(state: ServerState) -> tuple[list[tuple[ApprovalRequest, Sequence[Event]]], bool, str]:
+def _history_rows(
+    state: ServerState, filters: listing.Filters, cursor: str | None
+) -> tuple[list[tuple[ApprovalRequest, Sequence[Event]]], str | None, bool, str]:
     queue = state.queue
-    page = queue.list_requests(RequestQuery(statuses=CLOSED, limit=HISTORY_ROWS))
+    page = listing.history(queue, filters, cursor)
     rows: list[tuple[ApprovalRequest, Sequence[Event]]] = [(r, queue.events(request_id=r.id)) for r in page.items]
     report = queue.verify_audit()
     text = (
@@ -110,15 +115,16 @@ def _history_rows(state: ServerState) -> tuple[list[tuple[ApprovalRequest, Seque
         if report.ok
         else f"Audit chain broken: {report.problem}."
     )
-    return rows, report.ok, text
+    return rows, page.next_cursor, report.ok, text
 
 
 @router.get("/history", response_class=HTMLResponse)
-async def history_page(request: Request) -> Response:
+async def history_page(request: Request, cursor: str | None = None) -> Response:
     caller = _caller(request)
     head = await _head(request)
-    rows, ok, text = await _run(_history_rows, server_state(request))
-    body = views.history_page(rows, ok, text)
+    filters = _filters(request)
+    rows, older, ok, text = await _run(_history_rows, server_state(request), filters, cursor or None)
+    body = views.history_page(rows, ok, text, filters=filters, older=older, paged=bool(cursor))
     return _html(request, "History", body, page="history", reviewer=caller.reviewer.name, head=head)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from crossgate.display import visible, visible_lines
 from crossgate.model import ApprovalRequest, DecisionKind, Event, RememberScope, StandingRule
+from crossgate.server.listing import Filters
 
 FRAMEWORK_LABELS = {
     "openai-agents": "OpenAI Agents",
@@ -103,14 +104,21 @@ def compact_args(args: dict[str, Any], limit: int = 90) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def pending_list(requests: Sequence[ApprovalRequest], blocked: Mapping[str, str] | None = None) -> str:
+def pending_list(
+    requests: Sequence[ApprovalRequest], blocked: Mapping[str, str] | None = None, filters: Filters | None = None
+) -> str:
     """The live list of pending requests (also served alone as a fragment for live updates).
 
     Each row has a checkbox for the batch decisions; ``blocked`` maps the ids the reviewer may not
     decide to the reason, and their checkboxes are disabled with it as the title.
     """
     if not requests:
-        return '<div id="pending" data-count="0"><p class="empty">Nothing waits for a decision. New requests appear here by themselves.</p></div>'
+        text = (
+            "No pending request matches these filters."
+            if filters is not None and filters.active
+            else "Nothing waits for a decision. New requests appear here by themselves."
+        )
+        return f'<div id="pending" data-count="0"><p class="empty">{text}</p></div>'
     blocked = blocked or {}
     rows = "".join(
         f"""<div class="req-row" data-id="{e(r.id)}">{_pick(r, blocked.get(r.id))}<a class="req" href="/requests/{e(r.id)}" data-id="{e(r.id)}" data-framework="{e(r.call.framework)}">
@@ -154,13 +162,36 @@ def _pick(request: ApprovalRequest, blocked: str | None) -> str:
     )
 
 
-def pending_page(requests: Sequence[ApprovalRequest], blocked: Mapping[str, str] | None = None) -> str:
-    """Pending requests with the batch bar: select several, approve or reject them in one request."""
+def pending_page(
+    requests: Sequence[ApprovalRequest], blocked: Mapping[str, str] | None = None, filters: Filters | None = None
+) -> str:
+    """Pending requests with the filters and the batch bar: select several, approve or reject them in one request."""
+    filters = filters or Filters()
     return f"""<section class="intro"><h1>Pending requests <span class="count">{len(requests)}</span></h1>
 <p class="muted">Tool calls from every agent SDK that the policy sent to a person. The list updates live.</p></section>
+{filter_bar("/", filters)}
 {_batch_bar()}
 <section class="card batch-results" id="batch-results" aria-live="polite" hidden></section>
-{pending_list(requests, blocked)}"""
+{pending_list(requests, blocked, filters)}"""
+
+
+def filter_bar(action: str, filters: Filters) -> str:
+    """Search and exact filters, sent as the page's query string (so a filtered list is a link)."""
+    options = "".join(
+        f'<option value="{e(key)}"{" selected" if filters.framework == key else ""}>{e(label)}</option>'
+        for key, label in FRAMEWORK_LABELS.items()
+    )
+    if filters.framework and filters.framework not in FRAMEWORK_LABELS:
+        options += f'<option value="{e(filters.framework)}" selected>{e(filters.framework)}</option>'
+    fields = "".join(
+        f'<label class="filter"><span>{label}</span><input name="{name}" value="{e(getattr(filters, name))}" autocomplete="off"></label>'
+        for name, label in (("tool", "Tool"), ("agent", "Agent"), ("run", "Run"), ("requester", "Requested by"))
+    )
+    clear = f'<a class="clear" href="{e(action)}">Clear</a>' if filters.active else ""
+    return f"""<form class="filters" id="filters" method="get" action="{e(action)}" role="search">
+<label class="filter search"><span>Search</span><input type="search" name="q" id="search" value="{e(filters.q)}" placeholder="tool, arguments, agent, run, id, reason  ( / )" autocomplete="off"></label>
+<label class="filter"><span>Framework</span><select name="framework"><option value="">any</option>{options}</select></label>
+{fields}<div class="filter-actions"><button type="submit" class="primary">Filter</button>{clear}</div></form>"""
 
 
 def _batch_bar() -> str:
@@ -379,8 +410,20 @@ def ran_text(request: ApprovalRequest, events: Sequence[Event]) -> str:
     return "applied" if request.applied_at else "not yet"
 
 
-def history_page(rows: Sequence[tuple[ApprovalRequest, Sequence[Event]]], audit_ok: bool, audit_text: str) -> str:
-    """Closed requests with who decided what, through which channel, the edit's diff, and whether it ran."""
+def history_page(
+    rows: Sequence[tuple[ApprovalRequest, Sequence[Event]]],
+    audit_ok: bool,
+    audit_text: str,
+    *,
+    filters: Filters | None = None,
+    older: str | None = None,
+    paged: bool = False,
+) -> str:
+    """Closed requests with who decided what, through which channel, the edit's diff, and whether it ran.
+
+    ``older`` is the cursor of the next page; ``paged`` says this is not the first page.
+    """
+    filters = filters or Filters()
     body = []
     for request, events in rows:
         decided = next((ev for ev in events if ev.kind == "decided"), None)
@@ -398,12 +441,19 @@ def history_page(rows: Sequence[tuple[ApprovalRequest, Sequence[Event]]], audit_
         '<table class="history"><thead><tr><th>When</th><th>Framework</th><th>Call</th><th>Agent</th>'
         f"<th>Decision</th><th>Who</th><th>Ran</th></tr></thead><tbody>{''.join(body)}</tbody></table>"
         if body
-        else '<p class="empty">No decisions yet.</p>'
+        else f'<p class="empty">{"No closed request matches these filters." if filters.active else "No decisions yet."}</p>'
     )
     badge = "ok" if audit_ok else "broken"
+    links = []
+    if paged:
+        links.append(f'<a class="newest" href="/history{e(filters.query_string())}">← Newest</a>')
+    if older:
+        links.append(f'<a class="older" href="/history{e(filters.query_string(cursor=older))}">Older →</a>')
+    pager = f'<nav class="pager" aria-label="History pages">{"".join(links)}</nav>' if links else ""
     return f"""<section class="intro"><h1>History</h1>
-<p class="muted">Every closed request, newest first. <span class="audit audit-{badge}">{e(audit_text)}</span></p></section>
-<div id="history">{table}</div>"""
+<p class="muted">Every closed request, newest first, 100 to a page. <span class="audit audit-{badge}">{e(audit_text)}</span></p></section>
+{filter_bar("/history", filters)}
+<div id="history">{table}</div>{pager}"""
 
 
 def rules_page(rules: Sequence[StandingRule]) -> str:

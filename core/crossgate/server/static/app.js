@@ -154,7 +154,8 @@
   let listRefreshed = () => {};
 
   async function refreshPending() {
-    const response = await fetch("/partials/pending", { credentials: "same-origin" });
+    // The same filters as the page (its query string), so a live update keeps the list filtered.
+    const response = await fetch("/partials/pending" + window.location.search, { credentials: "same-origin" });
     if (!response.ok) return;
     const holder = document.getElementById("pending");
     holder.outerHTML = await response.text();
