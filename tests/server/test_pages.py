@@ -211,6 +211,58 @@ async def test_rows_with_hidden_characters_carry_a_flag(signed_in: httpx.AsyncCl
     plain = submit(queue, args={"id": "t1"})
     hidden = submit(queue, args={"id": "t2", "note": {"k\u200b": ["x"]}})
     listing = (await signed_in.get("/partials/pending")).text
-    rows = dict(re.findall(r'<div class="req-row" data-id="(req_\w+)">(.*?)</a></div>', listing, re.S))
+    rows = dict(re.findall(r'<div class="req-row" data-id="(req_\w+)">(.*?)</a>', listing, re.S))
     assert "hidden characters" in rows[hidden.id]
     assert "hidden characters" not in rows[plain.id]
+
+
+async def test_rows_show_age_time_left_requester_and_their_own_decisions(
+    client: httpx.AsyncClient, queue: ReviewQueue
+) -> None:
+    timed = submit(queue, framework="langgraph", args={"id": "t1"}, timeout_seconds=3300, requested_by="pat")
+    narrow = submit(queue, framework="langgraph", args={"id": "t2"}, capabilities=("reject", "respond"))
+    other = submit(queue, framework="openai-agents", args={"id": "t3"})
+    await client.get("/login", params={"token": TOKENS["bob"]})
+    rows = dict(
+        re.findall(
+            r'<div class="req-row" data-id="(req_\w+)">(.*?)(?=<div class="req-row"|$)',
+            (await client.get("/")).text,
+            re.S,
+        )
+    )
+    assert ">just now</time>" in rows[timed.id]
+    assert '<time class="left"' in rows[timed.id] and ">expires in 55 min</time>" in rows[timed.id]
+    assert '<span class="requester">requested by pat</span>' in rows[timed.id]
+    assert "expires in" not in rows[narrow.id] and "requested by" not in rows[narrow.id]
+    buttons = {
+        rid: re.findall(r'<button type="button" class="row-(approve|reject)[^"]*" ([^>]*)>', html)
+        for rid, html in rows.items()
+    }
+    assert [kind for kind, _ in buttons[timed.id]] == ["approve", "reject"]
+    assert [kind for kind, _ in buttons[narrow.id]] == ["approve", "reject"], "every request allows both"
+    assert all(
+        f'data-fingerprint="{timed.fingerprint}"' in attrs and "disabled" not in attrs for _, attrs in buttons[timed.id]
+    )
+    assert all('disabled title="bob may decide frameworks langgraph' in attrs for _, attrs in buttons[other.id])
+
+
+def test_relative_times_in_words() -> None:
+    from crossgate.server.views import ago_text, left_text
+
+    assert [ago_text(s) for s in (0, 59, 60, 3599, 7200, 47 * 3600, 49 * 3600)] == [
+        "just now",
+        "just now",
+        "1 min ago",
+        "59 min ago",
+        "2 h ago",
+        "47 h ago",
+        "2 d ago",
+    ]
+    assert [left_text(s) for s in (-1, 0, 1, 3299.5, 3600, 50 * 3600)] == [
+        "expired",
+        "expired",
+        "expires in 1 min",
+        "expires in 55 min",
+        "expires in 1 h",
+        "expires in 3 d",
+    ]

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from html import escape
@@ -120,16 +121,66 @@ def pending_list(
         )
         return f'<div id="pending" data-count="0"><p class="empty">{text}</p></div>'
     blocked = blocked or {}
+    now = datetime.now(UTC)
     rows = "".join(
         f"""<div class="req-row" data-id="{e(r.id)}">{_pick(r, blocked.get(r.id))}<a class="req" href="/requests/{e(r.id)}" data-id="{e(r.id)}" data-framework="{e(r.call.framework)}">
 <div class="req-head">{framework_badge(r.call.framework)}<span class="tool">{e(r.call.tool)}</span>{_flag(r)}
-<span class="age">{when(r.created_at)}</span></div>
+<span class="age">{relative_time(r.created_at, now)}{_time_left(r, now)}</span></div>
 <code class="args">{e(compact_args(r.call.args))}</code>
 <div class="req-foot"><span>{e(r.call.agent or "no agent")}</span><span>run {e(r.call.run or "—")}</span>
-<span class="reason">{e(r.reason)}</span></div></a></div>"""
+{f'<span class="requester">requested by {e(r.requested_by)}</span>' if r.requested_by else ""}<span class="reason">{e(r.reason)}</span></div></a>{_row_actions(r, blocked.get(r.id))}</div>"""
         for r in requests
     )
     return f'<div id="pending" data-count="{len(requests)}">{rows}</div>'
+
+
+def ago_text(seconds: float) -> str:
+    """How long ago, in words: ``just now``, ``12 min ago``, ``3 h ago``, ``2 d ago`` (app.js says the same)."""
+    if seconds < 60:
+        return "just now"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min ago"
+    if seconds < 48 * 3600:
+        return f"{int(seconds // 3600)} h ago"
+    return f"{int(seconds // 86400)} d ago"
+
+
+def left_text(seconds: float) -> str:
+    """Time left, in words: ``expires in 55 min`` (rounded up), ``expires in 3 h``, or ``expired``."""
+    if seconds <= 0:
+        return "expired"
+    if seconds < 3600:
+        return f"expires in {math.ceil(seconds / 60)} min"
+    if seconds < 48 * 3600:
+        return f"expires in {math.ceil(seconds / 3600)} h"
+    return f"expires in {math.ceil(seconds / 86400)} d"
+
+
+def relative_time(moment: datetime, now: datetime) -> str:
+    """``moment`` as ``12 min ago``, the exact time as its title; app.js keeps the words current."""
+    iso = moment.astimezone(UTC).isoformat(timespec="seconds")
+    text = ago_text((now - moment).total_seconds())
+    return f'<time class="ago" datetime="{e(iso)}" title="{e(moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))}">{e(text)}</time>'
+
+
+def _time_left(request: ApprovalRequest, now: datetime) -> str:
+    if request.expires_at is None:
+        return ""
+    iso = request.expires_at.astimezone(UTC).isoformat(timespec="seconds")
+    text = left_text((request.expires_at - now).total_seconds())
+    return f' · <time class="left" datetime="{e(iso)}" title="expires {e(iso)}">{e(text)}</time>'
+
+
+def _row_actions(request: ApprovalRequest, blocked: str | None) -> str:
+    """Approve and reject on the row itself, bound to the fingerprint the row shows."""
+    state = f' disabled title="{e(blocked)}"' if blocked else ""
+    data = f'data-id="{e(request.id)}" data-fingerprint="{e(request.fingerprint)}" data-tool="{e(request.call.tool)}"'
+    buttons = []
+    if DecisionKind.APPROVE in request.allowed_decisions:
+        buttons.append(f'<button type="button" class="row-approve primary" {data}{state}>Approve</button>')
+    if DecisionKind.REJECT in request.allowed_decisions:
+        buttons.append(f'<button type="button" class="row-reject danger" {data}{state}>Reject</button>')
+    return f'<div class="row-actions">{"".join(buttons)}</div>'
 
 
 def _strings(value: object) -> Iterable[str]:
@@ -172,6 +223,7 @@ def pending_page(
 {filter_bar("/", filters)}
 {_batch_bar()}
 <section class="card batch-results" id="batch-results" aria-live="polite" hidden></section>
+<p class="row-status" id="row-status" role="status" hidden></p>
 {pending_list(requests, blocked, filters)}"""
 
 

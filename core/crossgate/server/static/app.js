@@ -151,7 +151,8 @@
     return () => { clearTimeout(timer); timer = setTimeout(fn, ms); };
   }
 
-  let listRefreshed = () => {};
+  const listHooks = [];  // run after each live update of the pending list
+  const listRefreshed = () => listHooks.forEach((hook) => hook());
 
   async function refreshPending() {
     // The same filters as the page (its query string), so a live update keeps the list filtered.
@@ -211,7 +212,7 @@
       if (n === 0) rejectBox.hidden = true;
       form.hidden = document.querySelectorAll("#pending .req-row").length === 0;
     }
-    listRefreshed = sync;
+    listHooks.push(sync);
 
     function showError(text) {
       errorBox.hidden = !text;
@@ -321,6 +322,114 @@
     sync();
   }
 
+  // ---- ages and time left, kept current (the same words as views.ago_text and views.left_text) -------
+  function agoText(seconds) {
+    if (seconds < 60) return "just now";
+    if (seconds < 3600) return Math.floor(seconds / 60) + " min ago";
+    if (seconds < 48 * 3600) return Math.floor(seconds / 3600) + " h ago";
+    return Math.floor(seconds / 86400) + " d ago";
+  }
+
+  function leftText(seconds) {
+    if (seconds <= 0) return "expired";
+    if (seconds < 3600) return "expires in " + Math.ceil(seconds / 60) + " min";
+    if (seconds < 48 * 3600) return "expires in " + Math.ceil(seconds / 3600) + " h";
+    return "expires in " + Math.ceil(seconds / 86400) + " d";
+  }
+
+  function tick() {
+    const now = Date.now();
+    document.querySelectorAll("time.ago").forEach((t) => { t.textContent = agoText((now - Date.parse(t.dateTime)) / 1000); });
+    document.querySelectorAll("time.left").forEach((t) => { t.textContent = leftText((Date.parse(t.dateTime) - now) / 1000); });
+  }
+  if (page === "pending") { listHooks.push(tick); setInterval(tick, 30000); }
+
+  // ---- pending list: approve or reject one row ------------------------------------------------
+  const rowStatus = document.getElementById("row-status");
+  let openReject = null;  // {id, text}: a row's reject form, kept across live updates
+
+  function say(text, failed) {
+    if (!rowStatus) return;
+    rowStatus.hidden = false;
+    rowStatus.className = "row-status " + (failed ? "failed" : "ok");
+    rowStatus.textContent = visibleText(text);
+  }
+
+  async function decideRow(button, decision) {
+    const id = button.dataset.id;
+    const body = Object.assign({ fingerprint: button.dataset.fingerprint }, decision);
+    button.disabled = true;
+    try {
+      const response = await fetch("/api/requests/" + encodeURIComponent(id) + "/decision", {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      const answer = await response.json().catch(() => ({ message: response.statusText }));
+      if (response.ok) {
+        const past = decision.kind === "approve" ? "approved" : "rejected";
+        const who = answer.decision ? " by " + answer.decision.reviewer : " (one approval recorded; more are needed)";
+        say(past + " " + button.dataset.tool + " " + id + who, false);
+        if (openReject && openReject.id === id) openReject = null;
+      } else {
+        say("not decided " + button.dataset.tool + " " + id + ": " + (answer.message || response.status), true);
+      }
+    } catch (err) {
+      say("Could not reach the server: " + err, true);
+    }
+    await refreshPending();
+  }
+
+  function showRejectForm(row, text) {
+    let form = row.querySelector("form.row-reject-form");
+    if (!form) {
+      form = document.createElement("form");
+      form.className = "row-reject-form";
+      form.noValidate = true;
+      const area = document.createElement("textarea");
+      area.name = "message";
+      area.rows = 2;
+      area.maxLength = 4000;
+      area.placeholder = "Message to the agent (required; the model reads it)";
+      const send = document.createElement("button");
+      send.type = "submit";
+      send.className = "danger";
+      send.textContent = "Reject";
+      const cancel = document.createElement("button");
+      cancel.type = "button";
+      cancel.className = "link";
+      cancel.textContent = "Cancel";
+      cancel.addEventListener("click", () => { openReject = null; form.remove(); });
+      area.addEventListener("input", () => { openReject = { id: row.dataset.id, text: area.value }; });
+      form.append(area, send, cancel);
+      form.addEventListener("submit", (event) => {
+        event.preventDefault();
+        const message = area.value.trim();
+        if (!message) { say("A rejection needs a message: the agent reads it, so say what to do instead.", true); area.focus(); return; }
+        decideRow(row.querySelector(".row-reject"), { kind: "reject", message: message });
+      });
+      row.appendChild(form);
+    }
+    form.elements.message.value = text || "";
+    openReject = { id: row.dataset.id, text: text || "" };
+    form.elements.message.focus();
+  }
+
+  if (page === "pending") {
+    document.addEventListener("click", (event) => {
+      const button = event.target.closest ? event.target.closest(".row-approve, .row-reject") : null;
+      if (!button || button.disabled) return;
+      if (button.classList.contains("row-approve")) decideRow(button, { kind: "approve" });
+      else showRejectForm(button.closest(".req-row"), "");
+    });
+    listHooks.push(() => {  // a live update replaced the rows: put an open reject form back, with its text
+      if (!openReject) return;
+      const row = document.querySelector('#pending .req-row[data-id="' + CSS.escape(openReject.id) + '"]');
+      if (row && row.querySelector(".row-reject:not(:disabled)")) showRejectForm(row, openReject.text); else openReject = null;
+    });
+  }
+
   // ---- one request: decisions ----------------------------------------------------------------
   const dataNode = document.getElementById("request-data");
   if (page === "request" && dataNode) {
@@ -350,6 +459,51 @@
     const labels = { approve: "Approve", edit: "Run with these arguments", reject: "Reject", respond: "Send this result" };
     let editor = null;
     let kind = data.allowed[0];
+    let confirmed = null;  // the edited arguments whose diff the reviewer has seen
+    const diffBox = document.createElement("div");
+    diffBox.id = "edit-diff";
+    diffBox.hidden = true;
+
+    function resetConfirm() {
+      confirmed = null;
+      diffBox.hidden = true;
+      if (kind === "edit") submit.textContent = labels.edit;
+    }
+
+    // The edit against the proposed arguments, key by key; false when nothing changed.
+    function showDiff(before, after) {
+      const rows = [];
+      const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])];
+      for (const key of keys) {
+        const had = Object.prototype.hasOwnProperty.call(before, key);
+        const has = Object.prototype.hasOwnProperty.call(after, key);
+        if (had && has && JSON.stringify(before[key]) === JSON.stringify(after[key])) continue;
+        rows.push([key, had ? jsonText(before[key]) : "—", has ? jsonText(after[key]) : "—"]);
+      }
+      if (!rows.length) return false;
+      const title = document.createElement("p");
+      title.className = "muted";
+      title.textContent = "Check the change, then confirm:";
+      const table = document.createElement("table");
+      table.className = "diff";
+      const head = table.insertRow();
+      ["argument", "proposed", "edited"].forEach((label) => {
+        const th = document.createElement("th");
+        th.textContent = label;
+        head.appendChild(th);
+      });
+      rows.forEach(([key, old, now]) => {
+        const row = table.insertRow();
+        [[key, ""], [old, "old"], [now, "new"]].forEach(([text, cls]) => {
+          const cell = row.insertCell();
+          cell.className = cls;
+          showText(cell, text);
+        });
+      });
+      diffBox.replaceChildren(title, table);
+      diffBox.hidden = false;
+      return true;
+    }
 
     function select(next) {
       kind = next;
@@ -360,8 +514,13 @@
       submit.className = kind === "reject" ? "danger" : "primary";
       remember.hidden = kind === "respond";
       if (kind === "edit" && editor === null) {
-        editor = buildEditor(document.getElementById("edit-fields"), data.schema, data.args);
+        const fields = document.getElementById("edit-fields");
+        editor = buildEditor(fields, data.schema, data.args);
+        fields.after(diffBox);
+        fields.addEventListener("input", resetConfirm);
+        fields.addEventListener("change", resetConfirm);
       }
+      resetConfirm();
       showError(null);
     }
     tabs.forEach((t) => t.addEventListener("click", () => select(t.dataset.kind)));
@@ -380,6 +539,14 @@
       if (kind === "edit") {
         const result = editor.read();
         if (result.errors.length) { showError(result.errors.join(" ")); return; }
+        // First show what changes; a second click on the same arguments sends them.
+        const shown = JSON.stringify(result.value);
+        if (confirmed !== shown) {
+          if (!showDiff(data.args, result.value)) { showError("No argument changed: approve the call instead, or change an argument."); return; }
+          confirmed = shown;
+          submit.textContent = "Confirm: run with these arguments";
+          return;
+        }
         body.args = result.value;
       } else if (kind === "reject") {
         const message = form.elements.message.value.trim();
