@@ -247,7 +247,7 @@ async def test_rows_show_age_time_left_requester_and_their_own_decisions(
 
 
 def test_relative_times_in_words() -> None:
-    from crossgate.server.views import ago_text, left_text
+    from crossgate.server.listviews import ago_text, left_text
 
     assert [ago_text(s) for s in (0, 59, 60, 3599, 7200, 47 * 3600, 49 * 3600)] == [
         "just now",

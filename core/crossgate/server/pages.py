@@ -11,7 +11,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from crossgate.model import ApprovalRequest, Event
-from crossgate.server import listing, views
+from crossgate.server import listing, listviews, views
 from crossgate.server.access import COOKIE, Caller, decide_blocked
 from crossgate.server.sessions import SESSION_SECONDS
 from crossgate.server.state import ServerState, server_state
@@ -73,7 +73,7 @@ async def pending_page(request: Request) -> Response:
     head = await _head(request)
     filters = _filters(request)
     requests = await _run(listing.pending, server_state(request).queue, filters)
-    body = views.pending_page(requests, _blocked(caller, requests), filters)
+    body = listviews.pending_page(requests, _blocked(caller, requests), filters)
     return _html(request, "Pending", body, page="pending", reviewer=caller.reviewer.name, head=head)
 
 
@@ -82,7 +82,7 @@ async def pending_fragment(request: Request) -> Response:
     caller = _caller(request)
     filters = _filters(request)
     requests = await _run(listing.pending, server_state(request).queue, filters)
-    return HTMLResponse(views.pending_list(requests, _blocked(caller, requests), filters))
+    return HTMLResponse(listviews.pending_list(requests, _blocked(caller, requests), filters))
 
 
 def _blocked(caller: Caller, requests: Sequence[ApprovalRequest]) -> dict[str, str]:
@@ -124,7 +124,7 @@ async def history_page(request: Request, cursor: str | None = None) -> Response:
     head = await _head(request)
     filters = _filters(request)
     rows, older, ok, text = await _run(_history_rows, server_state(request), filters, cursor or None)
-    body = views.history_page(rows, ok, text, filters=filters, older=older, paged=bool(cursor))
+    body = listviews.history_page(rows, ok, text, filters=filters, older=older, paged=bool(cursor))
     return _html(request, "History", body, page="history", reviewer=caller.reviewer.name, head=head)
 
 

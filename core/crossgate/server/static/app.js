@@ -322,7 +322,7 @@
     sync();
   }
 
-  // ---- ages and time left, kept current (the same words as views.ago_text and views.left_text) -------
+  // ---- ages and time left, kept current (the same words as listviews.ago_text and listviews.left_text) -------
   function agoText(seconds) {
     if (seconds < 60) return "just now";
     if (seconds < 3600) return Math.floor(seconds / 60) + " min ago";
