@@ -266,3 +266,32 @@ def test_relative_times_in_words() -> None:
         "expires in 1 h",
         "expires in 3 d",
     ]
+
+
+async def test_context_is_a_table_and_ids_have_copy_buttons(signed_in: httpx.AsyncClient, queue: ReviewQueue) -> None:
+    from crossgate import ToolCall
+
+    context = {"tenant": "acme", "permission_mode": "default", "parent": {"agent": "lead", "depth": 1}}
+    call = ToolCall(
+        framework="claude-agent-sdk", tool="delete_ticket", args={"id": "t1"}, run="r1", call_id="c9", context=context
+    )
+    request = queue.submit(call).request
+    assert request is not None
+    page = (await signed_in.get(f"/requests/{request.id}")).text
+    table = re.search(r'<table class="context" id="context">(.*?)</table>', page, re.S)
+    assert table is not None
+    rows = re.findall(r'<tr><th scope="row">(.*?)</th><td>(.*?)</td></tr>', table.group(1))
+    assert rows == [
+        ("parent", "<code>{&quot;agent&quot;: &quot;lead&quot;, &quot;depth&quot;: 1}</code>"),
+        ("permission_mode", "default"),
+        ("tenant", "acme"),
+    ]
+    copies = re.findall(
+        r'<code id="([\w-]+)"[^>]*>[^<]*</code><button type="button" class="copy" data-copy="([^"]+)"', page
+    )
+    assert dict(copies) == {
+        "request-id": request.id,
+        "run": "r1",
+        "call-id": "c9",
+        "fingerprint": request.fingerprint,
+    }

@@ -108,13 +108,14 @@ def _meta(request: ApprovalRequest, events: Sequence[Event]) -> str:
     items = [
         ("Framework", framework_badge(call.framework)),
         ("Agent", e(call.agent or "—")),
-        ("Run", f"<code>{e(call.run or '—')}</code>"),
-        ("Session", f"<code>{e(call.session or '—')}</code>"),
-        ("Tool call id", f"<code>{e(call.call_id or '—')}</code>"),
+        ("Request id", copyable(request.id, "request-id")),
+        ("Run", copyable(call.run, "run")),
+        ("Session", copyable(call.session, "session")),
+        ("Tool call id", copyable(call.call_id, "call-id")),
         ("Requested by", e(request.requested_by or "—")),
         ("Created", when(request.created_at)),
         ("Expires", when(request.expires_at) if request.expires_at else "never"),
-        ("Fingerprint", f'<code title="{e(request.fingerprint)}">{e(request.fingerprint[:16])}…</code>'),
+        ("Fingerprint", copyable(request.fingerprint, "fingerprint", shown=request.fingerprint[:16] + "…")),
     ]
     if request.approvals_required > 1:
         approvers = list(dict.fromkeys(ev.actor for ev in events if ev.kind == "approved" and ev.actor))
@@ -123,9 +124,29 @@ def _meta(request: ApprovalRequest, events: Sequence[Event]) -> str:
     if request.apply_within_seconds is not None:
         window = f"{request.apply_within_seconds:g} s after it is given, or it lapses and the call does not run"
         items.append(("Approval good for", e(window)))
+    meta = "".join(f"<dt>{label}</dt><dd>{value}</dd>" for label, value in items)
     if call.context:
-        items.append(("Context", f"<code>{e(compact_args(call.context, 200))}</code>"))
-    return "".join(f"<dt>{label}</dt><dd>{value}</dd>" for label, value in items)
+        meta += f'<dt class="wide">Context</dt><dd class="wide">{context_table(call.context)}</dd>'
+    return meta
+
+
+def copyable(value: str | None, name: str, *, shown: str | None = None) -> str:
+    """``value`` as code with a copy button (the whole value, however much is shown)."""
+    if not value:
+        return "<code>—</code>"
+    return (
+        f'<code id="{e(name)}" title="{e(value)}">{e(shown or value)}</code>'
+        f'<button type="button" class="copy" data-copy="{escape(value, quote=True)}" aria-label="Copy {e(name)}">Copy</button>'
+    )
+
+
+def context_table(context: dict[str, Any]) -> str:
+    """The call's context (tenant, permission mode, cwd, parent agent, ...) as key and value rows."""
+    rows = "".join(
+        f'<tr><th scope="row">{e(key)}</th><td>{e(value) if isinstance(value, str) else f"<code>{e(json.dumps(value, ensure_ascii=False))}</code>"}</td></tr>'
+        for key, value in sorted(context.items())
+    )
+    return f'<table class="context" id="context">{rows}</table>'
 
 
 def request_page(

@@ -122,6 +122,39 @@
     }));
   }
 
+  // ``value`` as JSON into ``node`` for reading: like jsonText, except that a string with line feeds
+  // shows as its lines (a block aligned where the value starts), not as one line of \n escapes.
+  function showJson(node, value) {
+    const out = [];
+    const text = (t) => { const span = document.createElement("span"); showText(span, t); out.push(span); };
+    function walk(item, pad) {
+      const inner = pad + "  ";
+      if (typeof item === "string" && item.includes("\n")) {
+        const block = document.createElement("span");
+        block.className = "text-block";
+        showText(block, item);
+        out.push(block);
+      } else if (Array.isArray(item) && item.length) {
+        text("[\n");
+        item.forEach((v, i) => { text(inner); walk(v, inner); text(i < item.length - 1 ? ",\n" : "\n"); });
+        text(pad + "]");
+      } else if (item !== null && typeof item === "object" && !Array.isArray(item) && Object.keys(item).length) {
+        const entries = Object.entries(item);
+        text("{\n");
+        entries.forEach(([k, v], i) => {
+          text(inner + quote(k) + ": ");
+          walk(v, inner);
+          text(i < entries.length - 1 ? ",\n" : "\n");
+        });
+        text(pad + "}");
+      } else {
+        text(jsonText(item));
+      }
+    }
+    walk(value, "");
+    node.replaceChildren(...out);
+  }
+
   // A notice above the arguments naming each flagged character once.
   function flagNotice(before, texts) {
     const found = [...new Set(texts.flatMap(flagsIn))];
@@ -436,7 +469,7 @@
     const data = JSON.parse(dataNode.textContent);
     const argsNode = document.getElementById("args-json");
     const toolNode = document.querySelector("#request .tool");
-    showText(argsNode, jsonText(data.args));
+    showJson(argsNode, data.args);
     showText(toolNode, data.tool);
     flagNotice(argsNode, [data.tool, jsonText(data.args)]);
     let submitting = false;
@@ -742,6 +775,29 @@
       },
     };
   }
+
+  // ---- copy buttons (fingerprint, ids) --------------------------------------------------------
+  async function copy(text) {
+    if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
+    const area = document.createElement("textarea");  // plain http on another host: the old way
+    area.value = text;
+    document.body.appendChild(area);
+    area.select();
+    document.execCommand("copy");
+    area.remove();
+  }
+
+  document.addEventListener("click", async (event) => {
+    const button = event.target.closest ? event.target.closest("button.copy") : null;
+    if (!button) return;
+    try {
+      await copy(button.dataset.copy);
+      button.textContent = "Copied";
+    } catch (err) {
+      button.textContent = "Copy failed";
+    }
+    setTimeout(() => { button.textContent = "Copy"; }, 1500);
+  });
 
   // ---- standing rules: revoke ---------------------------------------------------------------
   document.querySelectorAll("button.revoke").forEach((button) => {
