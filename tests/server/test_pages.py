@@ -150,7 +150,7 @@ async def test_pending_rows_offer_a_checkbox_only_where_the_reviewer_may_decide(
 
 
 async def test_the_page_says_how_long_an_approval_stays_good(signed_in: httpx.AsyncClient, queue: ReviewQueue) -> None:
-    plain = submit(queue, args={"id": "t1"})
+    plain = submit(queue, args={"id": "t1", "body": "two\nlines"})
     assert "Approval good for" not in (await signed_in.get(f"/requests/{plain.id}")).text
     queue.policy = queue.policy.model_copy(
         update={"rules": tuple(r.model_copy(update={"apply_within_seconds": 900}) for r in queue.policy.rules)}
@@ -208,7 +208,7 @@ async def test_embedded_data_is_safe_in_every_html_parsing_state(
 
 
 async def test_rows_with_hidden_characters_carry_a_flag(signed_in: httpx.AsyncClient, queue: ReviewQueue) -> None:
-    plain = submit(queue, args={"id": "t1"})
+    plain = submit(queue, args={"id": "t1", "body": "two\nlines"})
     hidden = submit(queue, args={"id": "t2", "note": {"k\u200b": ["x"]}})
     listing = (await signed_in.get("/partials/pending")).text
     rows = dict(re.findall(r'<div class="req-row" data-id="(req_\w+)">(.*?)</a>', listing, re.S))

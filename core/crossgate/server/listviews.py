@@ -8,7 +8,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 
-from crossgate.display import visible
+from crossgate.display import visible_lines
 from crossgate.model import ApprovalRequest, DecisionKind, Event
 from crossgate.server.listing import Filters
 from crossgate.server.views import FRAMEWORK_LABELS, compact_args, e, event_detail, framework_badge, when_short
@@ -107,7 +107,7 @@ def _strings(value: object) -> Iterable[str]:
 def _flag(request: ApprovalRequest) -> str:
     """A badge on a row whose tool or arguments hold characters ``crossgate.display`` writes as escapes."""
     texts = [request.call.tool, *_strings(request.call.args)]
-    if all(visible(text) == text for text in texts):
+    if all(visible_lines(text) == text for text in texts):  # a line feed is layout, not hidden
         return ""
     return '<span class="flag" title="hidden or look-alike characters, shown as \\u escapes">hidden characters</span>'
 
@@ -222,4 +222,4 @@ def history_page(
     return f"""<section class="intro"><h1>History</h1>
 <p class="muted">Every closed request, newest first, 100 to a page. <span class="audit audit-{badge}">{e(audit_text)}</span></p></section>
 {filter_bar("/history", filters)}
-<div id="history">{table}</div>{pager}"""
+<div id="history" class="table-wrap">{table}</div>{pager}"""

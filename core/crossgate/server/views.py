@@ -72,7 +72,19 @@ def layout(
 <title>{e(title)} · {e(app_title)}</title><link rel="stylesheet" href="/static/style.css"></head>
 <body data-page="{e(page)}" data-head="{"" if head is None else head}"><header class="top"><a class="brand" href="/">{e(app_title)}</a>
 <nav>{nav if reviewer else ""}</nav><div class="session">{who}</div></header>
-<main>{body}</main><script src="/static/app.js" defer></script></body></html>"""
+<main>{body}{_KEYS if reviewer else ""}</main><script src="/static/app.js" defer></script></body></html>"""
+
+
+_KEYS = """<p class="keys-hint muted">Press <kbd>?</kbd> for keyboard shortcuts.</p>
+<dialog id="keys" aria-labelledby="keys-title"><h2 id="keys-title">Keyboard shortcuts</h2><table>
+<tr><td><kbd>j</kbd> <kbd>k</kbd></td><td>next, previous request in the list</td></tr>
+<tr><td><kbd>Enter</kbd></td><td>open the current request</td></tr>
+<tr><td><kbd>a</kbd></td><td>approve: puts the focus on Approve, <kbd>Enter</kbd> then approves</td></tr>
+<tr><td><kbd>r</kbd></td><td>reject: opens the message box</td></tr>
+<tr><td><kbd>e</kbd></td><td>edit the arguments</td></tr>
+<tr><td><kbd>/</kbd></td><td>search</td></tr>
+<tr><td><kbd>?</kbd></td><td>this help; <kbd>Esc</kbd> closes it</td></tr></table>
+<form method="dialog"><button class="primary">Close</button></form></dialog>"""
 
 
 def framework_badge(framework: str) -> str:
@@ -331,7 +343,7 @@ def rules_page(rules: Sequence[StandingRule]) -> str:
         if rows
         else '<p class="empty">No standing rules. Use “Remember” on a decision to add one.</p>'
     )
-    return f'<section class="intro"><h1>Standing rules</h1><p class="muted">Remembered decisions, consulted by the policy in every SDK.</p></section>{table}'
+    return f'<section class="intro"><h1>Standing rules</h1><p class="muted">Remembered decisions, consulted by the policy in every SDK.</p></section><div class="table-wrap">{table}</div>'
 
 
 def login_page(message: str | None = None) -> str:
