@@ -115,6 +115,7 @@ def test_a_390_px_screen_has_no_horizontal_scroll(tmp_path: Path, scheme: str) -
     closed = _ask(queue, "t2", note=LONG)
     queue.decide(closed, Approve(), reviewer="lena")
     queue.add_rule(queue.new_rule(effect="allow", tool="read_" + "x" * 60), actor="alice")
+    queue.park(framework="langgraph", run="r1-" + "x" * 60, request_ids=[pending], state="{}")
     shots = artifacts_dir()
     with signed_in(queue, viewport={"width": 390, "height": 844}, color_scheme=scheme) as session:
         page = session.page
@@ -125,6 +126,7 @@ def test_a_390_px_screen_has_no_horizontal_scroll(tmp_path: Path, scheme: str) -
             ("closed", f"/requests/{closed}"),
             ("history", "/history"),
             ("rules", "/rules"),
+            ("runs", "/runs"),
         ):
             page.goto(session.base + path)
             page.wait_for_load_state("load")

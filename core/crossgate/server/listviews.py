@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 
 from crossgate.display import visible_lines
-from crossgate.model import ApprovalRequest, DecisionKind, Event
+from crossgate.model import ApprovalRequest, DecisionKind, Event, ParkedRun, ParkedRunStatus
 from crossgate.server.listing import Filters
 from crossgate.server.views import FRAMEWORK_LABELS, compact_args, e, event_detail, framework_badge, when_short
 
@@ -223,3 +223,58 @@ def history_page(
 <p class="muted">Every closed request, newest first, 100 to a page. <span class="audit audit-{badge}">{e(audit_text)}</span></p></section>
 {filter_bar("/history", filters)}
 <div id="history" class="table-wrap">{table}</div>{pager}"""
+
+
+RUN_VIEWS = {
+    "open": ("Waiting and failed", (ParkedRunStatus.PARKED, ParkedRunStatus.RESUMING, ParkedRunStatus.FAILED)),
+    "failed": ("Failed", (ParkedRunStatus.FAILED,)),
+    "resumed": ("Resumed", (ParkedRunStatus.RESUMED,)),
+}
+"""The runs page's views: ``?view=`` to the statuses it lists."""
+
+
+def runs_page(
+    runs: Sequence[tuple[ParkedRun, Sequence[ApprovalRequest]]], view: str, *, notice: str | None = None
+) -> str:
+    """Parked runs with their requests, resume attempts, lease and outcome; failed ones can be retried."""
+    tabs = "".join(
+        f'<a href="/runs?view={key}" class="{"active" if key == view else ""}">{e(label)}</a>'
+        for key, (label, _) in RUN_VIEWS.items()
+    )
+    rows = "".join(_run_row(parked, requests) for parked, requests in runs)
+    table = (
+        '<table class="runs"><thead><tr><th>Run</th><th>Status</th><th>Requests</th><th>Attempts</th>'
+        f"<th>Outcome</th><th>Updated</th><th></th></tr></thead><tbody>{rows}</tbody></table>"
+        if rows
+        else '<p class="empty">No parked runs here.</p>'
+    )
+    said = f'<p class="notice" id="runs-notice" role="status">{e(notice)}</p>' if notice else ""
+    return f"""<section class="intro"><h1>Runs</h1>
+<p class="muted">Paused SDK runs that crossgate keeps until their requests are decided, and their resumes.
+A worker (<code>crossgate worker</code>) or the adapter's <code>resume</code> takes a run forward once.</p></section>
+{said}<nav class="subnav">{tabs}</nav><div id="runs" class="table-wrap">{table}</div>"""
+
+
+def _run_row(parked: ParkedRun, requests: Sequence[ApprovalRequest]) -> str:
+    links = "".join(
+        f'<li><a href="/requests/{e(r.id)}">{e(r.call.tool)}</a> <span class="pill pill-{e(r.status.value)}">{e(r.status.value)}</span></li>'
+        for r in requests
+    )
+    lease = (
+        f'<br><span class="muted">leased by {e(parked.lease_owner)}</span>'
+        if parked.status is ParkedRunStatus.RESUMING and parked.lease_owner
+        else ""
+    )
+    if parked.status is ParkedRunStatus.FAILED and parked.state:
+        action = f'<form method="post" action="/runs/{e(parked.id)}/retry"><button class="primary retry" type="submit">Retry</button></form>'
+    elif parked.status is ParkedRunStatus.FAILED:
+        action = '<span class="muted">state pruned</span>'
+    else:
+        action = ""
+    return (
+        f'<tr data-id="{e(parked.id)}" class="run-{e(parked.status.value)}"><td>{framework_badge(parked.framework)}<br>'
+        f'<code>{e(parked.run)}</code><br><code class="muted">{e(parked.id)}</code></td>'
+        f'<td><span class="pill pill-run-{e(parked.status.value)}">{e(parked.status.value)}</span>{lease}</td>'
+        f'<td><ul class="run-requests">{links}</ul></td><td>{parked.attempts}</td>'
+        f'<td class="outcome">{e(parked.outcome or "")}</td><td>{when_short(parked.updated_at)}</td><td>{action}</td></tr>'
+    )

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import TypeVar
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote
 
 import anyio
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from crossgate.model import ApprovalRequest, Event
+from crossgate.model import ApprovalRequest, Event, ParkedRun, ParkedRunStatus
 from crossgate.server import listing, listviews, views
-from crossgate.server.access import COOKIE, Caller, decide_blocked
+from crossgate.server.access import COOKIE, Caller, decide_blocked, require_scope
 from crossgate.server.sessions import SESSION_SECONDS
 from crossgate.server.state import ServerState, server_state
 
@@ -135,6 +135,39 @@ async def rules_page(request: Request) -> Response:
     rules = await anyio.to_thread.run_sync(lambda: server_state(request).queue.rules(include_revoked=True))
     body = views.rules_page(rules)
     return _html(request, "Standing rules", body, page="rules", reviewer=caller.reviewer.name, head=head)
+
+
+def _runs(state: ServerState, statuses: tuple[ParkedRunStatus, ...]) -> list[tuple[ParkedRun, list[ApprovalRequest]]]:
+    queue = state.queue
+    runs = queue.parked_runs(statuses=statuses)
+    return [(p, [queue.get(r) for r in p.request_ids]) for p in reversed(runs)]  # newest first
+
+
+@router.get("/runs", response_class=HTMLResponse)
+async def runs_page(request: Request, view: str = "open", retried: str | None = None) -> Response:
+    caller = _caller(request)
+    head = await _head(request)
+    view = view if view in listviews.RUN_VIEWS else "open"
+    runs = await _run(_runs, server_state(request), listviews.RUN_VIEWS[view][1])
+    notice = f"Run {retried} is offered for resuming again; a worker takes it as any ready run." if retried else None
+    body = listviews.runs_page(runs, view, notice=notice)
+    return _html(request, "Runs", body, page="runs", reviewer=caller.reviewer.name, head=head)
+
+
+@router.post("/runs/{parked_id}/retry")
+async def retry_run(parked_id: str, request: Request) -> Response:
+    """Offer a failed run for resuming again (as ``crossgate runs retry``); only within the reviewer's scope."""
+    caller = _caller(request)
+    queue = server_state(request).queue
+
+    def retry() -> None:
+        parked = queue.get_parked(parked_id)
+        for request_id in parked.request_ids:
+            require_scope(caller.reviewer, queue.get(request_id))
+        queue.retry_parked(parked_id, actor=caller.reviewer.name)
+
+    await _run(retry)
+    return RedirectResponse(f"/runs?view=open&retried={quote(parked_id)}", status_code=303)
 
 
 def _login_refused(request: Request) -> Response:

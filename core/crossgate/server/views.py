@@ -60,6 +60,7 @@ def layout(
             ("pending", "/", "Pending"),
             ("history", "/history", "History"),
             ("rules", "/rules", "Standing rules"),
+            ("runs", "/runs", "Runs"),
         )
     )
     who = (
@@ -187,17 +188,21 @@ def request_page(
 <dl class="meta">{_meta(request, events)}</dl></section>
 <section class="card"><h2>Why a person must decide</h2><p class="reason">{e(request.reason)}</p>{description}</section>
 <section class="card"><h2>Arguments</h2><pre class="json" id="args-json">{e(pretty)}</pre></section>
-{decision_panel(request, blocked, offered, denial)}
+{decision_panel(request, blocked, offered, denial, events)}
 <section class="card"><h2>History</h2>{timeline(events)}</section>
 <script id="request-data" type="application/json">{script_json(data)}</script>"""
 
 
 def decision_panel(
-    request: ApprovalRequest, blocked: str | None, allowed: Sequence[DecisionKind], denial: str | None = None
+    request: ApprovalRequest,
+    blocked: str | None,
+    allowed: Sequence[DecisionKind],
+    denial: str | None = None,
+    events: Sequence[Event] = (),
 ) -> str:
-    """The decisions offered, or what was decided, or why this reviewer may not decide."""
+    """The decisions offered, or what was decided (and what came of it), or why this reviewer may not decide."""
     if not request.is_open:
-        return f'<section class="card"><h2>Outcome</h2>{outcome(request)}</section>'
+        return f'<section class="card"><h2>Outcome</h2>{outcome(request)}{ran_line(request, events)}</section>'
     if blocked is not None:
         return f'<section class="card"><h2>Decide</h2><p class="notice">{e(blocked)}</p></section>'
     denied = ""
@@ -270,6 +275,22 @@ def outcome(request: ApprovalRequest) -> str:
         f'<p class="decided"><strong class="kind-{e(decision.kind.value)}">{e(decision.kind.value)}</strong> by '
         f"{e(decision.reviewer)} via {e(decision.channel)}, {when(decision.decided_at)}</p>{details}"
     )
+
+
+def ran_line(request: ApprovalRequest, events: Sequence[Event]) -> str:
+    """Once a decided call was applied: when it ran and its result, or that it did not run and why."""
+    executed = [ev for ev in events if ev.kind == "executed"]
+    if executed:
+        last = executed[-1]
+        if last.payload.get("ran"):
+            result = last.payload.get("result")
+            detail = f"; result: <q>{e(result)}</q>" if result else "; no result was recorded"
+            return f'<p class="ran-line ran-true" id="ran-line">Ran at {when(last.at)}{detail}</p>'
+        why = last.payload.get("error") or last.payload.get("result")
+        return f'<p class="ran-line ran-false" id="ran-line">Did not run ({when(last.at)}){": " + e(why) if why else ""}</p>'
+    if request.applied_at is not None:
+        return f'<p class="ran-line muted" id="ran-line">Applied at {when(request.applied_at)}; no outcome recorded yet.</p>'
+    return ""
 
 
 def diff_html(diff: Any) -> str:

@@ -203,6 +203,9 @@
   if (page === "pending") {
     const refresh = debounce(refreshPending, 150);
     listen((change) => { if (change.request_id) refresh(); });
+  } else if (page === "runs") {
+    const reload = debounce(() => window.location.reload(), 400);
+    listen((change) => { if (String(change.kind).startsWith("run_")) reload(); });
   } else if (page === "history" || page === "rules") {
     const reload = debounce(() => window.location.reload(), 400);
     listen((change) => {
