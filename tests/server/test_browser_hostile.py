@@ -14,11 +14,11 @@ from tests.server.demo_loader import artifacts_dir
 pytestmark = BROWSER_MARKS
 
 HOSTILE = {
+    "owner": "adm\u3164in",  # first, so the row's shortened arguments show it
     "id": "t1",
     "comment": "<!--<script>",
     "close": "</script><script>window.__pwned = 'close'; console.log('pwned close')</script>",
     "img": "<img src=x onerror=\"window.__pwned = 'img'; console.log('pwned img')\">",
-    "owner": "adm\u3164in",
 }
 """An HTML comment opener that swallows the rest of the page, a script end, an onerror, and a Hangul filler."""
 
@@ -33,6 +33,8 @@ def test_hostile_arguments_neither_run_nor_stop_the_approval(tmp_path: Path) -> 
     with signed_in(queue) as session:
         page = session.page
         expect(page.locator("a.req")).to_have_count(1)
+        expect(page.locator("a.req .flag")).to_have_text("hidden characters")
+        expect(page.locator("a.req code.args mark.hidden-char")).to_have_text(["\\u3164"])
         page.locator("a.req").click()
         expect(page.locator("#hidden-notice")).to_be_visible()
         expect(page.locator("#hidden-notice")).to_contain_text("U+3164")

@@ -213,6 +213,26 @@
     });
   }
 
+  // ---- pending list: flag what the server left raw ---------------------------------------------
+  // The rows are rendered by the server with crossgate.display's escapes; anything of the classes
+  // above still raw in them is marked here, and the row gets the same badge.
+  function flagRows() {
+    document.querySelectorAll("#pending a.req").forEach((row) => {
+      let found = false;
+      row.querySelectorAll(".tool, code.args").forEach((node) => {
+        if (flagsIn(node.textContent).length) { showText(node, node.textContent); found = true; }
+      });
+      if (found && !row.querySelector(".flag")) {
+        const badge = document.createElement("span");
+        badge.className = "flag";
+        badge.title = "hidden or look-alike characters, shown as \\u escapes";
+        badge.textContent = "hidden characters";
+        row.querySelector(".tool").after(badge);
+      }
+    });
+  }
+  if (page === "pending") { listHooks.push(flagRows); flagRows(); }
+
   // ---- pending list: batch decisions ---------------------------------------------------------
   const batchForm = document.getElementById("batch");
   if (page === "pending" && batchForm) setupBatch(batchForm);
