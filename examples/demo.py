@@ -156,9 +156,10 @@ async def run_demo(
         base_url=f"http://{host}:{port}",
         title="crossgate demo",
     )
-    server, server_task, bound = await start_server(create_app(queue, settings), host, port)
+    app = create_app(queue, settings)
+    server, server_task, bound = await start_server(app, host, port)
     base_url = f"http://{host}:{bound}"
-    report = DemoReport(address=f"{base_url}/login?token={person}")
+    report = DemoReport(address=f"{base_url}/login?token={app.state.crossgate.auth.issue_sign_in('you')}")  # once
     agents = build_agents(queue, tickets, folder, specs=specs, synthetic=synthetic)
     print(f"crossgate demo: review page {report.address}")
     for spec, agent in zip(specs, agents, strict=True):

@@ -13,6 +13,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 
@@ -75,7 +76,9 @@ def create_app(
             await state.notifier.stop()
             await state.feed.stop()
 
-    app = FastAPI(
+    # /docs and /redoc serve their Swagger UI and ReDoc assets from the package, not from a CDN,
+    # so they work on a closed network.
+    app = FastAPIOffline(
         title=f"{settings.title} review server",
         version=_version(),
         description="One review queue for AI agent tool approvals: list, decide, remember, audit.",

@@ -103,11 +103,16 @@ def serve(
     limits = fields.pop("limits", None)
     settings = ServerSettings(**fields)
     queue = _context_queue(ctx, db, policy, limits)
-    page = f"{address}/login?token={generated}" if generated else f"{address}/"
+    app = create_app(queue, settings)
+    page = f"{address}/"
+    if generated:  # the printed address signs in once; the token stays for the API and the sign-in form
+        page = f"{address}/login?token={app.state.crossgate.auth.issue_sign_in(LOCAL_REVIEWER)}"
     typer.echo(f"crossgate: review server on {address} ({type(queue.store).__name__})")
     if generated:
-        typer.echo(f"crossgate: no reviewers configured; signed in as {LOCAL_REVIEWER!r} with a one-off token:")
+        typer.echo(f"crossgate: no reviewers configured; sign in as {LOCAL_REVIEWER!r} once at this address:")
     typer.echo(f"crossgate: review page {page}")
+    if generated:
+        typer.echo(f"crossgate: {LOCAL_REVIEWER!r}'s token, for the API and to sign in again: {generated}")
     if not _is_loopback(host):
         typer.echo(f"crossgate: warning: listening on {host}, reachable from other machines", err=True)
     if open_browser:
@@ -115,7 +120,7 @@ def serve(
         import webbrowser
 
         threading.Timer(1.0, webbrowser.open, [page]).start()
-    uvicorn.run(create_app(queue, settings), host=host, port=port, log_level=log_level, timeout_graceful_shutdown=2)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=2)
 
 
 def worker(
