@@ -8,6 +8,7 @@ import typer
 
 from crossgate.cli.context import queue_of, reviewer_name
 from crossgate.cli.exit_codes import DENIED
+from crossgate.cli.ids import RequestId
 from crossgate.cli.options import JsonFlag, Reviewer, StatusFilter, check_cursor, json_args, validated
 from crossgate.cli.output import (
     print_json,
@@ -20,8 +21,6 @@ from crossgate.cli.output import (
 )
 from crossgate.model import CANCEL_MESSAGE, RequestStatus, ToolCall, VerdictKind
 from crossgate.stores import MAX_PAGE_SIZE, RequestQuery
-
-RequestId = Annotated[str, typer.Argument(metavar="ID", help="The request's id.")]
 
 
 def submit(
