@@ -159,3 +159,13 @@ def test_a_mistyped_db_creates_nothing_and_init_and_submit_create(tmp_path: Path
     assert (tmp_path / "new.db").exists()
     assert run("--db", str(real), "list").exit_code == 0  # type: ignore[attr-defined]
     assert run("--db", "memory:", "list").exit_code == 0  # type: ignore[attr-defined]
+
+
+def test_a_parked_run_is_found_by_its_start_too(cli: Cli, submit_call: Callable[..., str]) -> None:
+    first = cli.queue.park(framework="langgraph", run="r1", request_ids=[submit_call()], state="{}")
+    second = cli.queue.park(framework="langgraph", run="r2", request_ids=[submit_call(args={"id": "t2"})], state="{}")
+    assert cli.json("runs", "show", first.id[:-4])["id"] == first.id
+    common = next(i for i in range(len(first.id)) if first.id[i] != second.id[i])
+    ambiguous = cli("runs", "show", first.id[:common])
+    assert ambiguous.exit_code == USAGE
+    assert "2 parked run ids" in ambiguous.stderr and first.id in ambiguous.stderr and second.id in ambiguous.stderr
