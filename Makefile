@@ -21,7 +21,7 @@ $(STAMP): requirements-dev.txt core/pyproject.toml $(ADAPTERS)
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python examples/demo.py $(if $(AUTO),--auto,)
+	$(BIN)/python examples/demo.py $(if $(AUTO),--auto,) $(if $(PORT),--port $(PORT),)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -45,7 +45,7 @@ class Walkthrough:
         script = Path(sys.executable).with_name("crossgate")
         self.command = [str(script)] if script.exists() else [sys.executable, "-m", "crossgate.cli"]
 
-    def run(self, *args: str, expect: int = 0, show: bool = True) -> str:
+    def run(self, *args: str, expect: int | tuple[int, ...] = 0, show: bool = True) -> str:
         """Run ``crossgate ARGS``, print it and its output, and return what it printed on stdout."""
         result = subprocess.run(
             [*self.command, *args], cwd=self.folder, env=self.env, capture_output=True, text=True, timeout=60
@@ -55,14 +55,14 @@ class Walkthrough:
             for line in (result.stdout + result.stderr).rstrip().splitlines():
                 print(f"  {line.rstrip()}")
             print()
-        if result.returncode != expect:
+        if result.returncode not in (expect if isinstance(expect, tuple) else (expect,)):
             raise StepFailed(f"crossgate {shlex.join(args)} exited {result.returncode}: {result.stderr.strip()}")
         return result.stdout
 
     def submit(self, framework: str, tool: str, args: dict[str, Any], run: str) -> dict[str, Any]:
         """Submit a call and print one line about it; return the JSON the CLI printed."""
         argv = ("submit", "--framework", framework, "--tool", tool, "--args", json.dumps(args), "--run", run)
-        out: dict[str, Any] = json.loads(self.run(*argv, "--json", show=False))
+        out: dict[str, Any] = json.loads(self.run(*argv, "--json", show=False, expect=(0, 6)))  # 6: denied
         print(f"$ crossgate {shlex.join(argv)}")
         if out["id"] is not None:
             print(f"  {out['status']}: {out['id']}  (rule {out['rule'] or 'default'}: {out['reason']})\n")

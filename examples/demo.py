@@ -14,9 +14,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import json
 import os
 import secrets
+import shlex
+import shutil
+import socket
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable, Sequence
@@ -57,14 +61,19 @@ class DemoReport:
         return self.tickets_left == EXPECTED_LEFT and sorted(self.deletes_run) == ["T-101", "T-204"]
 
 
-async def drive(agent: DemoAgent, queue: ReviewQueue, run: str) -> Finished[object]:
-    """Run one agent to the end: start, and after each park wait for the decisions and resume."""
+async def drive(agent: DemoAgent, queue: ReviewQueue, run: str, *, key: str = "") -> Finished[object]:
+    """Run one agent to the end: start, and after each park wait for the decisions and resume.
+
+    Prints the run's result as soon as it finishes (with ``key``), not only once every run is done.
+    """
     outcome = await agent.start(run)
     while isinstance(outcome, Parked):
         for request_id in outcome.request_ids:
             while queue.get(request_id).is_open:
                 await queue.wait(request_id, timeout=30)
         outcome = await agent.resume(outcome.parked_run)
+    if key:
+        print(f"  finished {key}: {outcome.result}", flush=True)
     return outcome
 
 
@@ -111,13 +120,36 @@ def scripted_reviewer(specs: Sequence[AgentSpec]) -> Reviewer:
     return review
 
 
+class PortInUseError(Exception):
+    """The demo's port is taken: the message is the one line the demo prints."""
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port``; PortInUseError when something else holds the port."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        raise PortInUseError(
+            f"demo: port {port} on {host} is in use; pick another: make demo PORT={port + 1} "
+            "(or python examples/demo.py --port 0 for any free port)"
+        ) from None
+    sock.listen(128)
+    return sock
+
+
 async def start_server(app: Any, host: str, port: int) -> tuple[Any, asyncio.Task[None], int]:
     """Serve ``app`` with uvicorn in this event loop; return the server, its task and the bound port."""
     import uvicorn
 
+    sock = bind(host, port)  # bound here, so that a busy port is one line and not uvicorn's traceback
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=1)
     server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
+    task = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started:
         if task.done():
             task.result()
@@ -142,12 +174,32 @@ async def run_demo(
     """Start the server and the agents, let ``reviewer`` (or a person) decide, and report the outcome.
 
     The reviewer is cancelled once every run finished, unless ``wait_for_reviewer`` lets it end by itself.
+    Without ``workdir`` the queue lives in a new temporary folder, removed when the demo ends.
     """
+    folder = workdir or Path(tempfile.mkdtemp(prefix="crossgate-demo-"))
+    try:
+        return await _run_in(folder, reviewer, host, port, synthetic, keep_serving, specs, on_ready, wait_for_reviewer)
+    finally:
+        if workdir is None:  # a folder of our own: nothing in it outlives the demo
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+async def _run_in(
+    folder: Path,
+    reviewer: Reviewer | None,
+    host: str,
+    port: int,
+    synthetic: bool,
+    keep_serving: bool,
+    specs: Sequence[AgentSpec],
+    on_ready: Callable[[str, str], None] | None,
+    wait_for_reviewer: bool,
+) -> DemoReport:
     from crossgate.server import ServerSettings, create_app
     from crossgate.server.settings import reviewer as make_reviewer
 
-    folder = workdir or Path(tempfile.mkdtemp(prefix="crossgate-demo-"))
-    queue = ReviewQueue(open_store(str(folder / "crossgate.db")), resolve_policy(POLICY))
+    database = folder / "crossgate.db"
+    queue = ReviewQueue(open_store(str(database)), resolve_policy(POLICY))
     tickets = DemoTickets(folder / "tickets.db")
     tickets.seed(TICKETS)
     person, bot = secrets.token_urlsafe(16), secrets.token_urlsafe(16)
@@ -157,11 +209,17 @@ async def run_demo(
         title="crossgate demo",
     )
     app = create_app(queue, settings)
-    server, server_task, bound = await start_server(app, host, port)
+    try:
+        server, server_task, bound = await start_server(app, host, port)
+    except BaseException:
+        queue.close()
+        raise
     base_url = f"http://{host}:{bound}"
     report = DemoReport(address=f"{base_url}/login?token={app.state.crossgate.auth.issue_sign_in('you')}")  # once
     agents = build_agents(queue, tickets, folder, specs=specs, synthetic=synthetic)
     print(f"crossgate demo: review page {report.address}")
+    print(f"  database: {database}")
+    print(f"  decide from a terminal: {terminal_command(database)}")
     for spec, agent in zip(specs, agents, strict=True):
         report.labels[spec.key] = agent.label
         print(f"  agent {spec.key}: {agent.label}, asks to delete {spec.ticket}")
@@ -169,7 +227,9 @@ async def run_demo(
         on_ready(base_url, person)
     review = asyncio.create_task(reviewer(base_url, bot)) if reviewer else None
     try:
-        runs = [drive(agent, queue, f"demo-{spec.key}") for spec, agent in zip(specs, agents, strict=True)]
+        runs = [
+            drive(agent, queue, f"demo-{spec.key}", key=spec.key) for spec, agent in zip(specs, agents, strict=True)
+        ]
         finished = await _until_runs_end(asyncio.gather(*runs), review)
         for spec, outcome in zip(specs, finished, strict=True):
             report.results[spec.key] = str(outcome.result)
@@ -214,6 +274,11 @@ async def _until_runs_end(runs: Awaitable[list[Finished[object]]], review: async
                 raise RuntimeError("the reviewer failed before the runs finished") from review.exception()
 
 
+def terminal_command(database: Path) -> str:
+    """The exact command that walks the demo's pending requests from another terminal."""
+    return shlex.join(["crossgate", "--db", str(database), "--policy", str(POLICY), "review"])
+
+
 def _print_report(report: DemoReport, specs: Sequence[AgentSpec]) -> None:
     print("All runs finished:")
     for spec in specs:
@@ -245,6 +310,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except KeyboardInterrupt:
         return 0
+    except PortInUseError as exc:
+        print(exc, file=sys.stderr)
+        return 1
     if auto and not report.as_expected:
         print("demo: the outcome is not the expected one", file=sys.stderr)
         return 1

@@ -42,7 +42,12 @@ class Cli:
         return json.loads(self.ok(*args, "--json").stdout)
 
     def submit(self, tool: str = "delete_ticket", args: str = '{"id": "t3"}', *extra: str) -> dict[str, Any]:
-        return self.json("submit", "--framework", "langgraph", "--tool", tool, "--args", args, *extra)
+        """Submit through the CLI; a policy deny (exit 6) is a result here, not a failure."""
+        result = self("submit", "--framework", "langgraph", "--tool", tool, "--args", args, *extra, "--json")
+        assert result.exit_code in (0, 6), (result.exit_code, result.stdout, result.stderr)
+        submitted: dict[str, Any] = json.loads(result.stdout)
+        assert (result.exit_code == 6) == (submitted["verdict"] == "deny")
+        return submitted
 
     def snapshot(self) -> tuple[Any, Any, Any]:
         """What the store holds, read through the CLI: every request, every event, every rule."""

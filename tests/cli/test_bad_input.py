@@ -189,7 +189,7 @@ def test_a_policy_file_that_cannot_be_loaded_exits_1(tmp_path: Path) -> None:
 def test_a_database_that_cannot_be_opened_exits_1(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    result = CliRunner().invoke(app, ["--db", str(blocker / "q.db"), "list"], env=clean_env())
+    result = CliRunner().invoke(app, ["--db", str(blocker / "q.db"), "init"], env=clean_env())  # init creates
     assert result.exit_code == 1
     assert result.stdout == ""
     assert result.stderr.startswith("crossgate: error: cannot create the folder for SQLite database")

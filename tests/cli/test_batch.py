@@ -108,7 +108,10 @@ def test_a_single_id_prints_what_it_always_printed(cli: Cli) -> None:
     for argv in (["approve", "req_nope"], ["approve", "req_nope", "--json"], ["reject", "req_nope", "--message", "no"]):
         missing = cli(*argv)
         assert missing.exit_code == NOT_FOUND
-        assert missing.stdout == ""
+        error = {"exit_code": NOT_FOUND, "type": "NotFoundError", "message": "no request with id 'req_nope'"}
+        assert (json.loads(missing.stdout) if "--json" in argv else missing.stdout) == (
+            {"error": error} if "--json" in argv else ""
+        )
         assert missing.stderr == "crossgate: error: no request with id 'req_nope'\n"
 
 

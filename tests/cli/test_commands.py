@@ -58,8 +58,9 @@ def test_submit_prints_the_policy_allow_without_a_request(policy_cli: Cli) -> No
 
 
 def test_submit_prints_the_policy_deny_with_its_reason(policy_cli: Cli) -> None:
-    text = policy_cli.ok("submit", "--framework", "langgraph", "--tool", "drop_table", "--args", "{}").stdout
-    assert text.strip() == "denied by policy (rule no-drops): Never drop tables."
+    result = policy_cli("submit", "--framework", "langgraph", "--tool", "drop_table", "--args", "{}")
+    assert result.exit_code == 6, "a denied call is not accepted (exit codes: README)"
+    assert result.stdout.strip() == "denied by policy (rule no-drops): Never drop tables."
     assert [e["kind"] for e in policy_cli.json("events")] == ["auto_denied"]
 
 
@@ -192,9 +193,9 @@ def test_reject_gives_the_model_the_message(cli: Cli) -> None:
 
 def test_reject_with_remember_stores_a_deny_rule(cli: Cli) -> None:
     rid = cli.submit("drop_table", '{"name": "users"}')["id"]
-    rule = cli.json(
-        "reject", rid, "--message", "Never drop tables.", "--remember", "forever", "--match", "tool"
-    )["standing_rule"]
+    rule = cli.json("reject", rid, "--message", "Never drop tables.", "--remember", "forever", "--match", "tool")[
+        "standing_rule"
+    ]
     assert (rule["effect"], rule["message"]) == ("deny", "Never drop tables.")
     again = cli.submit("drop_table", '{"name": "orders"}')
     assert (again["verdict"], again["verdict_reason"]) == ("deny", "Never drop tables.")
@@ -355,7 +356,7 @@ def test_the_policy_comes_from_the_option_or_the_environment(tmp_path: Path, via
     options = ["--policy", str(policy)] if via == "option" else []
     submit = ["submit", "--framework", "langgraph", "--tool", "execute_sql", "--args", '{"query": "DROP TABLE t"}']
     result = CliRunner().invoke(app, ["--db", str(tmp_path / "q.db"), *options, *submit], env=env)
-    assert result.exit_code == 0, result.stderr
+    assert result.exit_code == 6, result.stderr  # denied
     assert result.stdout == (
         "denied by policy (rule no-drops): Dropping tables is not allowed; tell the user a DBA must do it.\n"
     )

@@ -56,6 +56,7 @@ def test_the_database_comes_from_the_option_then_the_environment_then_the_curren
 
 def test_errors_are_one_line_without_a_traceback(tmp_path: Path) -> None:
     db = str(tmp_path / "q.db")
+    assert crossgate("--db", db, "init", cwd=tmp_path).returncode == 0  # approve does not create a database
     missing = crossgate("--db", db, "approve", "req_nope", cwd=tmp_path)
     assert (missing.returncode, missing.stdout) == (3, "")
     assert missing.stderr == "crossgate: error: no request with id 'req_nope'\n"

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
+import shlex
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -70,3 +74,81 @@ async def test_a_failing_reviewer_fails_the_demo_instead_of_hanging_it(tmp_path:
     with pytest.raises(RuntimeError, match="the reviewer failed") as caught:
         await demo.run_demo(reviewer=broken, port=0, workdir=tmp_path, synthetic=True)
     assert isinstance(caught.value.__cause__, ValueError)
+
+
+def _printed(out: str, label: str) -> str:
+    [line] = [line for line in out.splitlines() if line.strip().startswith(label)]
+    return line.split(label, 1)[1].strip()
+
+
+async def test_the_demo_prints_its_database_and_a_terminal_command_that_decides(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    demo = load_demo()
+    crossgate = Path(sys.executable).with_name("crossgate")
+    printed: dict[str, str] = {}
+
+    def on_ready(_base_url: str, _token: str) -> None:
+        out = capsys.readouterr().out
+        printed["database"] = _printed(out, "database:")
+        printed["command"] = _printed(out, "decide from a terminal:")
+
+    async def terminal_reviewer(_base_url: str, _token: str) -> None:
+        argv = shlex.split(printed["command"])
+        assert argv[0] == "crossgate" and argv[-1] == "review"
+        argv[0] = str(crossgate)
+        db = ["--db", printed["database"]]
+        for _ in range(300):  # bounded: the stand-in agents submit within moments
+            if len(json.loads((await _run([str(crossgate), *db, "list", "--json"])).stdout)["items"]) == 3:
+                break
+            await asyncio.sleep(0.1)
+        walked = await _run(argv, stdin="a\na\na\n")
+        assert walked.returncode == 0, walked.stderr
+        assert "3 approved, 0 edited, 0 rejected, 0 skipped" in walked.stdout
+
+    report = await demo.run_demo(
+        reviewer=terminal_reviewer, port=0, synthetic=True, on_ready=on_ready, wait_for_reviewer=True
+    )
+    assert printed["command"] == shlex.join(
+        ["crossgate", "--db", printed["database"], "--policy", str(EXAMPLES / "policy.yaml"), "review"]
+    )
+    assert sorted(report.deletes_run) == ["T-101", "T-202", "T-303"], "every run went on after the terminal's approvals"
+    out = capsys.readouterr().out
+    finished = [line for line in out.splitlines() if line.strip().startswith("finished ")]
+    assert len(finished) == 3, "each run's result is printed as it finishes"
+    assert out.index(finished[-1]) < out.index("All runs finished:")
+    assert not Path(printed["database"]).parent.exists(), "the demo's own temporary folder is removed on exit"
+
+
+async def _run(argv: list[str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("CROSSGATE_DB", "CROSSGATE_POLICY")}
+    return await asyncio.to_thread(
+        subprocess.run, argv, input=stdin, env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_a_busy_port_is_one_line(tmp_path: Path) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen(1)
+        port = holder.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, str(EXAMPLES / "demo.py"), "--port", str(port), "--synthetic", "--workdir", str(tmp_path)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"demo: port {port} on 127.0.0.1 is in use; pick another: make demo PORT={port + 1} "
+        "(or python examples/demo.py --port 0 for any free port)\n"
+    )
+    assert "Traceback" not in done.stdout
+
+
+def test_make_demo_passes_port_through() -> None:
+    done = subprocess.run(
+        ["make", "-n", "demo", "PORT=8123", "AUTO=1"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert "examples/demo.py --auto --port 8123" in done.stdout, done.stdout + done.stderr

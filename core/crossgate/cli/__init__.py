@@ -6,6 +6,10 @@ errors are one line on stderr. With ``--json``, a request is an object with at l
 ``framework``, ``tool``, ``args``, ``fingerprint``, ``decision`` and ``reviewer``; ``submit`` adds
 ``verdict`` (the request fields are null for allow and deny), decisions add ``standing_rule``, ``list``
 prints ``{"items": [...], "next_cursor": ...}``, and ``events``, ``expire`` and ``rules list`` print arrays.
+With ``--json`` an error is also printed on stdout as ``{"error": {"exit_code", "type", "message"}}``.
+
+Ids may be given by any start that names exactly one (:mod:`crossgate.cli.ids`). Only ``init``, ``serve``
+and ``submit`` create a SQLite database that does not exist; the others refuse with one line.
 
 The optional server package adds ``serve`` and ``worker`` through ``crossgate.server.commands.register(app)``
 when that module exists.
@@ -17,7 +21,7 @@ import importlib
 
 import typer
 
-from crossgate.cli import audit, decide, keys, policy, requests, rules, runs
+from crossgate.cli import audit, database, decide, keys, policy, requests, review, rules, runs
 from crossgate.cli.app import app
 from crossgate.cli.context import CliContext
 
@@ -36,7 +40,7 @@ def _register_server_commands(target: typer.Typer) -> None:
     module.register(target)
 
 
-for _module in (requests, decide, rules, runs, policy, audit, keys):
+for _module in (database, requests, decide, review, rules, runs, policy, audit, keys):
     _module.register(app)
 _register_server_commands(app)
 

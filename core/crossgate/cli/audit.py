@@ -8,6 +8,7 @@ import typer
 
 from crossgate.cli.context import queue_of
 from crossgate.cli.exit_codes import FAILURE, one_line
+from crossgate.cli.ids import RequestOption
 from crossgate.cli.options import JsonFlag
 from crossgate.cli.output import event_json, print_events, print_json, say
 from crossgate.display import visible
@@ -18,9 +19,7 @@ audit_app = typer.Typer(name="audit", help="Check the hash-chained audit log.")
 
 def events(
     ctx: typer.Context,
-    request_id: Annotated[
-        str | None, typer.Option("--request", metavar="ID", help="Only this request's events.")
-    ] = None,
+    request_id: RequestOption = None,
     after: Annotated[
         int,
         typer.Option("--after", metavar="SEQ", min=0, max=MAX_INT64, help="Only events after this sequence number."),

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import getpass
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import typer
 
+from crossgate.errors import ConfigurationError
 from crossgate.limits import DEFAULT_LIMITS, InputLimits
 from crossgate.policy import resolve_policy
 from crossgate.queue import ReviewQueue
-from crossgate.stores import open_store, resolve_db
+from crossgate.stores import open_store, resolve_db, sqlite_target
 
 CHANNEL = "cli"
 """The channel every decision made here records."""
@@ -29,6 +31,8 @@ class CliContext:
     limits: InputLimits = DEFAULT_LIMITS
     """The queue's input limits (``crossgate serve`` reads them from its file's ``[limits]``)."""
     queue: ReviewQueue | None = None
+    create: bool = True
+    """Whether a SQLite database that does not exist may be created (only ``init``, ``serve``, ``submit``)."""
     _owned: bool = field(default=False, repr=False)
 
     def open_queue(self) -> ReviewQueue:
@@ -36,6 +40,8 @@ class CliContext:
         if self.queue is None:
             policy = resolve_policy(self.policy)
             target = resolve_db(self.db)
+            if not self.create:
+                require_database(target)
             self.queue = ReviewQueue(open_store(target), policy, limits=self.limits)
             self._owned = True
         return self.queue
@@ -46,6 +52,17 @@ class CliContext:
             self.queue.close()
             self.queue = None
             self._owned = False
+
+
+def require_database(target: str) -> None:
+    """ConfigurationError when ``target`` is a SQLite file that does not exist: a typo must not create one."""
+    if target in ("memory:", ":memory:") or target.startswith(("postgresql://", "postgres://")):
+        return
+    path = Path(sqlite_target(target)[0])
+    if not path.exists():
+        raise ConfigurationError(
+            f"no crossgate database at {path}: check --db (or $CROSSGATE_DB), or create one with 'crossgate init'"
+        )
 
 
 def queue_of(ctx: typer.Context) -> ReviewQueue:

@@ -12,6 +12,7 @@ import typer
 
 from crossgate.cli.context import CHANNEL, queue_of, reviewer_name
 from crossgate.cli.exit_codes import OK, exit_code_for, one_line
+from crossgate.cli.ids import RequestId, RequestIds
 from crossgate.cli.options import (
     AgentOnly,
     Fingerprint,
@@ -44,13 +45,6 @@ from crossgate.model import (
 )
 from crossgate.queue import ReviewQueue
 
-RequestId = Annotated[str, typer.Argument(metavar="ID", help="The request's id.")]
-RequestIds = Annotated[
-    list[str],
-    typer.Argument(
-        metavar="ID", help="The request's id; give several to decide each on its own with the same options."
-    ),
-]
 PAST_TENSE = {"approve": "approved", "edit": "edited", "reject": "rejected", "respond": "responded to"}
 
 

@@ -8,7 +8,9 @@ code meaning
 2    usage: an unknown option, a missing or malformed value (click's own)
 3    not found: no request or standing rule has this id
 4    conflict: already decided or applied, expired, cancelled, already revoked
-5    invalid decision or arguments: not allowed, bad JSON, schema failure, wrong fingerprint
+5    invalid decision or arguments: not allowed, bad JSON, schema failure, wrong fingerprint, or a
+     decision by the person the run acts for (``SelfDecisionError``)
+6    ``submit`` only: the policy denied the call (the verdict is printed, nothing was stored)
 ==== ==========================================================================
 """
 
@@ -22,6 +24,7 @@ USAGE = 2
 NOT_FOUND = 3
 CONFLICT = 4
 INVALID = 5
+DENIED = 6
 
 _BY_ERROR: tuple[tuple[type[CrossgateError], int], ...] = (
     (NotFoundError, NOT_FOUND),

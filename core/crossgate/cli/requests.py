@@ -7,6 +7,8 @@ from typing import Annotated
 import typer
 
 from crossgate.cli.context import queue_of, reviewer_name
+from crossgate.cli.exit_codes import DENIED
+from crossgate.cli.ids import RequestId
 from crossgate.cli.options import JsonFlag, Reviewer, StatusFilter, check_cursor, json_args, validated
 from crossgate.cli.output import (
     print_json,
@@ -17,10 +19,8 @@ from crossgate.cli.output import (
     say,
     submission_json,
 )
-from crossgate.model import CANCEL_MESSAGE, RequestStatus, ToolCall
+from crossgate.model import CANCEL_MESSAGE, RequestStatus, ToolCall, VerdictKind
 from crossgate.stores import MAX_PAGE_SIZE, RequestQuery
-
-RequestId = Annotated[str, typer.Argument(metavar="ID", help="The request's id.")]
 
 
 def submit(
@@ -35,7 +35,7 @@ def submit(
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Submit a tool call: print the new pending request, or the policy's allow or deny."""
+    """Submit a tool call: print the new pending request, or the policy's allow or deny (exit 6)."""
     parsed = json_args(args)
     call = validated(
         lambda: ToolCall(framework=framework, tool=tool, args=parsed, agent=agent, run=run, session=session),
@@ -49,6 +49,8 @@ def submit(
         print_request(submission.request)
     else:
         print_verdict(submission.verdict)
+    if submission.verdict.kind is VerdictKind.DENY:
+        raise typer.Exit(DENIED)  # a script must not read a denied call as accepted
 
 
 def list_requests(

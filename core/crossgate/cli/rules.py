@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from crossgate.cli.context import CHANNEL, queue_of, reviewer_name
+from crossgate.cli.ids import RuleId
 from crossgate.cli.options import Effect, JsonFlag, MatchOpt, PatternOpt, Reviewer, json_args, patterns, validated
 from crossgate.cli.output import print_json, print_rules, rule_json, say
 from crossgate.fingerprint import fingerprint
@@ -110,7 +111,7 @@ def _check_shape(
 @rules_app.command("revoke")
 def revoke_rule(
     ctx: typer.Context,
-    rule_id: Annotated[str, typer.Argument(metavar="ID", help="The standing rule's id.")],
+    rule_id: RuleId,
     reviewer: Reviewer = None,
     as_json: JsonFlag = False,
 ) -> None:

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from crossgate.cli.context import queue_of, reviewer_name
+from crossgate.cli.ids import ParkedId
 from crossgate.cli.options import JsonFlag, Reviewer
 from crossgate.cli.output import (
     parked_run_json,
@@ -22,8 +23,6 @@ from crossgate.cli.output import (
 from crossgate.model import ApprovalRequest, ParkedRunStatus, RequestStatus
 
 runs_app = typer.Typer(name="runs", help="Parked runs: paused SDK runs waiting for decisions, and their resumes.")
-
-ParkedId = Annotated[str, typer.Argument(metavar="ID", help="The parked run's id (park_…).")]
 
 
 @runs_app.command("list")

@@ -229,6 +229,14 @@ def standing_rule_matches(rule: StandingRule, call: ToolCall, now: datetime) -> 
     return True
 
 
+DEFAULT_REASONS: dict[VerdictKind, str] = {
+    VerdictKind.ASK: "No policy rule covers this call, so a person must review it.",
+    VerdictKind.ALLOW: "No policy rule covers this call; the policy's default allows it.",
+    VerdictKind.DENY: "No policy rule covers this call, and the policy's default denies it.",
+}
+"""The reason of a default verdict when the policy gives none, so that it matches the verdict."""
+
+
 class Policy(BaseModel):
     """Ordered rules plus the verdict for calls no rule matches."""
 
@@ -236,7 +244,8 @@ class Policy(BaseModel):
 
     rules: tuple[PolicyRule, ...] = ()
     default: VerdictKind = VerdictKind.ASK
-    default_reason: str = "No policy rule covers this call, so a person must review it."
+    default_reason: str | None = None
+    """What the model and reviewers read for a call no rule covers; None: ``DEFAULT_REASONS[default]``."""
     default_allowed_decisions: tuple[DecisionKind, ...] = ALL_DECISIONS
     default_timeout_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     default_apply_within_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
@@ -284,7 +293,7 @@ class Policy(BaseModel):
             return _from_standing_allow(standing_allow)
         return Verdict(
             kind=self.default,
-            reason=self.default_reason,
+            reason=self.default_reason if self.default_reason is not None else DEFAULT_REASONS[self.default],
             allowed_decisions=self.default_allowed_decisions,
             timeout_seconds=self.default_timeout_seconds,
             apply_within_seconds=self.default_apply_within_seconds,

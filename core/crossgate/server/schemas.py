@@ -103,7 +103,7 @@ class RequestOut(ApprovalRequest):
     decide_blocked: str | None = Field(default=None, description="Why the caller may not decide it, if not.")
     remember_covers: str | None = Field(
         default=None,
-        description='For a remembered decision: which later calls its standing rule covers, in words '
+        description="For a remembered decision: which later calls its standing rule covers, in words "
         '(`delete_ticket with exactly {"id": "t3"}, forever`).',
     )
 
