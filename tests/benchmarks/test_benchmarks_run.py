@@ -31,6 +31,7 @@ CASES = {
     "bench_server": ([], {"CG_BENCH_SECONDS": "2", "CG_BENCH_CLIENTS": "3", "CG_BENCH_BACKLOG": "10"}, "[ok]"),
     "bench_langgraph": (["--n", "2", "--warmup", "1"], {}, "ratio graph crossgate"),
     "bench_claude": (["--runs", "1"], {}, "ratios (median) to bare"),
+    "bench_policy": ([], {"CG_BENCH_POLICY_SIZES": "10,30", "CG_BENCH_POLICY_CALLS": "300"}, "pathological patterns"),
 }
 
 
