@@ -92,8 +92,10 @@ class AuditHeadMissingError(StoreError):
     No event can be appended (fail closed), and ``crossgate audit verify`` reports the log as broken.
     """
 
-    def __init__(self) -> None:
-        super().__init__("the audit log's head row is missing: the database was changed outside crossgate")
+    def __init__(
+        self, message: str = "the audit log's head row is missing: the database was changed outside crossgate"
+    ) -> None:
+        super().__init__(message)
 
 
 class AdapterError(CrossgateError):
