@@ -44,7 +44,7 @@ POLICY = Policy(
     ),
     default=VerdictKind.ALLOW,
 )
-KINDS = ["toolnode", "create_agent"]
+KINDS = ["toolnode", "create_agent", "create_agent_batched"]
 
 
 class StrictRefund(BaseModel):
@@ -70,8 +70,9 @@ class Refunds:
 
 
 def build(kind: str, queue: ReviewQueue, tool: BaseTool, model: ScriptedChatModel, saver: Any) -> Any:
-    if kind == "create_agent":
-        middleware = crossgate_middleware(queue, [tool])
+    if kind.startswith("create_agent"):
+        mode = "batched" if kind == "create_agent_batched" else "per_call"
+        middleware = crossgate_middleware(queue, [tool], interrupt_mode=mode)
         return create_agent(model, [tool], middleware=middleware, checkpointer=saver, name="refunds-agent")
 
     def call_model(state: MessagesState) -> dict[str, Any]:
