@@ -39,6 +39,7 @@ from crossgate.model import Decision, JsonObject
 from crossgate.outcomes import already_applied_message
 from crossgate.schemas import decision_schema
 from crossgate_langgraph._arguments import refusal
+from crossgate_langgraph._origin import agent_in, context_in
 from crossgate_langgraph._shapes import APPROVAL_INTERRUPT, AnyDecision
 
 DECISION_SCHEMA: Final[dict[str, Any]] = decision_schema()
@@ -106,8 +107,12 @@ def current_thread() -> tuple[str, str]:
 
 
 def _configurable() -> Mapping[str, Any]:
+    return _config().get("configurable", {})
+
+
+def _config() -> Mapping[str, Any]:
     try:
-        return get_config().get("configurable", {})
+        return get_config()
     except RuntimeError as exc:
         raise ConfigurationError("request_approval() must be called inside a running LangGraph node") from exc
 
@@ -195,7 +200,9 @@ def ask(
 ) -> tuple[AnyDecision, str | None]:
     """:func:`request_approval` for a built call; also returns the request id (None for allow and deny)."""
     thread, namespace = current_thread()
-    call = call.model_copy(update={"run": thread})
+    config = _config()
+    origin = {"run": thread, "agent": agent_in(config, call.agent), "context": context_in(config, call.context)}
+    call = call.model_copy(update=origin)
     if args_schema is not None:
         try:
             # Judge only arguments the tool's schema accepts as they are (a string for a number is not).

@@ -13,11 +13,9 @@ requests of agent tool calls say ``framework = "langchain"`` so that policy rule
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import socket
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from langgraph.errors import is_invalid_resume
@@ -25,6 +23,7 @@ from langgraph.types import Command, Interrupt
 
 from crossgate import (
     AdapterError,
+    AlreadyAppliedError,
     ApprovalRequest,
     ConfigurationError,
     ConflictError,
@@ -32,57 +31,30 @@ from crossgate import (
     ParkedRun,
     ParkedRunClaimedError,
     ParkedRunStatus,
+    RequestCancelledError,
+    RequestExpiredError,
     RequestStatus,
     ReviewQueue,
     VerdictKind,
+    fingerprint,
 )
+from crossgate.model import JsonObject
 from crossgate.runs import Finished, Parked, resume_leased
-from crossgate_langgraph._approval import REQUESTED_BY_KEY
 from crossgate_langgraph._arguments import args_json_schema, tool_args
-from crossgate_langgraph._calls import agent_call, agent_request_id, last_tool_calls
+from crossgate_langgraph._calls import agent_call, agent_request_id, judged_call, last_tool_calls
+from crossgate_langgraph._parking import (
+    Graph,
+    Origin,
+    ParkState,
+    Pending,
+    Scope,
+    descends,
+    match_batched,
+    refusal_text,
+    thread_config,
+    tools_of,
+)
 from crossgate_langgraph._shapes import hitl_decision, interrupt_shape, resume_command
-
-Graph = Any
-"""A compiled LangGraph graph (``CompiledStateGraph``, or ``create_agent``'s result)."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Pending:
-    """One pending interrupt and the crossgate requests that answer it (several for a batched one)."""
-
-    id: str
-    shape: str
-    request_ids: list[str]
-    tools: list[str]
-
-
-@dataclass(frozen=True, slots=True)
-class _ParkState:
-    graph: str
-    thread: str
-    checkpoint_id: str | None
-    interrupts: list[_Pending] = field(default_factory=list)
-
-    def dumps(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
-
-    @classmethod
-    def loads(cls, text: str) -> _ParkState:
-        data = json.loads(text)
-        return cls(
-            graph=data["graph"],
-            thread=data["thread"],
-            checkpoint_id=data["checkpoint_id"],
-            interrupts=[_Pending(**p) for p in data["interrupts"]],
-        )
-
-
-def thread_config(thread: str, requested_by: str | None = None) -> dict[str, Any]:
-    """The LangGraph config of a thread, telling nodes who the run acts for when someone is named."""
-    configurable: dict[str, Any] = {"thread_id": thread}
-    if requested_by is not None:
-        configurable[REQUESTED_BY_KEY] = requested_by
-    return {"configurable": configurable}
 
 
 class Gate:
@@ -105,7 +77,8 @@ class Gate:
         self.queue = queue
         self.owner = owner or f"langgraph-gate@{socket.gethostname()}:{os.getpid()}"
         self.agent = agent
-        """Agent name of agent tool calls; must match the ``agent`` given to :func:`crossgate_middleware`."""
+        """Agent name of the calls (default: the graph's name); must match an ``agent`` given to
+        :func:`crossgate_middleware` or :func:`gated_tool_wrapper`."""
         self.lease_seconds = lease_seconds
         self._graphs: dict[str, Graph] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -129,7 +102,14 @@ class Gate:
 
     # running ------------------------------------------------------------------------------------
     async def run(
-        self, graph: Graph, input: Any, *, thread: str, wait: float = 0.0, requested_by: str | None = None
+        self,
+        graph: Graph,
+        input: Any,
+        *,
+        thread: str,
+        wait: float = 0.0,
+        requested_by: str | None = None,
+        context: JsonObject | None = None,
     ) -> Finished[Any] | Parked:
         """Run ``graph`` on ``thread`` until it ends or pauses for approval.
 
@@ -137,26 +117,31 @@ class Gate:
         seconds for every decision and resumes in place when all arrived. ``requested_by`` is who the
         run acts for: every request of the run carries it (nodes' ``request_approval`` gets it through
         the config; it is parked with the thread for later resumes), and the queue refuses a decision by
-        that reviewer.
+        that reviewer. ``context`` is the run's app context (a tenant, say): every call of the run carries
+        it in ``ToolCall.context``, where policy rules can test it; it is parked with the thread too.
+        Every call is named after ``Gate(agent=...)``, else the graph's ``name``.
         """
         self.add_graph(graph)
+        scope = Scope(requested_by, dict(context or {}))
         async with self._lock(thread):
             if self.queue.parked_runs(statuses=(ParkedRunStatus.PARKED, ParkedRunStatus.RESUMING), run=thread):
                 raise ConflictError(f"thread {thread} is parked waiting for decisions; resume it instead")
-            output = await graph.ainvoke(input, thread_config(thread, requested_by), version="v2")
-            outcome = await self._settle(graph, thread, output, requested_by)
+            output = await graph.ainvoke(input, self._config(graph, thread, scope), version="v2")
+            outcome = await self._settle(graph, thread, output, scope)
         if isinstance(outcome, Parked) and wait > 0:
             await asyncio.gather(*(self.queue.wait(r, wait) for r in outcome.request_ids))
             if self.queue.is_ready(self.queue.get_parked(outcome.parked_run)):
                 return await self.resume(outcome.parked_run)
         return outcome
 
-    async def park(self, graph: Graph, *, thread: str, requested_by: str | None = None) -> Finished[Any] | Parked:
+    async def park(
+        self, graph: Graph, *, thread: str, requested_by: str | None = None, context: JsonObject | None = None
+    ) -> Finished[Any] | Parked:
         """Park a thread that is already paused without a parked run (say, the process died right
         after the pause); submitting finds existing requests, so this is safe to repeat.
 
         ``requested_by`` is who the run acts for, as in :meth:`run`; when None, the person the thread's
-        stored requests were made for is kept.
+        stored requests were made for is kept. ``context`` is the run's app context, as in :meth:`run`.
         """
         self.add_graph(graph)
         async with self._lock(thread):
@@ -165,7 +150,7 @@ class Gate:
             snapshot = await graph.aget_state(thread_config(thread))
             if snapshot.created_at is None:
                 raise ConflictError(f"thread {thread} never started in this graph's checkpointer")
-            return await self._settle(graph, thread, snapshot, requested_by)
+            return await self._settle(graph, thread, snapshot, Scope(requested_by, dict(context or {})))
 
     async def resume(self, parked_run: str, *, partial: bool = False) -> Finished[Any] | Parked:
         """Resume a parked thread once its requests are decided; a parked run is resumed once.
@@ -182,18 +167,17 @@ class Gate:
             raise ParkedRunClaimedError(
                 f"parked run {parked_run} is {parked.status.value}; a parked state is resumed once"
             )
-        state = _ParkState.loads(parked.state)
+        state = ParkState.loads(parked.state)
         graph = self._graph(state.graph)
         self.queue.expire_overdue()
         requests = {r: self.queue.get(r) for r in parked.request_ids}
         answerable = [p for p in state.interrupts if all(not requests[r].is_open for r in p.request_ids)]
         if not answerable or (len(answerable) < len(state.interrupts) and not partial):
             return Parked(parked.run, parked.id, parked.request_ids)
-        acts_for = parked.metadata.get("requested_by")
-        requested_by = acts_for if isinstance(acts_for, str) else None
+        scope = Scope.of(parked)
 
         async def body(claimed: ParkedRun) -> Finished[Any] | Parked:
-            return await self._resume_claimed(graph, state, requests, requested_by, earlier=claimed.attempts > 1)
+            return await self._resume_claimed(graph, state, requests, scope, earlier=claimed.attempts > 1)
 
         async with self._lock(state.thread):
             # A resumer that died mid-resume leaves the run resuming: once its lease runs out, this
@@ -216,9 +200,9 @@ class Gate:
     async def _resume_claimed(
         self,
         graph: Graph,
-        state: _ParkState,
+        state: ParkState,
         requests: Mapping[str, ApprovalRequest],
-        requested_by: str | None,
+        scope: Scope,
         *,
         earlier: bool,
     ) -> Finished[Any] | Parked:
@@ -229,7 +213,7 @@ class Gate:
         long as it descends from the parked checkpoint. Whatever that attempt applied is not run again
         (``mark_applied`` refuses it, and the model is told).
         """
-        config = thread_config(state.thread, requested_by)
+        config = self._config(graph, state.thread, scope)
         snapshot = await graph.aget_state(config)
         if snapshot.created_at is None:
             raise ConflictError(
@@ -248,7 +232,7 @@ class Gate:
                     answers[entry.id] = self._answer(entry, resolved)
             command = resume_command(list(pending.values()), answers)
             self._apply_unrun(state, answers, requests)
-        elif earlier and await _descends(graph, config, state.checkpoint_id):
+        elif earlier and await descends(graph, config, state.checkpoint_id):
             command = None  # LangGraph goes on from the earlier attempt's last checkpoint
             self._apply_unrun(state, {p.id: None for p in state.interrupts}, requests)
         elif not pending:
@@ -261,12 +245,55 @@ class Gate:
         try:
             output = await graph.ainvoke(command, config, version="v2")
         except Exception as exc:
-            if is_invalid_resume(exc):
-                raise AdapterError(f"LangGraph refused crossgate's answer for thread {state.thread}: {exc}") from exc
-            raise
-        return await self._settle(graph, state.thread, output, requested_by)
+            if command is None or not is_invalid_resume(exc):
+                raise
+            output = await self._refuse_unappliable(graph, config, state, requests, set(command.resume or ()), exc)
+        return await self._settle(graph, state.thread, output, scope)
 
-    def _answer(self, entry: _Pending, requests: Sequence[ApprovalRequest]) -> Any:
+    async def _refuse_unappliable(
+        self,
+        graph: Graph,
+        config: dict[str, Any],
+        state: ParkState,
+        requests: Mapping[str, ApprovalRequest],
+        answered: set[str],
+        error: Exception,
+    ) -> Any:
+        """End each call whose decision LangGraph refused as refused, tell the model why, and go on.
+
+        LangGraph checks the middleware's answers against the tool's own schema (an edit a custom
+        validator refuses, say); the refused interrupts stay pending with the same ids while the
+        siblings answered with them ran. Each refused call is closed (marked applied, outcome "not run"
+        with the reason) and answered with a rejection the model reads, so the run is not stuck.
+        """
+        snapshot = await graph.aget_state(config)
+        pending = {i.id: i for i in snapshot.interrupts}
+        refused = [e for e in state.interrupts if e.id in answered and e.id in pending]
+        if not refused or any(e.shape != "tool_approval" for e in refused):
+            raise AdapterError(f"LangGraph refused crossgate's answer for thread {state.thread}: {error}") from error
+        reason = refusal_text(error)
+        answers = {}
+        for entry in refused:
+            [request_id] = entry.request_ids
+            tool = requests[request_id].call.tool
+            message = self._close_refused(
+                requests[request_id], f"crossgate could not apply the decision on {tool}: {reason}"
+            )
+            answers[entry.id] = {"type": "reject", "message": message}
+        return await graph.ainvoke(resume_command(list(pending.values()), answers), config, version="v2")
+
+    def _close_refused(self, request: ApprovalRequest, reason: str) -> str:
+        """Close a decided request the SDK refused: applied, with "not run" and ``reason`` as its outcome."""
+        try:
+            self.queue.mark_applied(request, args=request.approved_args(), actor=self.owner)
+        except (RequestCancelledError, RequestExpiredError):
+            return self.queue.get(request.id).closed_reason or reason  # a late check closed it: its reason wins
+        except AlreadyAppliedError:
+            pass
+        self.queue.record_outcome(request, ran=False, error=reason)
+        return f"{reason}. It did not run; the reviewer may decide again if you call it again with valid arguments."
+
+    def _answer(self, entry: Pending, requests: Sequence[ApprovalRequest]) -> Any:
         decisions = [r.resolution() for r in requests]
         if entry.shape == "crossgate":
             decision = decisions[0]
@@ -279,7 +306,7 @@ class Gate:
         return translated[0] if entry.shape == "tool_approval" else {"decisions": translated}
 
     def _apply_unrun(
-        self, state: _ParkState, answers: Mapping[str, Any], requests: Mapping[str, ApprovalRequest]
+        self, state: ParkState, answers: Mapping[str, Any], requests: Mapping[str, ApprovalRequest]
     ) -> None:
         """Mark agent rejections and responses applied; the middleware delivers them without running a tool."""
         for entry in state.interrupts:
@@ -299,19 +326,22 @@ class Gate:
                 ):
                     self.queue.mark_applied(request_id, actor=self.owner)
 
-    async def _settle(self, graph: Graph, thread: str, output: Any, requested_by: str | None) -> Finished[Any] | Parked:
+    def _config(self, graph: Graph, thread: str, scope: Scope) -> dict[str, Any]:
+        return thread_config(thread, scope.requested_by, agent=self.agent or graph.name, context=scope.context)
+
+    async def _settle(self, graph: Graph, thread: str, output: Any, scope: Scope) -> Finished[Any] | Parked:
         # A GraphOutput from ainvoke(version="v2"), or a StateSnapshot: both list the pending interrupts.
         interrupts: Sequence[Interrupt] = tuple(getattr(output, "interrupts", ()) or ())
         if not interrupts:
             return Finished(thread, getattr(output, "value", getattr(output, "values", output)))
         snapshot = await graph.aget_state(thread_config(thread))
-        requested_by = self._acting_for(interrupts, requested_by)
+        scope = Scope(self._acting_for(interrupts, scope.requested_by), scope.context)
         # Requests for the middleware's calls are stored together with the parked run (one transaction);
         # a node's request_approval stored its own before interrupting.
         new_requests: list[ApprovalRequest] = []
-        tools = _tools_of(graph)
-        entries = [self._submit(i, thread, snapshot.values, tools, new_requests, requested_by) for i in interrupts]
-        state = _ParkState(
+        origin = Origin(tools_of(graph), self.agent or graph.name, scope)
+        entries = [self._submit(i, thread, snapshot.values, origin, new_requests) for i in interrupts]
+        state = ParkState(
             graph=graph.name,
             thread=thread,
             checkpoint_id=snapshot.config["configurable"].get("checkpoint_id"),
@@ -323,7 +353,12 @@ class Gate:
             run=thread,
             request_ids=request_ids,
             state=state.dumps(),
-            metadata={"graph": graph.name, "interrupts": [e.id for e in entries], "requested_by": requested_by},
+            metadata={
+                "graph": graph.name,
+                "interrupts": [e.id for e in entries],
+                "requested_by": scope.requested_by,
+                "context": scope.context,
+            },
             new_requests=new_requests,
         )
         return Parked(thread, parked.id, tuple(request_ids))
@@ -351,10 +386,9 @@ class Gate:
         pending: Interrupt,
         thread: str,
         values: Mapping[str, Any],
-        tools: Mapping[str, Any],
+        origin: Origin,
         new_requests: list[ApprovalRequest],
-        requested_by: str | None,
-    ) -> _Pending:
+    ) -> Pending:
         """Turn one pending interrupt into crossgate requests (stored once; a re-submit finds them).
 
         Requests not stored yet are appended to ``new_requests`` for ``park`` to store.
@@ -365,7 +399,7 @@ class Gate:
             request = self.queue.get(value["request_id"])
             if request.call.run != thread:
                 raise AdapterError(f"interrupt {pending.id} names request {request.id} of another thread")
-            return _Pending(pending.id, shape, [request.id], [request.call.tool])
+            return Pending(pending.id, shape, [request.id], [request.call.tool])
         if shape is None:
             raise AdapterError(f"interrupt {pending.id} is not a crossgate or LangChain approval; cannot park it")
         turn, calls = last_tool_calls(values.get("messages", []))
@@ -377,12 +411,11 @@ class Gate:
                 )
             matched = [(call, value.get("description"), None)]
         else:
-            matched = _match_batched(value, calls)
+            matched = match_batched(value, calls)
         request_ids = [
-            self._submit_call(thread, turn, c, d, allowed, tools.get(c["name"]), new_requests, requested_by)
-            for c, d, allowed in matched
+            self._submit_call(thread, turn, c, d, allowed, origin, new_requests) for c, d, allowed in matched
         ]
-        return _Pending(pending.id, shape, request_ids, [c["name"] for c, _, _ in matched])
+        return Pending(pending.id, shape, request_ids, [c["name"] for c, _, _ in matched])
 
     def _submit_call(
         self,
@@ -391,14 +424,21 @@ class Gate:
         call: Mapping[str, Any],
         description: Any,
         allowed: Any,
-        tool: Any,
+        origin: Origin,
         new_requests: list[ApprovalRequest],
-        requested_by: str | None,
     ) -> str:
         call_id = str(call.get("id") or "")
-        # The arguments the tool will receive, as the middleware judged them (it paused only valid ones).
+        tool = origin.tools.get(call["name"])
+        request_id = agent_request_id(thread, turn, call_id)
+        # The arguments the tool will receive, as the middleware judged them (it paused only valid ones),
+        # with the agent and context it judged them for.
         args = tool_args(tool, call["args"])
-        neutral = agent_call(call["name"], args, call_id=call_id, thread=thread, agent=self.agent)
+        neutral = judged_call(request_id)
+        if neutral is None or neutral.fingerprint != fingerprint(call["name"], args):
+            neutral = agent_call(
+                call["name"], args, call_id=call_id, thread=thread, agent=origin.agent, context=origin.scope.context
+            )
+        requested_by = origin.scope.requested_by
         capabilities = tuple(DecisionKind(k) for k in allowed) if allowed else tuple(DecisionKind)
         submission = self.queue.prepare(
             neutral,
@@ -406,7 +446,7 @@ class Gate:
             description=description if isinstance(description, str) else None,
             requested_by=requested_by,
             capabilities=capabilities,
-            request_id=agent_request_id(thread, turn, call_id),
+            request_id=request_id,
         )
         if submission.request is None:
             raise AdapterError(
@@ -418,37 +458,3 @@ class Gate:
         if not submission.stored and all(r.id != submission.request.id for r in new_requests):
             new_requests.append(submission.request)
         return submission.request.id
-
-
-def _tools_of(graph: Graph) -> Mapping[str, Any]:
-    """The tools of a ``create_agent`` graph by name (its ``tools`` node is a ``ToolNode``); empty for others."""
-    node = getattr(graph, "nodes", {}).get("tools")
-    tools = getattr(getattr(node, "bound", None), "tools_by_name", None)
-    return tools if isinstance(tools, Mapping) else {}
-
-
-async def _descends(graph: Graph, config: Mapping[str, Any], checkpoint_id: str | None) -> bool:
-    """True if the thread's latest checkpoint is ``checkpoint_id`` or a later one of the same history."""
-    if checkpoint_id is None:
-        return False
-    async for snapshot in graph.aget_state_history(config):
-        if snapshot.config["configurable"].get("checkpoint_id") == checkpoint_id:
-            return True
-    return False
-
-
-def _match_batched(value: Mapping[str, Any], calls: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], Any, Any]]:
-    """Pair each batched action request with its tool call, in order (the batch lists no call ids)."""
-    matched = []
-    position = 0
-    for action, config in zip(value["action_requests"], value["review_configs"], strict=True):
-        while position < len(calls) and (calls[position]["name"], calls[position]["args"]) != (
-            action["name"],
-            action["args"],
-        ):
-            position += 1
-        if position == len(calls):
-            raise AdapterError(f"batched interrupt lists {action['name']} but the model message has no such call")
-        matched.append((calls[position], action.get("description"), config.get("allowed_decisions")))
-        position += 1
-    return matched

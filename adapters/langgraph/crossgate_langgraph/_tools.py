@@ -11,6 +11,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command, Send
 
 from crossgate import Approve, Edit, InvalidArgumentsError, Reject, ReviewQueue, ToolCall
+from crossgate.model import JsonObject
 from crossgate_langgraph._approval import ask
 from crossgate_langgraph._arguments import args_json_schema, refusal, tool_args
 
@@ -19,7 +20,7 @@ Execute = Callable[[ToolCallRequest], ToolResult]
 
 
 def gated_tool_wrapper(
-    queue: ReviewQueue, *, agent: str | None = None, framework: str = "langgraph"
+    queue: ReviewQueue, *, agent: str | None = None, context: JsonObject | None = None, framework: str = "langgraph"
 ) -> Callable[[ToolCallRequest, Execute], ToolResult]:
     """A ``wrap_tool_call`` for ``ToolNode(tools, wrap_tool_call=...)`` that asks crossgate first.
 
@@ -28,6 +29,9 @@ def gated_tool_wrapper(
     with the reviewer's arguments (same tool), reject returns the reviewer's message as an error
     result, respond returns the reviewer's content as the result. Use one tool call per ``ToolNode``
     task (``Send`` per call, as ``create_agent`` does) when several calls may pause in one turn.
+
+    ``agent`` defaults to the name ``Gate`` runs the graph under (its ``name``); ``context`` (app
+    context such as a tenant, which policy rules can test) is merged with ``Gate.run(context=...)``.
     """
 
     def wrap(request: ToolCallRequest, execute: Execute) -> ToolResult:
@@ -38,6 +42,7 @@ def gated_tool_wrapper(
             args={},
             call_id=tool_call.get("id"),
             agent=agent,
+            context=dict(context or {}),
         )
         try:
             # Judged, fingerprinted and shown as the tool will receive them (its schema converts them).
@@ -48,10 +53,17 @@ def gated_tool_wrapper(
             return ToolMessage(content=message, name=call.tool, tool_call_id=call.call_id or "", status="error")
         decision, request_id = ask(queue, call, args_schema=args_json_schema(request.tool))
         if isinstance(decision, Approve | Edit):
-            to_run = request.override(tool_call={**tool_call, "args": dict(call.args)})
+            args = call.args
             if isinstance(decision, Edit):
-                to_run = request.override(tool_call={**tool_call, "args": dict(decision.args)})
-            result = execute(to_run)
+                try:
+                    # The edit passed the tool's JSON Schema; its own validators may still refuse it.
+                    args = tool_args(request.tool, decision.args)
+                except InvalidArgumentsError as exc:
+                    message = f"crossgate could not apply the reviewer's edit of {call.tool}: {exc}. It did not run."
+                    if request_id is not None:
+                        queue.record_outcome(request_id, ran=False, error=message)
+                    return ToolMessage(content=message, name=call.tool, tool_call_id=call.call_id or "", status="error")
+            result = execute(request.override(tool_call={**tool_call, "args": dict(args)}))
             if request_id is not None:
                 queue.record_outcome(request_id, ran=True, result=_text(result))
             return result

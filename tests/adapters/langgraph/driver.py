@@ -7,7 +7,8 @@ rebuilds the same agent; checkpoints, the policy and the model's recorded inputs
 
 Run as ``python -c '...main()' resume --kind K --db URL --tickets PATH --workdir DIR [--lease S] PARKED_RUN``.
 With ``$CG_TEST_KILL_IN_TOOL`` set to ``before`` or ``after``, the delete tool SIGKILLs its own process
-before or after it deletes (a resumer dying inside the tool). ``crossgate worker --app
+before or after it deletes (a resumer dying inside the tool); with ``$CG_TEST_KILL_IN_MODEL`` set to
+``after-tool``, the model does in the turn after a tool result. ``crossgate worker --app
 tests.adapters.langgraph.driver:worker_resumer`` resumes both kinds, with ``$CG_TEST_TICKETS`` and
 ``$CG_TEST_WORKDIR`` naming the files.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import signal
 import sys
@@ -41,11 +43,30 @@ ROOT = Path(__file__).resolve().parents[3]
 TASK_PREFIX = "Delete these spam tickets:"
 
 
+def task_text(ticket_ids: Sequence[object]) -> str:
+    """The task naming the tickets; an id that is not a string (a number, a bool) is written as JSON."""
+    return f"{TASK_PREFIX} {' '.join(i if isinstance(i, str) else json.dumps(i) for i in ticket_ids)}"
+
+
+def _ticket_id(token: str) -> object:
+    try:
+        value = json.loads(token)
+    except ValueError:
+        return token
+    return token if isinstance(value, str) else value
+
+
 def ticket_reply(messages: Sequence[BaseMessage]) -> AIMessage:
-    """One delete per turn, in the order the task lists them; a final text once each was answered."""
+    """One delete per turn, in the order the task lists them; a final text once each was answered.
+
+    Ids are sent as the task wrote them: ``t3`` as a string, ``5`` or ``true`` as a number or a bool
+    (a model sending the wrong type).
+    """
     task = next(str(m.content) for m in messages if isinstance(m, HumanMessage))
-    ids = task.removeprefix(TASK_PREFIX).split()
+    ids = [_ticket_id(t) for t in task.removeprefix(TASK_PREFIX).split()]
     answered = sum(1 for m in messages if isinstance(m, ToolMessage) and m.name == TOOL)
+    if answered and os.environ.get("CG_TEST_KILL_IN_MODEL") == "after-tool":
+        os.kill(os.getpid(), signal.SIGKILL)  # a resumer dying in the model turn after the tool step
     if answered < len(ids):
         ticket = ids[answered]
         return AIMessage(content="", tool_calls=[tool_call(TOOL, {"id": ticket}, f"call_{answered}_{ticket}")])
@@ -104,7 +125,7 @@ class _TicketDriver(TicketAgentDriver):
         self, ticket_ids: Sequence[str], *, run: str, requested_by: str | None = None
     ) -> Finished[object] | Parked:
         self.workdir.joinpath(f"{self.kind}-policy.json").write_text(self.queue.policy.model_dump_json())
-        task = f"{TASK_PREFIX} {' '.join(ticket_ids)}"
+        task = task_text(ticket_ids)
         async with self.gate() as (gate, graph):
             return await gate.run(graph, {"messages": [HumanMessage(task)]}, thread=run, requested_by=requested_by)
 
