@@ -34,12 +34,14 @@ def tool_args(tool: Any, args: Mapping[str, Any]) -> dict[str, Any]:
     if schema is None:
         return dict(args)
     name = getattr(tool, "name", "the tool")
-    extra = sorted(set(args) - set(schema.model_fields))
+    known = {*schema.model_fields, *(f.alias for f in schema.model_fields.values() if f.alias)}
+    extra = sorted(set(args) - known)
     if extra and _forbids_extra(tool):
         raise InvalidArgumentsError(f"{name} takes no argument {', '.join(map(repr, extra))}")
     try:
         validated = schema.model_validate(dict(args))
-        dumped: dict[str, Any] = validated.model_dump(mode="json")
+        # By alias: the names the model sees in the tool's schema, and the ones the tool validates again.
+        dumped: dict[str, Any] = validated.model_dump(mode="json", by_alias=True)
     except (ValidationError, ValueError, TypeError) as exc:
         raise InvalidArgumentsError(f"arguments fail {name}'s schema: {_first_error(exc)}") from None
     return {k: v for k, v in dumped.items() if k not in _VARIADIC or k in args}
@@ -70,8 +72,15 @@ def refusal(tool: str, error: InvalidArgumentsError) -> str:
 
 
 def _model(tool: Any) -> type[BaseModel] | None:
-    schema = getattr(tool, "tool_call_schema", None)
-    return schema if isinstance(schema, type) and issubclass(schema, BaseModel) else None
+    """The model that validates the model's arguments as the tool will: its own ``args_schema`` (aliases,
+    ``extra``, validators), or ``tool_call_schema`` when that leaves injected arguments out."""
+    call = getattr(tool, "tool_call_schema", None)
+    if not (isinstance(call, type) and issubclass(call, BaseModel)):
+        return None
+    full = getattr(tool, "args_schema", None)
+    if isinstance(full, type) and issubclass(full, BaseModel) and set(full.model_fields) == set(call.model_fields):
+        return full
+    return call
 
 
 def _forbids_extra(tool: Any) -> bool:

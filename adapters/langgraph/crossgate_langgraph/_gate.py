@@ -13,16 +13,13 @@ requests of agent tool calls say ``framework = "langchain"`` so that policy rule
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import socket
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from langgraph.errors import is_invalid_resume
 from langgraph.types import Command, Interrupt
-from pydantic import ValidationError
 
 from crossgate import (
     AdapterError,
@@ -43,59 +40,21 @@ from crossgate import (
 )
 from crossgate.model import JsonObject
 from crossgate.runs import Finished, Parked, resume_leased
-from crossgate_langgraph._approval import REQUESTED_BY_KEY
 from crossgate_langgraph._arguments import args_json_schema, tool_args
 from crossgate_langgraph._calls import agent_call, agent_request_id, judged_call, last_tool_calls
-from crossgate_langgraph._origin import AGENT_KEY, CONTEXT_KEY
+from crossgate_langgraph._parking import (
+    Graph,
+    Origin,
+    ParkState,
+    Pending,
+    Scope,
+    descends,
+    match_batched,
+    refusal_text,
+    thread_config,
+    tools_of,
+)
 from crossgate_langgraph._shapes import hitl_decision, interrupt_shape, resume_command
-
-Graph = Any
-"""A compiled LangGraph graph (``CompiledStateGraph``, or ``create_agent``'s result)."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Pending:
-    """One pending interrupt and the crossgate requests that answer it (several for a batched one)."""
-
-    id: str
-    shape: str
-    request_ids: list[str]
-    tools: list[str]
-
-
-@dataclass(frozen=True, slots=True)
-class _ParkState:
-    graph: str
-    thread: str
-    checkpoint_id: str | None
-    interrupts: list[_Pending] = field(default_factory=list)
-
-    def dumps(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
-
-    @classmethod
-    def loads(cls, text: str) -> _ParkState:
-        data = json.loads(text)
-        return cls(
-            graph=data["graph"],
-            thread=data["thread"],
-            checkpoint_id=data["checkpoint_id"],
-            interrupts=[_Pending(**p) for p in data["interrupts"]],
-        )
-
-
-def thread_config(
-    thread: str, requested_by: str | None = None, *, agent: str | None = None, context: JsonObject | None = None
-) -> dict[str, Any]:
-    """The LangGraph config of a thread, telling nodes who the run acts for, the agent's name and the app context."""
-    configurable: dict[str, Any] = {"thread_id": thread}
-    if requested_by is not None:
-        configurable[REQUESTED_BY_KEY] = requested_by
-    if agent is not None:
-        configurable[AGENT_KEY] = agent
-    if context:
-        configurable[CONTEXT_KEY] = dict(context)
-    return {"configurable": configurable}
 
 
 class Gate:
@@ -163,7 +122,7 @@ class Gate:
         Every call is named after ``Gate(agent=...)``, else the graph's ``name``.
         """
         self.add_graph(graph)
-        scope = _Scope(requested_by, dict(context or {}))
+        scope = Scope(requested_by, dict(context or {}))
         async with self._lock(thread):
             if self.queue.parked_runs(statuses=(ParkedRunStatus.PARKED, ParkedRunStatus.RESUMING), run=thread):
                 raise ConflictError(f"thread {thread} is parked waiting for decisions; resume it instead")
@@ -191,7 +150,7 @@ class Gate:
             snapshot = await graph.aget_state(thread_config(thread))
             if snapshot.created_at is None:
                 raise ConflictError(f"thread {thread} never started in this graph's checkpointer")
-            return await self._settle(graph, thread, snapshot, _Scope(requested_by, dict(context or {})))
+            return await self._settle(graph, thread, snapshot, Scope(requested_by, dict(context or {})))
 
     async def resume(self, parked_run: str, *, partial: bool = False) -> Finished[Any] | Parked:
         """Resume a parked thread once its requests are decided; a parked run is resumed once.
@@ -208,14 +167,14 @@ class Gate:
             raise ParkedRunClaimedError(
                 f"parked run {parked_run} is {parked.status.value}; a parked state is resumed once"
             )
-        state = _ParkState.loads(parked.state)
+        state = ParkState.loads(parked.state)
         graph = self._graph(state.graph)
         self.queue.expire_overdue()
         requests = {r: self.queue.get(r) for r in parked.request_ids}
         answerable = [p for p in state.interrupts if all(not requests[r].is_open for r in p.request_ids)]
         if not answerable or (len(answerable) < len(state.interrupts) and not partial):
             return Parked(parked.run, parked.id, parked.request_ids)
-        scope = _Scope.of(parked)
+        scope = Scope.of(parked)
 
         async def body(claimed: ParkedRun) -> Finished[Any] | Parked:
             return await self._resume_claimed(graph, state, requests, scope, earlier=claimed.attempts > 1)
@@ -241,9 +200,9 @@ class Gate:
     async def _resume_claimed(
         self,
         graph: Graph,
-        state: _ParkState,
+        state: ParkState,
         requests: Mapping[str, ApprovalRequest],
-        scope: _Scope,
+        scope: Scope,
         *,
         earlier: bool,
     ) -> Finished[Any] | Parked:
@@ -273,7 +232,7 @@ class Gate:
                     answers[entry.id] = self._answer(entry, resolved)
             command = resume_command(list(pending.values()), answers)
             self._apply_unrun(state, answers, requests)
-        elif earlier and await _descends(graph, config, state.checkpoint_id):
+        elif earlier and await descends(graph, config, state.checkpoint_id):
             command = None  # LangGraph goes on from the earlier attempt's last checkpoint
             self._apply_unrun(state, {p.id: None for p in state.interrupts}, requests)
         elif not pending:
@@ -295,7 +254,7 @@ class Gate:
         self,
         graph: Graph,
         config: dict[str, Any],
-        state: _ParkState,
+        state: ParkState,
         requests: Mapping[str, ApprovalRequest],
         answered: set[str],
         error: Exception,
@@ -312,7 +271,7 @@ class Gate:
         refused = [e for e in state.interrupts if e.id in answered and e.id in pending]
         if not refused or any(e.shape != "tool_approval" for e in refused):
             raise AdapterError(f"LangGraph refused crossgate's answer for thread {state.thread}: {error}") from error
-        reason = _refusal_text(error)
+        reason = refusal_text(error)
         answers = {}
         for entry in refused:
             [request_id] = entry.request_ids
@@ -334,7 +293,7 @@ class Gate:
         self.queue.record_outcome(request, ran=False, error=reason)
         return f"{reason}. It did not run; the reviewer may decide again if you call it again with valid arguments."
 
-    def _answer(self, entry: _Pending, requests: Sequence[ApprovalRequest]) -> Any:
+    def _answer(self, entry: Pending, requests: Sequence[ApprovalRequest]) -> Any:
         decisions = [r.resolution() for r in requests]
         if entry.shape == "crossgate":
             decision = decisions[0]
@@ -347,7 +306,7 @@ class Gate:
         return translated[0] if entry.shape == "tool_approval" else {"decisions": translated}
 
     def _apply_unrun(
-        self, state: _ParkState, answers: Mapping[str, Any], requests: Mapping[str, ApprovalRequest]
+        self, state: ParkState, answers: Mapping[str, Any], requests: Mapping[str, ApprovalRequest]
     ) -> None:
         """Mark agent rejections and responses applied; the middleware delivers them without running a tool."""
         for entry in state.interrupts:
@@ -367,22 +326,22 @@ class Gate:
                 ):
                     self.queue.mark_applied(request_id, actor=self.owner)
 
-    def _config(self, graph: Graph, thread: str, scope: _Scope) -> dict[str, Any]:
+    def _config(self, graph: Graph, thread: str, scope: Scope) -> dict[str, Any]:
         return thread_config(thread, scope.requested_by, agent=self.agent or graph.name, context=scope.context)
 
-    async def _settle(self, graph: Graph, thread: str, output: Any, scope: _Scope) -> Finished[Any] | Parked:
+    async def _settle(self, graph: Graph, thread: str, output: Any, scope: Scope) -> Finished[Any] | Parked:
         # A GraphOutput from ainvoke(version="v2"), or a StateSnapshot: both list the pending interrupts.
         interrupts: Sequence[Interrupt] = tuple(getattr(output, "interrupts", ()) or ())
         if not interrupts:
             return Finished(thread, getattr(output, "value", getattr(output, "values", output)))
         snapshot = await graph.aget_state(thread_config(thread))
-        scope = _Scope(self._acting_for(interrupts, scope.requested_by), scope.context)
+        scope = Scope(self._acting_for(interrupts, scope.requested_by), scope.context)
         # Requests for the middleware's calls are stored together with the parked run (one transaction);
         # a node's request_approval stored its own before interrupting.
         new_requests: list[ApprovalRequest] = []
-        origin = _Origin(_tools_of(graph), self.agent or graph.name, scope)
+        origin = Origin(tools_of(graph), self.agent or graph.name, scope)
         entries = [self._submit(i, thread, snapshot.values, origin, new_requests) for i in interrupts]
-        state = _ParkState(
+        state = ParkState(
             graph=graph.name,
             thread=thread,
             checkpoint_id=snapshot.config["configurable"].get("checkpoint_id"),
@@ -427,9 +386,9 @@ class Gate:
         pending: Interrupt,
         thread: str,
         values: Mapping[str, Any],
-        origin: _Origin,
+        origin: Origin,
         new_requests: list[ApprovalRequest],
-    ) -> _Pending:
+    ) -> Pending:
         """Turn one pending interrupt into crossgate requests (stored once; a re-submit finds them).
 
         Requests not stored yet are appended to ``new_requests`` for ``park`` to store.
@@ -440,7 +399,7 @@ class Gate:
             request = self.queue.get(value["request_id"])
             if request.call.run != thread:
                 raise AdapterError(f"interrupt {pending.id} names request {request.id} of another thread")
-            return _Pending(pending.id, shape, [request.id], [request.call.tool])
+            return Pending(pending.id, shape, [request.id], [request.call.tool])
         if shape is None:
             raise AdapterError(f"interrupt {pending.id} is not a crossgate or LangChain approval; cannot park it")
         turn, calls = last_tool_calls(values.get("messages", []))
@@ -452,11 +411,11 @@ class Gate:
                 )
             matched = [(call, value.get("description"), None)]
         else:
-            matched = _match_batched(value, calls)
+            matched = match_batched(value, calls)
         request_ids = [
             self._submit_call(thread, turn, c, d, allowed, origin, new_requests) for c, d, allowed in matched
         ]
-        return _Pending(pending.id, shape, request_ids, [c["name"] for c, _, _ in matched])
+        return Pending(pending.id, shape, request_ids, [c["name"] for c, _, _ in matched])
 
     def _submit_call(
         self,
@@ -465,7 +424,7 @@ class Gate:
         call: Mapping[str, Any],
         description: Any,
         allowed: Any,
-        origin: _Origin,
+        origin: Origin,
         new_requests: list[ApprovalRequest],
     ) -> str:
         call_id = str(call.get("id") or "")
@@ -499,72 +458,3 @@ class Gate:
         if not submission.stored and all(r.id != submission.request.id for r in new_requests):
             new_requests.append(submission.request)
         return submission.request.id
-
-
-@dataclass(frozen=True, slots=True)
-class _Scope:
-    """Who a run acts for and its app context: given to ``run``, parked with the thread, restored on resume."""
-
-    requested_by: str | None
-    context: JsonObject
-
-    @classmethod
-    def of(cls, parked: ParkedRun) -> _Scope:
-        acts_for, context = parked.metadata.get("requested_by"), parked.metadata.get("context")
-        return cls(acts_for if isinstance(acts_for, str) else None, dict(context) if isinstance(context, dict) else {})
-
-
-@dataclass(frozen=True, slots=True)
-class _Origin:
-    """What the gate submits a paused agent call with: the graph's tools, the agent's name, the run's scope."""
-
-    tools: Mapping[str, Any]
-    agent: str
-    scope: _Scope
-
-
-def _refusal_text(error: Exception) -> str:
-    """One line on why LangGraph refused an answer (the first pydantic error, where it has one)."""
-    if isinstance(error, ValidationError) and error.errors():
-        first = error.errors()[0]
-        where = "/".join(str(p) for p in first.get("loc", ()))
-        return (
-            f"LangGraph refused it ({where}: {first.get('msg', 'invalid')})"
-            if where
-            else f"LangGraph refused it ({first.get('msg')})"
-        )
-    return f"LangGraph refused it ({str(error).splitlines()[0] if str(error) else type(error).__name__})"
-
-
-def _tools_of(graph: Graph) -> Mapping[str, Any]:
-    """The tools of a ``create_agent`` graph by name (its ``tools`` node is a ``ToolNode``); empty for others."""
-    node = getattr(graph, "nodes", {}).get("tools")
-    tools = getattr(getattr(node, "bound", None), "tools_by_name", None)
-    return tools if isinstance(tools, Mapping) else {}
-
-
-async def _descends(graph: Graph, config: Mapping[str, Any], checkpoint_id: str | None) -> bool:
-    """True if the thread's latest checkpoint is ``checkpoint_id`` or a later one of the same history."""
-    if checkpoint_id is None:
-        return False
-    async for snapshot in graph.aget_state_history(config):
-        if snapshot.config["configurable"].get("checkpoint_id") == checkpoint_id:
-            return True
-    return False
-
-
-def _match_batched(value: Mapping[str, Any], calls: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], Any, Any]]:
-    """Pair each batched action request with its tool call, in order (the batch lists no call ids)."""
-    matched = []
-    position = 0
-    for action, config in zip(value["action_requests"], value["review_configs"], strict=True):
-        while position < len(calls) and (calls[position]["name"], calls[position]["args"]) != (
-            action["name"],
-            action["args"],
-        ):
-            position += 1
-        if position == len(calls):
-            raise AdapterError(f"batched interrupt lists {action['name']} but the model message has no such call")
-        matched.append((calls[position], action.get("description"), config.get("allowed_decisions")))
-        position += 1
-    return matched

@@ -13,8 +13,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 try:
@@ -73,7 +73,7 @@ def crossgate_middleware(
     if given, give ``Gate(agent=...)`` the same name. ``context`` is app context (a tenant, say) that
     policy rules can test, merged with ``Gate.run(context=...)``.
     """
-    origin = _Origin(agent, dict(context or {}))
+    origin = _Origin(agent, dict(context or {}), {tool.name: tool for tool in tools})
     interrupt_on: dict[str, bool | InterruptOnConfig] = {}
     for tool in tools:
         interrupt_on[tool.name] = InterruptOnConfig(
@@ -89,10 +89,12 @@ def crossgate_middleware(
 
 @dataclass(frozen=True, slots=True)
 class _Origin:
-    """The agent name and app context the middleware was given (None and empty: from the run)."""
+    """The agent name and app context the middleware was given (None and empty: from the run), and its tools."""
 
     agent: str | None
     context: JsonObject
+    tools: Mapping[str, BaseTool] = field(default_factory=dict)
+    """By name: batched mode asks ``when`` before the tool step, with no tool in the request."""
 
 
 def possible_decisions(policy: Policy, tool: str, agent: str | None = None) -> tuple[DecisionKind, ...]:
@@ -127,8 +129,9 @@ def _call_for(request: ToolCallRequest, origin: _Origin) -> tuple[ToolCall, str,
     messages: Sequence[BaseMessage] = request.state.get("messages", []) if request.state else []
     turn, message = turn_of(messages, call_id)
     siblings = [agent_request_id(thread, turn, str(c.get("id") or "")) for c in message.tool_calls]
+    tool = request.tool or origin.tools.get(tool_call["name"])
     try:
-        args, refused = tool_args(request.tool, tool_call["args"]), None
+        args, refused = tool_args(tool, tool_call["args"]), None
     except InvalidArgumentsError as exc:
         args, refused = {}, refusal(tool_call["name"], exc)
     # Who the run acts for is part of the call, so this predicate and the gate's submission agree.

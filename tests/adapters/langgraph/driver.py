@@ -7,7 +7,8 @@ rebuilds the same agent; checkpoints, the policy and the model's recorded inputs
 
 Run as ``python -c '...main()' resume --kind K --db URL --tickets PATH --workdir DIR [--lease S] PARKED_RUN``.
 With ``$CG_TEST_KILL_IN_TOOL`` set to ``before`` or ``after``, the delete tool SIGKILLs its own process
-before or after it deletes (a resumer dying inside the tool). ``crossgate worker --app
+before or after it deletes (a resumer dying inside the tool); with ``$CG_TEST_KILL_IN_MODEL`` set to
+``after-tool``, the model does in the turn after a tool result. ``crossgate worker --app
 tests.adapters.langgraph.driver:worker_resumer`` resumes both kinds, with ``$CG_TEST_TICKETS`` and
 ``$CG_TEST_WORKDIR`` naming the files.
 """
@@ -64,6 +65,8 @@ def ticket_reply(messages: Sequence[BaseMessage]) -> AIMessage:
     task = next(str(m.content) for m in messages if isinstance(m, HumanMessage))
     ids = [_ticket_id(t) for t in task.removeprefix(TASK_PREFIX).split()]
     answered = sum(1 for m in messages if isinstance(m, ToolMessage) and m.name == TOOL)
+    if answered and os.environ.get("CG_TEST_KILL_IN_MODEL") == "after-tool":
+        os.kill(os.getpid(), signal.SIGKILL)  # a resumer dying in the model turn after the tool step
     if answered < len(ids):
         ticket = ids[answered]
         return AIMessage(content="", tool_calls=[tool_call(TOOL, {"id": ticket}, f"call_{answered}_{ticket}")])

@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from crossgate import Approve, MemoryStore, Policy, PolicyRule, ReviewQueue, VerdictKind, fingerprint
 from crossgate.runs import Finished, Parked
@@ -44,7 +44,7 @@ POLICY = Policy(
     ),
     default=VerdictKind.ALLOW,
 )
-KINDS = ["toolnode", "create_agent"]
+KINDS = ["toolnode", "create_agent", "create_agent_batched"]
 
 
 class StrictRefund(BaseModel):
@@ -70,8 +70,9 @@ class Refunds:
 
 
 def build(kind: str, queue: ReviewQueue, tool: BaseTool, model: ScriptedChatModel, saver: Any) -> Any:
-    if kind == "create_agent":
-        middleware = crossgate_middleware(queue, [tool])
+    if kind.startswith("create_agent"):
+        mode = "batched" if kind == "create_agent_batched" else "per_call"
+        middleware = crossgate_middleware(queue, [tool], interrupt_mode=mode)
         return create_agent(model, [tool], middleware=middleware, checkpointer=saver, name="refunds-agent")
 
     def call_model(state: MessagesState) -> dict[str, Any]:
@@ -210,3 +211,30 @@ async def test_request_approval_with_a_schema_refuses_a_string_for_a_number(save
     assert "did not run refund_customer" in done.result["outcome"] and "amount" in done.result["outcome"]
     allowed = await Gate(queue, graph).run(graph, {"amount": 7}, thread="node-2")
     assert isinstance(allowed, Finished) and refunds.ran == [{"customer": "c1", "amount": 7}]
+
+
+class Move(BaseModel):
+    source: str = Field(alias="from")
+    times: int = 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_an_aliased_argument_is_judged_by_the_name_the_tool_takes(saver, kind: str) -> None:
+    deny = PolicyRule(
+        name="not-from-etc",
+        verdict=VerdictKind.DENY,
+        tool="move",
+        where=({"arg": "from", "kind": "equals", "value": "/etc"},),
+        reason="Never move /etc.",
+    )
+    queue = ReviewQueue(MemoryStore(), Policy(rules=(deny,), default=VerdictKind.ALLOW))
+    moved: list[dict[str, Any]] = []
+    tool = StructuredTool.from_function(
+        lambda **kw: moved.append(kw) or "moved", name="move", description="Move a path.", args_schema=Move
+    )
+    calls = [tool_call("move", {"from": "/etc", "times": "2"}, "c1"), tool_call("move", {"from": "/tmp"}, "c2")]
+    model = ScriptedChatModel(turns=[AIMessage(content="", tool_calls=calls)], final="Done.")
+    graph = build(kind, queue, tool, model, saver)
+    done = await Gate(queue, graph).run(graph, {"messages": [("user", "move")]}, thread="alias")
+    assert isinstance(done, Finished)
+    assert moved == [{"source": "/tmp", "times": 1}]

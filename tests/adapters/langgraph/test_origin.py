@@ -223,3 +223,34 @@ async def test_context_given_twice_with_two_values_is_refused(saver) -> None:
     with pytest.raises(ConfigurationError, match="one context"):
         await Gate(queue, graph).run(graph, {}, thread="n", context={"tenant": "acme"})
     assert refunds.ran == []
+
+
+@pytest.mark.parametrize("mode", ["per_call", "batched"])
+async def test_the_middlewares_own_context_and_agent_reach_the_gates_requests(saver, mode: str) -> None:
+    ask = PolicyRule(
+        name="acme-asks",
+        verdict=VerdictKind.ASK,
+        tool=TOOL,
+        context=({"arg": "tenant", "kind": "equals", "value": "acme"},),
+    )
+    queue = ReviewQueue(MemoryStore(), Policy(rules=(ask,), default=VerdictKind.DENY))
+    refunds, model = Refunds(), scripted()
+    tool = refunds.tool()
+    middleware = crossgate_middleware(
+        queue,
+        [tool],
+        context={"tenant": "acme"},
+        agent="refunder",
+        interrupt_mode=mode,  # type: ignore[arg-type]
+    )
+    graph = create_agent(model, [tool], middleware=middleware, checkpointer=saver, name="refunds-agent")
+    gate = Gate(queue, graph, agent="refunder")
+    parked = await gate.run(graph, {"messages": [("user", "refund")]}, thread=f"mw-{mode}")
+    assert isinstance(parked, Parked), "the middleware's context made the call ask, and the gate agreed"
+    [request_id] = parked.request_ids
+    request = queue.get(request_id)
+    assert request.call.context["tenant"] == "acme"
+    assert request.call.agent == "refunder"
+    queue.decide(request_id, Approve(), reviewer="ann")
+    assert isinstance(await gate.resume(parked.parked_run), Finished)
+    assert refunds.ran == [ARGS]

@@ -19,7 +19,7 @@ from crossgate import (
 )
 from crossgate.runs import Finished, Parked
 from crossgate_langgraph import Gate, request_approval
-from crossgate_langgraph._gate import thread_config
+from crossgate_langgraph._parking import thread_config
 from crossgate_langgraph.testing import ScriptedChatModel
 from tests.adapters.langgraph.worlds import SQL, WRITE, OpsTools, ops_agent
 from tests.conformance.tickets import TicketStore

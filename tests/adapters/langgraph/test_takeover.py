@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,7 @@ from crossgate.runs import Finished, Parked
 from tests.adapters.langgraph.driver import DRIVERS
 from tests.conformance.harness import TOOL
 from tests.conformance.tickets import TicketStore
+from tests.support.postgres import database_url
 
 pytestmark = pytest.mark.slow
 
@@ -60,12 +62,18 @@ async def wait_until_ready(queue: ReviewQueue, parked_run: str) -> None:
     raise AssertionError(f"parked run {parked_run} was never offered again")
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The store every process opens by the same URL: a SQLite file, or a PostgreSQL schema."""
+    with database_url(request.param, tmp_path) as url:
+        yield url
+
+
 @pytest.mark.parametrize("kill", ["before", "after"])
 @pytest.mark.parametrize("kind", ["langgraph", "langchain"])
 async def test_a_resumer_killed_inside_the_tool_is_taken_over_after_its_lease(
-    tmp_path: Path, kind: str, kill: str
+    tmp_path: Path, db: str, kind: str, kill: str
 ) -> None:
-    db = f"sqlite:///{tmp_path / 'crossgate.db'}"
     queue = ReviewQueue(open_store(db), POLICY)
     tickets = TicketStore(tmp_path / "tickets.db")
     tickets.seed()
@@ -113,8 +121,7 @@ async def test_a_resumer_killed_inside_the_tool_is_taken_over_after_its_lease(
 
 
 @pytest.mark.parametrize("kind", ["langgraph", "langchain"])
-async def test_a_live_lease_is_not_taken_over(tmp_path: Path, kind: str) -> None:
-    db = f"sqlite:///{tmp_path / 'crossgate.db'}"
+async def test_a_live_lease_is_not_taken_over(tmp_path: Path, db: str, kind: str) -> None:
     queue = ReviewQueue(open_store(db), POLICY)
     tickets = TicketStore(tmp_path / "tickets.db")
     tickets.seed()
@@ -128,5 +135,36 @@ async def test_a_live_lease_is_not_taken_over(tmp_path: Path, kind: str) -> None
             await driver.resume(parked.parked_run)
         assert tickets.delete_runs() == 0
         assert parked.parked_run not in [p.id for p in queue.ready_runs()]
+    finally:
+        queue.close()
+
+
+@pytest.mark.parametrize("kind", ["langgraph", "langchain"])
+async def test_a_resumer_killed_after_the_tool_step_is_continued_from_where_it_stopped(
+    tmp_path: Path, db: str, kind: str
+) -> None:
+    queue = ReviewQueue(open_store(db), POLICY)
+    tickets = TicketStore(tmp_path / "tickets.db")
+    tickets.seed()
+    driver = DRIVERS[kind](queue, tickets, tmp_path, db, lease_seconds=LEASE)
+    try:
+        parked = await driver.start(["t3"], run=f"model-{kind}")
+        assert isinstance(parked, Parked)
+        queue.decide(parked.request_ids[0], Approve(), reviewer="ann")
+        doomed = await run(
+            driver.resume_command(parked.parked_run), {**os.environ, "CG_TEST_KILL_IN_MODEL": "after-tool"}
+        )
+        assert doomed.returncode == -9, doomed.stderr[-2000:]
+        assert tickets.delete_runs("t3") == 1
+        await wait_until_ready(queue, parked.parked_run)
+        done = await driver.resume(parked.parked_run)
+        assert isinstance(done, Finished)
+        assert tickets.delete_runs("t3") == 1, "the delete ran once"
+        [told] = driver.tool_results(f"model-{kind}")
+        # The model hears the tool's result either way: from the saved tool step, or (LangGraph's default
+        # async durability had not saved it before the kill) from the recorded outcome when the tool task
+        # re-runs and its applied call is not run again.
+        assert "deleted ticket t3" in told
+        assert queue.get_parked(parked.parked_run).status is ParkedRunStatus.RESUMED
     finally:
         queue.close()

@@ -40,7 +40,7 @@ class Files:
         return StructuredTool.from_function(write_file)
 
 
-@pytest.mark.parametrize("kind", ["create_agent", "toolnode"])
+@pytest.mark.parametrize("kind", ["create_agent", "create_agent_batched", "toolnode"])
 async def test_an_edit_the_tool_refuses_at_resume_ends_the_call_and_the_run_goes_on(saver, kind: str) -> None:
     queue = ReviewQueue(
         MemoryStore(), Policy(rules=(PolicyRule(name="w", verdict=VerdictKind.ASK, tool="write_file"),))
