@@ -147,12 +147,13 @@ _encode_string = json.encoder.encode_basestring
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def canonical_json(value: Any) -> str:
+def canonical_json(value: Any, *, max_depth: int = MAX_JSON_DEPTH + ENVELOPE_DEPTH) -> str:
     """Return the canonical JSON text of ``value`` (see the module docstring).
 
-    It may nest ``ENVELOPE_DEPTH`` levels more than arguments may: records carry arguments inside them.
+    By default it may nest ``ENVELOPE_DEPTH`` levels more than arguments may: records carry arguments
+    inside them. Pass ``max_depth=MAX_JSON_DEPTH`` to hold ``value`` to the arguments' limit.
     """
-    return _ENCODER.encode(_canonical_value(value, MAX_JSON_DEPTH + ENVELOPE_DEPTH))
+    return _ENCODER.encode(_canonical_value(value, max_depth))
 
 
 def require_json(value: Any) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from crossgate.errors import ConfigurationError, InvalidArgumentsError, InvalidDecisionError
-from crossgate.fingerprint import canonical_json, require_json
+from crossgate.fingerprint import MAX_JSON_DEPTH, canonical_json
 
 if TYPE_CHECKING:
     from crossgate.model import Approve, Edit, JsonObject, Reject, Respond, ToolCall
@@ -60,10 +60,9 @@ class InputLimits:
     def args_problem(self, args: JsonObject) -> str | None:
         """Why ``args`` cannot be taken as arguments (not JSON crossgate accepts, or over ``args_bytes``), or None."""
         try:
-            require_json(args)
+            size = len(canonical_json(args, max_depth=MAX_JSON_DEPTH).encode("utf-8"))
         except InvalidArgumentsError as exc:
             return f"its arguments are not accepted: {exc}"
-        size = len(canonical_json(args).encode("utf-8"))
         if size > self.args_bytes:
             return f"its arguments are {size} bytes as JSON, over the limit of {self.args_bytes} bytes"
         return None

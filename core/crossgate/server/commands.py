@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import math
 import secrets
 import sys
 from pathlib import Path
@@ -123,6 +124,12 @@ def serve(
     uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=2)
 
 
+def _finite(value: float) -> float:
+    if not math.isfinite(value):  # click's range lets NaN through: every comparison with it is false
+        raise typer.BadParameter(f"must be a number of seconds, got {value}")
+    return value
+
+
 def worker(
     ctx: typer.Context,
     app_target: Annotated[
@@ -136,7 +143,10 @@ def worker(
     db: Annotated[str | None, typer.Option("--db", metavar="URL", help="Database (overrides the global --db).")] = None,
     policy: Annotated[str | None, typer.Option("--policy", metavar="FILE", help="Policy file.")] = None,
     poll: Annotated[
-        float, typer.Option(min=0.05, max=3600, help="Seconds between checks when nothing wakes the worker.")
+        float,
+        typer.Option(
+            min=0.05, max=3600, callback=_finite, help="Seconds between checks when nothing wakes the worker."
+        ),
     ] = 1.0,
     until_idle: Annotated[bool, typer.Option("--until-idle", help="Exit once no parked run is left.")] = False,
     once: Annotated[bool, typer.Option("--once", help="Resume what is ready now, then exit.")] = False,
