@@ -208,13 +208,14 @@ async def _run_in(
         base_url=f"http://{host}:{port}",
         title="crossgate demo",
     )
+    app = create_app(queue, settings)
     try:
-        server, server_task, bound = await start_server(create_app(queue, settings), host, port)
+        server, server_task, bound = await start_server(app, host, port)
     except BaseException:
         queue.close()
         raise
     base_url = f"http://{host}:{bound}"
-    report = DemoReport(address=f"{base_url}/login?token={person}")
+    report = DemoReport(address=f"{base_url}/login?token={app.state.crossgate.auth.issue_sign_in('you')}")  # once
     agents = build_agents(queue, tickets, folder, specs=specs, synthetic=synthetic)
     print(f"crossgate demo: review page {report.address}")
     print(f"  database: {database}")

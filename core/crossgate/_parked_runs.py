@@ -11,7 +11,7 @@ from pydantic import JsonValue
 from crossgate._queue_base import QueueBase, clip_text
 from crossgate.clock import new_id
 from crossgate.errors import AdapterError, ConfigurationError, ConflictError, NotFoundError, ParkedRunClaimedError
-from crossgate.model import ApprovalRequest, JsonObject, NewEvent, ParkedRun, ParkedRunStatus
+from crossgate.model import ApprovalRequest, JsonObject, NewEvent, ParkedRun, ParkedRunStatus, RequestStatus
 from crossgate.stores.base import claimable
 
 PRUNED_IDS_LISTED = 100
@@ -87,6 +87,31 @@ class ParkedRunsMixin(QueueBase):
     ) -> list[ParkedRun]:
         """Parked runs, oldest first."""
         return self.store.list_parked_runs(statuses=statuses, framework=framework, run=run)
+
+    def applied_without_outcome(self, parked: ParkedRun) -> list[ApprovalRequest]:
+        """The requests of ``parked`` marked applied whose outcome was never recorded, in the run's order.
+
+        A resumer killed between the applied mark and the tool's outcome (or still running the tool) leaves
+        these. The mark comes first, so the tool never runs twice; whether it ran once is unknown. Only
+        approvals and edits count: a rejection or a response applied never runs the tool. A later resume's
+        record that it did not run the call again (``ran`` false) is not the outcome: only a record that
+        the tool ran is. A run resumed in one attempt that ended cleanly lists nothing: its tools ran
+        (some run their tool in the resumed code itself, as a LangGraph node after ``request_approval``
+        does, and no outcome is ever recorded for them).
+        """
+        if parked.status is ParkedRunStatus.RESUMED and parked.attempts <= 1:
+            return []
+        requests = [self.get(r) for r in parked.request_ids]
+        may_have_run = [r for r in requests if r.status is RequestStatus.APPLIED and r.approved_fingerprint()]
+        return [r for r in may_have_run if not self._ran_after_applied(r.id)]
+
+    def _ran_after_applied(self, request_id: str) -> bool:
+        applied = False
+        for event in self.store.list_events(request_id=request_id):
+            applied = applied or event.kind == "applied"
+            if applied and event.kind == "executed" and event.payload.get("ran") is True:
+                return True
+        return False
 
     def is_ready(self, parked: ParkedRun) -> bool:
         """True once no request of the parked run is pending."""

@@ -6,6 +6,7 @@ from datetime import datetime
 
 from crossgate.clock import Clock
 from crossgate.errors import NotFoundError
+from crossgate.limits import DEFAULT_LIMITS, InputLimits
 from crossgate.model import ApprovalRequest, JsonObject, NewEvent, ToolCall
 from crossgate.stores.base import Store
 
@@ -16,9 +17,11 @@ OUTCOME_TEXT_LIMIT = 500
 class QueueBase:
     """The store and clock of a review queue, and the helpers its parts share."""
 
-    def __init__(self, store: Store, *, clock: Clock) -> None:
+    def __init__(self, store: Store, *, clock: Clock, limits: InputLimits = DEFAULT_LIMITS) -> None:
         self.store = store
         self._clock = clock
+        self.limits = limits
+        """The sizes beyond which calls are denied and decisions refused (see :mod:`crossgate.limits`)."""
 
     def now(self) -> datetime:
         """The queue's clock."""

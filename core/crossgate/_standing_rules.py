@@ -18,6 +18,7 @@ class StandingRulesMixin(QueueBase):
 
     def add_rule(self, rule: StandingRule, *, actor: str | None = None, channel: str = "api") -> StandingRule:
         """Store a standing rule (built by hand, or by ``remember``)."""
+        self.limits.check_text(rule.message, "the rule's message", self.limits.message_bytes)
         payload = rule.model_dump(mode="json", exclude_none=True)
         self.store.insert_rule(rule, self._event("rule_added", actor=actor, channel=channel, payload=payload))
         return rule

@@ -5,8 +5,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from crossgate.errors import AuditHeadMissingError
 from crossgate.model import Event, NewEvent
+
+if TYPE_CHECKING:
+    from crossgate.stores.base import Store
 
 GENESIS_HASH = "0" * 64
 """``prev_hash`` of the first event."""
@@ -67,3 +72,13 @@ def verify_chain(events: Iterable[Event], head: tuple[int, str] | None = None) -
         problem = f"the log ends at event {expected_seq - 1} but its recorded head is event {head[0]}"
         return AuditReport(False, checked, problem, head[0])
     return AuditReport(True, checked)
+
+
+def verify_log(store: Store) -> AuditReport:
+    """Check ``store``'s whole log against the head it records apart; a missing head is a broken log."""
+    events = store.list_events()
+    try:
+        head = store.audit_head()
+    except AuditHeadMissingError as exc:
+        return AuditReport(False, verify_chain(events).checked, str(exc))
+    return verify_chain(events, head=head)

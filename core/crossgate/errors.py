@@ -14,9 +14,11 @@
     │   ├── DecisionNotAllowedError
     │   ├── InvalidArgumentsError
     │   ├── FingerprintMismatchError
-    │   └── SelfDecisionError
+    │   ├── SelfDecisionError
+    │   └── SignatureError         not signed by a trusted authority key, or signed for something else
     ├── ConfigurationError         a policy file or option that cannot work
     ├── StoreError                 the database failed; driver errors are wrapped here
+    │   └── AuditHeadMissingError  the audit log's recorded head row is gone
     └── AdapterError               an SDK did something the adapter cannot translate
 
 A pending request is a return value, never an exception.
@@ -77,12 +79,35 @@ class SelfDecisionError(InvalidDecisionError):
     """A reviewer tried to decide a request they submitted themselves."""
 
 
+class SignatureError(InvalidDecisionError):
+    """What could let a call run is not signed by a trusted authority key, or was signed for something else.
+
+    ``reason`` names the refusal for logs and tests (see :mod:`crossgate.authority`).
+    """
+
+    def __init__(self, message: str, *, reason: str = "bad_signature") -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 class ConfigurationError(CrossgateError):
     """A policy, rule or option is malformed or contradicts itself."""
 
 
 class StoreError(CrossgateError):
     """The store failed; the driver's own exception is the cause."""
+
+
+class AuditHeadMissingError(StoreError):
+    """The audit log's head row is missing: the database was changed outside crossgate.
+
+    No event can be appended (fail closed), and ``crossgate audit verify`` reports the log as broken.
+    """
+
+    def __init__(
+        self, message: str = "the audit log's head row is missing: the database was changed outside crossgate"
+    ) -> None:
+        super().__init__(message)
 
 
 class AdapterError(CrossgateError):

@@ -13,7 +13,39 @@ from crossgate.fingerprint import canonical_json, fingerprint, json_string
 JsonObject = dict[str, JsonValue]
 
 FRAMEWORKS = ("openai-agents", "claude-agent-sdk", "langgraph", "langchain")
-"""Frameworks the bundled adapters report; other adapters may use their own names."""
+"""Frameworks the bundled adapters report: the names a policy rule's ``frameworks`` may use (any other name,
+such as a typo for one of these, would never match, so a policy naming one is refused)."""
+
+CONTEXT_KEYS: dict[str, frozenset[str]] = {
+    "openai-agents": frozenset({"requested_by"}),
+    "claude-agent-sdk": frozenset(
+        {
+            "requested_by",
+            # every PreToolUse hook and can_use_tool call
+            "agent_id",
+            "claude_tool",
+            # a subagent's calls
+            "parent_agent",
+            "parent_agent_id",
+            "parent_tool_use_id",
+            # PreToolUse hook input
+            "permission_mode",
+            "cwd",
+            "mcp_server",
+            # can_use_tool's ToolPermissionContext
+            "display_name",
+            "title",
+            "description",
+            "blocked_path",
+            "decision_reason",
+            "suggestions",
+        }
+    ),
+    "langgraph": frozenset({"requested_by"}),
+    "langchain": frozenset({"requested_by"}),
+}
+"""The context keys each bundled adapter puts on a call (besides what the app passes as ``context``), so
+``crossgate policy check`` can tell a rule that tests a key no adapter sets. Keep it in step with the adapters."""
 
 EXPIRY_MESSAGE = (
     "No reviewer answered this request in time, so the tool call was not run. "
@@ -123,7 +155,9 @@ class Remember(_Frozen):
     """Turn a decision into a standing rule."""
 
     scope: RememberScope = RememberScope.FOREVER
-    match: RememberMatch = RememberMatch.TOOL
+    match: RememberMatch = RememberMatch.EXACT
+    """Which later calls it covers; by default the narrowest: only these exact arguments (``tool`` is every call
+    of the tool, ``pattern`` the calls whose arguments match ``arg_patterns``)."""
     arg_patterns: dict[str, str] = Field(default_factory=dict)
     """For ``match=pattern``: argument name to glob pattern (``*`` any text, ``**`` across ``/``)."""
     this_agent_only: bool = False

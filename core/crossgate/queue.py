@@ -15,7 +15,7 @@ from crossgate._approvals import ApprovalsMixin
 from crossgate._parked_runs import ParkedRunsMixin
 from crossgate._queue_base import call_payload, clip_text
 from crossgate._standing_rules import StandingRulesMixin
-from crossgate.audit import AuditReport, verify_chain
+from crossgate.audit import AuditReport, verify_log
 from crossgate.clock import Clock, new_id, utc_now
 from crossgate.decisions import AnyDecision, check_decision, check_open, check_schema, decision_summary
 from crossgate.errors import (
@@ -27,6 +27,7 @@ from crossgate.errors import (
     RequestExpiredError,
 )
 from crossgate.fingerprint import fingerprint
+from crossgate.limits import DEFAULT_LIMITS, InputLimits, storable_text
 from crossgate.model import (
     ALL_DECISIONS,
     APPROVAL_LAPSED_MESSAGE,
@@ -52,6 +53,12 @@ from crossgate.waiting import WaitRegistry
 
 REQUESTED_BY = "requested_by"
 """The context key under which a call carries who its run acts for (``submit(requested_by=...)``)."""
+REFUSED_MESSAGE = (
+    "crossgate refused this tool call without asking anyone, so it was not run: {problem}. Do not retry it as it is."
+)
+"""What the model reads for a call the input limits refuse (see ``crossgate.limits``)."""
+REFUSED_FIELDS = ("framework", "tool", "call_id", "agent")
+"""What the event of a refused call keeps of it: not the arguments, which were the problem."""
 REQUIRED_DECISIONS = (DecisionKind.APPROVE, DecisionKind.REJECT)
 """Every adapter can express these; a request always allows at least them."""
 
@@ -73,8 +80,15 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
     (``_approvals``, ``_standing_rules``, ``_parked_runs``).
     """
 
-    def __init__(self, store: Store, policy: Policy | None = None, *, clock: Clock = utc_now) -> None:
-        super().__init__(store, clock=clock)
+    def __init__(
+        self,
+        store: Store,
+        policy: Policy | None = None,
+        *,
+        clock: Clock = utc_now,
+        limits: InputLimits = DEFAULT_LIMITS,
+    ) -> None:
+        super().__init__(store, clock=clock, limits=limits)
         self.policy = policy or Policy()
         self._waits = WaitRegistry(store)
         # The active standing rules as of an audit head: every rule change appends its event in the
@@ -155,6 +169,8 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
         test who the run acts for.
         """
         check_schema(args_schema)
+        if (problem := self.limits.call_problem(call)) is not None:
+            return self._refuse(call, problem)
         if requested_by is not None and call.context.get(REQUESTED_BY) != requested_by:
             call = call.model_copy(update={"context": {**call.context, REQUESTED_BY: requested_by}})
         if request_id is not None and (existing := self.store.get_request(request_id)) is not None:
@@ -195,6 +211,19 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
         )
         return Submission(verdict, request, stored=False)
 
+    def _refuse(self, call: ToolCall, problem: str) -> Submission:
+        """Deny a call over the input limits without asking anyone; the event records why, not the arguments."""
+        reason = storable_text(REFUSED_MESSAGE.format(problem=problem)) or ""
+        payload: JsonObject = {
+            **{k: storable_text(v) for k, v in call_payload(call).items() if k in REFUSED_FIELDS},
+            "reason": reason,
+            "rule": None,
+        }
+        self.store.append_event(
+            self._event("auto_denied", run=storable_text(call.run), actor="policy", channel="policy", payload=payload)
+        )
+        return Submission(Verdict(kind=VerdictKind.DENY, reason=reason))
+
     # reading ------------------------------------------------------------------------------------
     def list_requests(self, query: RequestQuery | None = None) -> Page[ApprovalRequest]:
         """One page of requests (newest first unless the query says otherwise)."""
@@ -231,6 +260,7 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
     # deciding -----------------------------------------------------------------------------------
     def decide(self, request_id: str, decision: AnyDecision, *, reviewer: str, channel: str = "api") -> ApprovalRequest:
         """Record ``decision`` exactly once; refuse anything invalid and change nothing then."""
+        self.limits.check_decision(decision)
         request = self.get(request_id)
         now = self.now()
         check_open(request, now)
@@ -415,6 +445,7 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
 
     def cancel(self, request_id: str, *, reason: str = CANCEL_MESSAGE, actor: str | None = None) -> ApprovalRequest:
         """Close a pending request without a decision; the SDK gets a rejection carrying ``reason``."""
+        self.limits.check_text(reason, "the reason", self.limits.message_bytes)
         request = self.get(request_id)
         check_open(request, self.now())
         closed = self._close(request, RequestStatus.CANCELLED, reason, actor=actor)
@@ -497,7 +528,7 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
 
     def verify_audit(self) -> AuditReport:
         """Check the hash chain of the whole log against the recorded head."""
-        return verify_chain(self.store.list_events(), head=self.store.audit_head())
+        return verify_log(self.store)
 
 
 def _verdict_of(request: ApprovalRequest) -> Verdict:

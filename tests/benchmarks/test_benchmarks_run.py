@@ -31,6 +31,8 @@ CASES = {
     "bench_server": ([], {"CG_BENCH_SECONDS": "2", "CG_BENCH_CLIENTS": "3", "CG_BENCH_BACKLOG": "10"}, "[ok]"),
     "bench_langgraph": (["--n", "2", "--warmup", "1"], {}, "ratio graph crossgate"),
     "bench_claude": (["--runs", "1"], {}, "ratios (median) to bare"),
+    "bench_authority": ([], {"CG_BENCH_DECISIONS": "20", "CG_BENCH_ROUNDS": "2"}, "sign+verify per decision"),
+    "bench_chaos": (["2", "--adapters", "openai", "--stores", "sqlite"], {}, "failures counted: 0"),
 }
 
 

@@ -14,7 +14,7 @@ SINGLE_JSON_KEYS = {
     "id", "status", "framework", "tool", "args", "fingerprint", "decision", "reviewer", "resolution", "agent", "run",
     "session", "call_id", "reason", "rule", "description", "allowed_decisions", "args_schema", "requested_by",
     "created_at", "expires_at", "apply_within_seconds", "approvals_required", "decided_at", "applied_at",
-    "closed_reason", "standing_rule",
+    "closed_reason", "standing_rule", "remember_covers",
 }  # fmt: skip
 """What ``approve ID --json`` printed before several ids were accepted; scripts read these."""
 

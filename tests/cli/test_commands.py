@@ -143,7 +143,7 @@ def test_approve_with_the_matching_fingerprint_is_accepted(cli: Cli) -> None:
 
 def test_approve_remember_run_allows_later_calls_in_that_run_only(cli: Cli) -> None:
     rid = cli.submit("delete_ticket", '{"id": "t3"}', "--run", "r1")["id"]
-    out = cli.json("approve", rid, "--remember", "run", "--reviewer", "ann")
+    out = cli.json("approve", rid, "--remember", "run", "--match", "tool", "--reviewer", "ann")
     rule = out["standing_rule"]
     assert (rule["effect"], rule["tool"], rule["scope"], rule["run"]) == ("allow", "delete_ticket", "run", "r1")
     assert rule["source_request"] == rid and rule["created_by"] == "ann"
@@ -193,7 +193,9 @@ def test_reject_gives_the_model_the_message(cli: Cli) -> None:
 
 def test_reject_with_remember_stores_a_deny_rule(cli: Cli) -> None:
     rid = cli.submit("drop_table", '{"name": "users"}')["id"]
-    rule = cli.json("reject", rid, "--message", "Never drop tables.", "--remember", "forever")["standing_rule"]
+    rule = cli.json("reject", rid, "--message", "Never drop tables.", "--remember", "forever", "--match", "tool")[
+        "standing_rule"
+    ]
     assert (rule["effect"], rule["message"]) == ("deny", "Never drop tables.")
     again = cli.submit("drop_table", '{"name": "orders"}')
     assert (again["verdict"], again["verdict_reason"]) == ("deny", "Never drop tables.")

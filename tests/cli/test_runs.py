@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from crossgate import Approve, ParkedRunStatus, ReviewQueue, ToolCall
+from crossgate import Approve, ParkedRunStatus, Reject, ReviewQueue, ToolCall
 from crossgate.stores.sqlite import SqliteStore
 from tests.cli.conftest import CROSSGATE, Cli, subprocess_env
 from tests.support.clock import FakeClock
@@ -259,3 +259,106 @@ def test_prune_through_the_installed_command_on_a_sqlite_file(tmp_path: Path) ->
     reopened = SqliteStore(db)
     assert [p.state for p in reopened.list_parked_runs()] == ["", "s" * 2048]
     reopened.close()
+
+
+def killed_between_mark_and_tool(queue: ReviewQueue) -> tuple[str, list[str]]:
+    """A parked run of three calls: one ran and recorded its outcome, one was marked applied and then the
+    process died (no outcome), one was rejected and applied without an outcome (a rejection never runs)."""
+    calls = [ToolCall(framework="langgraph", tool="delete_ticket", args={"id": t}, run="thread-9") for t in "abc"]
+    ids = []
+    for call in calls:
+        request = queue.submit(call).request
+        assert request is not None
+        ids.append(request.id)
+    park_id = queue.park(framework="langgraph", run="thread-9", request_ids=ids, state=STATE).id
+    queue.decide(ids[0], Approve(), reviewer="ann")
+    queue.decide(ids[1], Approve(), reviewer="ann")
+    queue.decide(ids[2], Reject(message="keep c"), reviewer="ann")
+    queue.claim_parked(park_id, owner="worker-1")
+    queue.mark_applied(ids[0], args={"id": "a"})
+    queue.record_outcome(ids[0], ran=True, result="deleted a")
+    queue.mark_applied(ids[1], args={"id": "b"})  # SIGKILL here: the tool may or may not have run
+    queue.mark_applied(ids[2])
+    return park_id, ids
+
+
+def test_show_lists_calls_applied_with_no_outcome_recorded(cli: Cli, queue: ReviewQueue) -> None:
+    park_id, (ran, unknown, rejected) = killed_between_mark_and_tool(queue)
+    applied_at = queue.get(unknown).applied_at
+    assert applied_at is not None
+    text = cli.ok("runs", "show", park_id).stdout
+    stamp = applied_at.strftime("%Y-%m-%d %H:%M:%S")
+    expected = f"{unknown} (delete_ticket): applied at {stamp}, no outcome recorded: may or may not have run"
+    assert [line for line in text.splitlines() if "no outcome" in line] == [expected]
+    shown = cli.json("runs", "show", park_id)
+    assert shown["applied_without_outcome"] == [unknown]
+    assert [(r["id"], r["status"], r["outcome_recorded"]) for r in shown["requests"]] == [
+        (ran, "applied", True),
+        (unknown, "applied", False),
+        (rejected, "applied", None),  # a rejection never runs the tool: no outcome to miss
+    ]
+    assert shown["requests"][1]["applied_at"] == applied_at.isoformat()
+
+
+def test_show_says_nothing_of_outcomes_once_every_applied_call_recorded_one(cli: Cli, queue: ReviewQueue) -> None:
+    park_id, (_, unknown, _) = killed_between_mark_and_tool(queue)
+    queue.record_outcome(unknown, ran=True, result="deleted b")  # the operator's check, or a late record
+    assert "no outcome" not in cli.ok("runs", "show", park_id).stdout
+    assert cli.json("runs", "show", park_id)["applied_without_outcome"] == []
+
+
+def test_show_on_a_sqlite_file_lists_the_unrecorded_call(tmp_path: Path) -> None:
+    db = tmp_path / "q.db"
+    store = SqliteStore(db)
+    store.setup()
+    queue = ReviewQueue(store)
+    park_id, (_, unknown, _) = killed_between_mark_and_tool(queue)
+    queue.close()
+    result = subprocess.run(
+        [str(CROSSGATE), "--db", str(db), "runs", "show", park_id, "--json"],
+        capture_output=True, text=True, env=subprocess_env(), timeout=60, check=True,
+    )  # fmt: skip
+    assert json.loads(result.stdout)["applied_without_outcome"] == [unknown]
+
+
+def test_a_later_resume_refusing_to_run_the_call_again_is_not_its_outcome(cli: Cli, queue: ReviewQueue) -> None:
+    park_id, (_, unknown, _) = killed_between_mark_and_tool(queue)
+    # What every adapter records when a retried resume meets the applied call: it did not run it again.
+    queue.record_outcome(unknown, ran=False, error=f"not run again: request {unknown} was applied before")
+    assert cli.json("runs", "show", park_id)["applied_without_outcome"] == [unknown]
+    assert f"{unknown} (delete_ticket): applied at" in cli.ok("runs", "show", park_id).stdout
+
+
+def node_run(queue: ReviewQueue, clock: FakeClock, *, taken_over: bool) -> tuple[str, str]:
+    """A run whose node runs the tool itself after its approval (no outcome is recorded for it), resumed
+    once cleanly, or taken over from a resumer that died after marking the call applied."""
+    call = ToolCall(framework="langgraph", tool="delete_ticket", args={"id": "n1"}, run="thread-n")
+    request = queue.submit(call).request
+    assert request is not None
+    park_id = queue.park(framework="langgraph", run="thread-n", request_ids=[request.id], state=STATE).id
+    queue.decide(request.id, Approve(), reviewer="ann")
+    queue.claim_parked(park_id, owner="worker-1", lease_seconds=5)
+    queue.mark_applied(request.id, args={"id": "n1"})  # the node runs the tool; nothing records its outcome
+    owner = "worker-1"
+    if taken_over:  # worker-1 died here; its lease runs out and worker-2 finishes the run
+        clock.advance(10)
+        queue.claim_parked(park_id, owner="worker-2")
+        owner = "worker-2"
+    queue.finish_parked(park_id, owner=owner, outcome="finished")
+    return park_id, request.id
+
+
+def test_a_run_resumed_cleanly_in_one_attempt_lists_no_unrecorded_calls(
+    cli: Cli, queue: ReviewQueue, clock: FakeClock
+) -> None:
+    park_id, _ = node_run(queue, clock, taken_over=False)
+    assert cli.json("runs", "show", park_id)["applied_without_outcome"] == []
+    assert "no outcome" not in cli.ok("runs", "show", park_id).stdout
+
+
+def test_a_run_taken_over_from_a_dead_resumer_lists_the_call_it_applied(
+    cli: Cli, queue: ReviewQueue, clock: FakeClock
+) -> None:
+    park_id, request_id = node_run(queue, clock, taken_over=True)
+    shown = cli.json("runs", "show", park_id)
+    assert (shown["status"], shown["attempts"], shown["applied_without_outcome"]) == ("resumed", 2, [request_id])

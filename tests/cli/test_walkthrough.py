@@ -30,7 +30,12 @@ def run(walkthrough: ModuleType, capsys: pytest.CaptureFixture[str]) -> str:
     out = capsys.readouterr().out
     assert len(re.findall(r"^  pending: req_", out, re.MULTILINE)) >= 3
     assert re.search(r"^  approved req_\w+ \(write_file\) as ann$", out, re.MULTILINE)
-    assert re.search(r"^  remembered as standing rule rule_\w+: allow write_file \(run\)$", out, re.MULTILINE)
+    assert re.search(
+        r"^  remembered as standing rule rule_\w+: allow write_file "
+        r'where path matches "notes/\*", for the rest of run s-1$',
+        out,
+        re.MULTILINE,
+    )
     assert re.search(r"^  edited req_\w+ \(delete_ticket\) as ann$", out, re.MULTILINE)
     assert re.search(r"^  rejected req_\w+ \(execute_sql\) as ann$", out, re.MULTILINE)
     assert "crossgate: error: request req_" in out and "was already decided (reject)" in out

@@ -185,10 +185,11 @@ async def test_respond_returns_the_reviewers_content_without_running(make_world)
     assert content in world.driver.tool_results("run-respond")[0]
 
 
-async def test_remember_allows_a_matching_call_in_a_new_run(make_world) -> None:  # type: ignore[no-untyped-def]
+async def test_remembering_the_whole_tool_allows_a_call_in_a_new_run(make_world) -> None:  # type: ignore[no-untyped-def]
     world = make_world()
     outcome = await world.driver.start(["t3"], run="run-remember-1")
-    world.queue.decide(world.only_request(outcome), Approve(remember=Remember()), reviewer="ann")
+    whole_tool = Remember(match=RememberMatch.TOOL)  # only when the reviewer says so: the default is exact
+    world.queue.decide(world.only_request(outcome), Approve(remember=whole_tool), reviewer="ann")
     await world.driver.resume(outcome.parked_run)  # type: ignore[union-attr]
     again = await world.driver.start(["t2"], run="run-remember-2")
     assert isinstance(again, Finished)
@@ -200,7 +201,8 @@ async def test_remember_allows_a_matching_call_in_a_new_run(make_world) -> None:
 async def test_remembered_exact_arguments_still_ask_for_others(make_world) -> None:  # type: ignore[no-untyped-def]
     world = make_world()
     outcome = await world.driver.start(["t3"], run="run-exact-1")
-    exact = Remember(match=RememberMatch.EXACT)
+    exact = Remember()  # the default: these exact arguments (issue: approving t3 must not let t2 run unasked)
+    assert exact.match is RememberMatch.EXACT
     world.queue.decide(world.only_request(outcome), Approve(remember=exact), reviewer="ann")
     await world.driver.resume(outcome.parked_run)  # type: ignore[union-attr]
     other = await world.driver.start(["t1"], run="run-exact-2")

@@ -444,7 +444,8 @@ def test_wait_blocking_wakes_on_decision(queue: ReviewQueue) -> None:
 # remember -----------------------------------------------------------------------------------------
 def test_remembered_approval_for_the_run_allows_later_calls_in_that_run_only(queue: ReviewQueue) -> None:
     request = submit(queue, "t3")
-    queue.decide(request.id, Approve(remember=Remember(scope=RememberScope.RUN)), reviewer="ann")
+    whole_tool = Remember(scope=RememberScope.RUN, match=RememberMatch.TOOL)
+    queue.decide(request.id, Approve(remember=whole_tool), reviewer="ann")
     [rule] = queue.rules()
     assert rule.source_request == request.id
     assert queue.evaluate(call("t9")).kind is VerdictKind.ALLOW
@@ -455,7 +456,8 @@ def test_remembered_approval_for_the_run_allows_later_calls_in_that_run_only(que
 
 def test_remembered_exact_arguments_cover_only_those_arguments(queue: ReviewQueue) -> None:
     request = submit(queue, "t3")
-    queue.decide(request.id, Approve(remember=Remember(match=RememberMatch.EXACT)), reviewer="ann")
+    queue.decide(request.id, Approve(remember=Remember()), reviewer="ann")  # the default: these arguments
+    assert queue.rules()[0].match is RememberMatch.EXACT
     assert queue.evaluate(call("t3", run="other")).kind is VerdictKind.ALLOW
     assert queue.evaluate(call("t4", run="other")).kind is VerdictKind.ASK
 
@@ -463,7 +465,8 @@ def test_remembered_exact_arguments_cover_only_those_arguments(queue: ReviewQueu
 def test_remembered_rejection_denies_with_the_reviewers_message(queue: ReviewQueue) -> None:
     request = submit(queue, "t1")
     message = "Never delete tickets from this agent. Ask the user instead."
-    queue.decide(request.id, Reject(message=message, remember=Remember(this_agent_only=True)), reviewer="ann")
+    everything = Remember(this_agent_only=True, match=RememberMatch.TOOL)
+    queue.decide(request.id, Reject(message=message, remember=everything), reviewer="ann")
     verdict = queue.evaluate(call("t7", run="other"))
     assert verdict.kind is VerdictKind.DENY
     assert verdict.reason == message

@@ -185,23 +185,62 @@ def test_webfetch_subdomain_wildcard() -> None:
 
 
 MCP = [
-    ("mcp__tickets__delete_ticket", "mcp__tickets__delete_ticket", True),
-    ("mcp__tickets__delete_ticket", "mcp__tickets__list_tickets", False),
-    ("mcp__tickets", "mcp__tickets__delete_ticket", True),
-    ("mcp__tickets", "mcp__tickets_admin__delete_ticket", False),
-    ("mcp__tickets__*", "mcp__tickets__list_tickets", True),
-    ("mcp__tickets__*", "mcp__other__list_tickets", False),
-    ("mcp__tickets__get_*", "mcp__tickets__get_ticket", True),
+    # (rule text, verdict, tool, server, covered): tools are named by their own name, the server is context
+    ("mcp__tickets__delete_ticket", "allow", "delete_ticket", "tickets", True),
+    ("mcp__tickets__delete_ticket", "allow", "list_tickets", "tickets", False),
+    ("mcp__tickets__delete_ticket", "deny", "delete_ticket", "other", False),
+    ("mcp__tickets__delete_ticket", "deny", "delete_ticket", None, False),  # no server: not an MCP call
+    ("mcp__tickets", "allow", "delete_ticket", "tickets", True),
+    ("mcp__tickets", "allow", "delete_ticket", "tickets_admin", False),
+    ("mcp__tickets", "allow", "delete_ticket", "tickets__admin", False),  # allow: that server only
+    ("mcp__tickets", "deny", "delete_ticket", "tickets__admin", True),  # mcp__tickets__admin__...: Claude's reading
+    ("mcp__tickets__*", "allow", "list_tickets", "tickets", True),
+    ("mcp__tickets__*", "allow", "list_tickets", "other", False),
+    ("mcp__tickets__get_*", "allow", "get_ticket", "tickets", True),
+    ("mcp__tickets__get_*", "allow", "list_tickets", "tickets", False),
+    # a server name with __ in it: every split of the CLI name is a server and tool with that CLI name
+    ("mcp__team__ops__delete_ticket", "deny", "delete_ticket", "team__ops", True),
+    ("mcp__team__ops__delete_ticket", "deny", "ops__delete_ticket", "team", True),
+    ("mcp__team__ops__delete_ticket", "allow", "delete_ticket", "team", False),
+    ("mcp__team__ops__*", "deny", "anything", "team__ops", True),
+    # the CLI writes characters of a server name outside [A-Za-z0-9_-] as _
+    ("mcp__team_ops__delete_ticket", "deny", "delete_ticket", "team.ops", True),
+    ("mcp__team_ops__delete_ticket", "allow", "delete_ticket", "team ops", True),
+    ("mcp__team_ops__delete_ticket", "allow", "delete_ticket", "teamXops", False),
+    ("mcp__team-ops", "allow", "x", "team_ops", False),
 ]
 
 
-@pytest.mark.parametrize(("text", "tool", "expected"), MCP)
-def test_mcp_rules(text: str, tool: str, expected: bool) -> None:
-    assert covers(text, "allow", tool) is expected
+def covers_mcp(text: str, verdict: str, tool: str, server: str | None) -> bool:
+    context = {} if server is None else {"mcp_server": server}
+    rules = parse_claude_rule(text, verdict)
+    return any(rule.matches(call(tool, framework="claude-agent-sdk", context=context)) for rule in rules)
+
+
+@pytest.mark.parametrize(("text", "verdict", "tool", "server", "expected"), MCP)
+def test_mcp_rules_match_the_tool_name_and_the_server_in_the_context(
+    text: str, verdict: str, tool: str, server: str | None, expected: bool
+) -> None:
+    assert covers_mcp(text, verdict, tool, server) is expected
+
+
+def test_mcp_rules_are_named_by_their_text_and_reading() -> None:
+    [one] = parse_claude_rule("mcp__github__delete_repo", "deny")
+    assert (one.name, one.tool, [c.arg for c in one.context]) == (
+        "claude:deny:mcp__github__delete_repo",
+        "delete_repo",
+        ["mcp_server"],
+    )
+    assert [r.name for r in parse_claude_rule("mcp__github", "deny")] == [
+        "claude:deny:mcp__github [server github]",
+        "claude:deny:mcp__github [server github__*]",
+    ]
+    assert [r.tool for r in parse_claude_rule("mcp__a__b__c", "ask")] == ["b__c", "c"]
 
 
 def test_mcp_server_wildcard_works_in_deny_but_is_refused_in_allow() -> None:
-    assert covers("mcp__*", "deny", "mcp__any__tool")
+    assert covers_mcp("mcp__*", "deny", "tool", "any")
+    assert not covers_mcp("mcp__*", "deny", "Bash", None)
     with pytest.raises(ConfigurationError, match="wildcard in the server name"):
         parse_claude_rule("mcp__*", "allow")
 
@@ -215,8 +254,6 @@ PARAMS = [
     ("Task(Explore)", "Task", {"subagent_type": "Plan"}, False),
     ("Bash(run_in_background:true)", "Bash", {"command": "sleep 9", "run_in_background": True}, True),
     ("Bash(run_in_background:true)", "Bash", {"command": "sleep 9"}, False),
-    ("mcp__tickets__delete_ticket(ticket_id:T-*)", "mcp__tickets__delete_ticket", {"ticket_id": "T-1"}, True),
-    ("mcp__tickets__delete_ticket(ticket_id:T-*)", "mcp__tickets__delete_ticket", {"ticket_id": "X-1"}, False),
     ("WebFetch(prompt:a?c)", "WebFetch", {"prompt": "abc"}, False),  # only * is a wildcard in Claude values
     ("WebFetch(prompt:a?c)", "WebFetch", {"prompt": "a?c"}, True),
     ("Read(limit:10)", "Read", {"file_path": "x", "limit": 10}, True),
@@ -226,6 +263,13 @@ PARAMS = [
 @pytest.mark.parametrize(("text", "tool", "args", "expected"), PARAMS)
 def test_param_value_rules(text: str, tool: str, args: dict[str, Any], expected: bool) -> None:
     assert covers(text, "deny", tool, **args) is expected
+
+
+def test_param_value_rules_of_mcp_tools() -> None:
+    [rule] = parse_claude_rule("mcp__tickets__delete_ticket(ticket_id:T-*)", "deny")
+    tickets = {"mcp_server": "tickets"}
+    assert rule.matches(call("delete_ticket", args={"ticket_id": "T-1"}, context=tickets))
+    assert not rule.matches(call("delete_ticket", args={"ticket_id": "X-1"}, context=tickets))
 
 
 def test_bare_tool_names_and_names_of_rules() -> None:

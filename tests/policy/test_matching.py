@@ -9,7 +9,8 @@ from pydantic import ValidationError
 
 from crossgate.errors import ConfigurationError
 from crossgate.policy import ArgCondition, MatchKind, Policy, PolicyRule
-from crossgate.policy.rules import ToolRules, lookup_arg, match_text, normalize_path
+from crossgate.policy.patterns import normalize_path
+from crossgate.policy.rules import ToolRules, lookup_arg, match_text
 
 from .helpers import call
 

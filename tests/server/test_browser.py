@@ -74,6 +74,9 @@ def browse(base_url: str, token: str, shots: Path) -> dict[str, str]:
         page.screenshot(path=shots / "edit-invalid.png", full_page=True)
         id_input.fill("T-204")
         page.locator("#decision-submit").click()
+        expect(page.locator("#edit-diff")).to_contain_text("T-303")
+        expect(page.locator("#edit-diff td.new")).to_have_text('"T-204"')
+        page.locator("#decision-submit").click()  # the diff seen: confirm
         expect(page.locator(".decided")).to_be_visible(timeout=10_000)
         expect(page.locator("table.diff")).to_contain_text("T-204")
 
@@ -183,6 +186,8 @@ def test_pending_list_updates_live_without_reloading(tmp_path: Path) -> None:
         area.fill('{"user": "u2"}')
         page.locator('select[name="scope"]').select_option("run")
         page.locator("#decision-submit").click()
+        expect(page.locator("#edit-diff td.new")).to_have_text('"u2"')
+        page.locator("#decision-submit").click()
         expect(page.locator(".decided")).to_contain_text("edit by alice via web", timeout=10_000)
         decided = queue.get(third.id)
         assert decided.approved_args() == {"user": "u2"}
@@ -223,6 +228,8 @@ def test_hidden_characters_show_as_escapes_and_an_edit_keeps_them(tmp_path: Path
         expect(area).to_have_value(f'{{\n  "id": "{escaped}",\n  "reason": "cleanup"\n}}')
         assert not any(ch in page.locator("body").inner_text() for ch in "\u202e\u200b\x1b")
         area.fill(area.input_value().replace("cleanup", "duplicate"))
+        page.locator("#decision-submit").click()
+        expect(page.locator("#edit-diff td.new")).to_have_text('"duplicate"')
         page.locator("#decision-submit").click()
         expect(page.locator(".decided")).to_contain_text("edit by alice via web", timeout=10_000)
         assert queue.get(request.id).approved_args() == {"id": hidden, "reason": "duplicate"}
@@ -306,6 +313,8 @@ def test_an_edit_through_the_form_keeps_types_and_leaves_untouched_arguments_out
         expect(page.locator("#decision-error")).to_contain_text("count: must be a whole number")
         page.locator('[name="arg-count"]').fill("5")
         page.locator('[name="arg-force"]').select_option("true")
+        page.locator("#decision-submit").click()
+        expect(page.locator("#edit-diff tr")).to_have_count(3)  # the header, count and force
         page.locator("#decision-submit").click()
         expect(page.locator(".decided")).to_contain_text("edit by alice via web", timeout=10_000)
         browser.close()

@@ -123,6 +123,11 @@ def test_serve_without_reviewers_prints_a_sign_in_address(tmp_path: Path) -> Non
                 time.sleep(0.2)
         assert response.status_code == 303
         assert "crossgate_session=" in response.headers["set-cookie"]
+        assert httpx.get(address, timeout=5).status_code == 401, "the printed address signs in once"
+        token = process.stdout.readline().rsplit(" ", 1)[1].strip()  # printed for the API and the sign-in form
+        assert httpx.post(address.split("?")[0], data={"token": token}, timeout=5).status_code == 303
+        me = httpx.get(address.split("/login")[0] + "/api/me", headers={"Authorization": f"Bearer {token}"}, timeout=5)
+        assert me.json()["name"] == "local"
     finally:
         process.send_signal(signal.SIGINT)
         process.communicate(timeout=20)

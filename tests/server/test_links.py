@@ -10,6 +10,7 @@ import httpx
 
 from crossgate import ApprovalRequest, ReviewQueue
 from crossgate.model import DecisionKind, RequestStatus
+from crossgate.server import ServerSettings
 from crossgate.server.links import LinkClaims, LinkSigner
 from tests.server.conftest import auth, submit
 
@@ -18,7 +19,9 @@ async def _links(client: httpx.AsyncClient, request: ApprovalRequest, who: str =
     response = await client.post(f"/api/requests/{request.id}/links", headers=auth(who))
     assert response.status_code == 200, response.text
     body = response.json()
-    return {k: body[k].removeprefix("http://testserver") for k in ("approve", "reject")}
+    base = ServerSettings().base_url  # the configured address, whatever the client's Host
+    assert all(body[k].startswith(f"{base}/links/") for k in ("approve", "reject")), body
+    return {k: body[k].removeprefix(base) for k in ("approve", "reject")}
 
 
 async def test_approve_link_decides_once_then_refuses_reuse(client: httpx.AsyncClient, queue: ReviewQueue) -> None:

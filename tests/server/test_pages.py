@@ -150,7 +150,7 @@ async def test_pending_rows_offer_a_checkbox_only_where_the_reviewer_may_decide(
 
 
 async def test_the_page_says_how_long_an_approval_stays_good(signed_in: httpx.AsyncClient, queue: ReviewQueue) -> None:
-    plain = submit(queue, args={"id": "t1"})
+    plain = submit(queue, args={"id": "t1", "body": "two\nlines"})
     assert "Approval good for" not in (await signed_in.get(f"/requests/{plain.id}")).text
     queue.policy = queue.policy.model_copy(
         update={"rules": tuple(r.model_copy(update={"apply_within_seconds": 900}) for r in queue.policy.rules)}
@@ -186,3 +186,112 @@ async def test_a_request_that_needs_two_approvals_shows_who_approved(
     page = (await signed_in.get(f"/requests/{request.id}")).text
     assert "<dt>Approvals</dt><dd>1 of 2 (ann)</dd>" in page
     assert tabs(page) == ["approve", "reject"], "no edit or respond where several must approve"
+
+
+def _request_data(page: str) -> tuple[str, dict[str, object]]:
+    found = re.search(r'<script id="request-data" type="application/json">(.*?)</script>', page, re.S)
+    assert found is not None
+    return found.group(1), json.loads(found.group(1))
+
+
+async def test_embedded_data_is_safe_in_every_html_parsing_state(
+    signed_in: httpx.AsyncClient, queue: ReviewQueue
+) -> None:
+    # <!--<script> sends the parser into the double-escaped state, where </script> no longer ends the element
+    args = {"a": "<!--<script>", "b": "</script><script>x()</script>", "c": "&amp; -->", "d": "\u2028\u2029"}
+    request = submit(queue, args=args, schema=None)
+    page = (await signed_in.get(f"/requests/{request.id}")).text
+    raw, data = _request_data(page)
+    assert data["args"] == args
+    assert not any(ch in raw for ch in "<>&\u2028\u2029"), raw
+    assert page.count("<script") == 2 and page.rstrip().endswith("</body></html>")  # the data and app.js, nothing else
+
+
+async def test_rows_with_hidden_characters_carry_a_flag(signed_in: httpx.AsyncClient, queue: ReviewQueue) -> None:
+    plain = submit(queue, args={"id": "t1", "body": "two\nlines"})
+    hidden = submit(queue, args={"id": "t2", "note": {"k\u200b": ["x"]}})
+    listing = (await signed_in.get("/partials/pending")).text
+    rows = dict(re.findall(r'<div class="req-row" data-id="(req_\w+)">(.*?)</a>', listing, re.S))
+    assert "hidden characters" in rows[hidden.id]
+    assert "hidden characters" not in rows[plain.id]
+
+
+async def test_rows_show_age_time_left_requester_and_their_own_decisions(
+    client: httpx.AsyncClient, queue: ReviewQueue
+) -> None:
+    timed = submit(queue, framework="langgraph", args={"id": "t1"}, timeout_seconds=3300, requested_by="pat")
+    narrow = submit(queue, framework="langgraph", args={"id": "t2"}, capabilities=("reject", "respond"))
+    other = submit(queue, framework="openai-agents", args={"id": "t3"})
+    await client.get("/login", params={"token": TOKENS["bob"]})
+    rows = dict(
+        re.findall(
+            r'<div class="req-row" data-id="(req_\w+)">(.*?)(?=<div class="req-row"|$)',
+            (await client.get("/")).text,
+            re.S,
+        )
+    )
+    assert ">just now</time>" in rows[timed.id]
+    assert '<time class="left"' in rows[timed.id] and ">expires in 55 min</time>" in rows[timed.id]
+    assert '<span class="requester">requested by pat</span>' in rows[timed.id]
+    assert "expires in" not in rows[narrow.id] and "requested by" not in rows[narrow.id]
+    buttons = {
+        rid: re.findall(r'<button type="button" class="row-(approve|reject)[^"]*" ([^>]*)>', html)
+        for rid, html in rows.items()
+    }
+    assert [kind for kind, _ in buttons[timed.id]] == ["approve", "reject"]
+    assert [kind for kind, _ in buttons[narrow.id]] == ["approve", "reject"], "every request allows both"
+    assert all(
+        f'data-fingerprint="{timed.fingerprint}"' in attrs and "disabled" not in attrs for _, attrs in buttons[timed.id]
+    )
+    assert all('disabled title="bob may decide frameworks langgraph' in attrs for _, attrs in buttons[other.id])
+
+
+def test_relative_times_in_words() -> None:
+    from crossgate.server.listviews import ago_text, left_text
+
+    assert [ago_text(s) for s in (0, 59, 60, 3599, 7200, 47 * 3600, 49 * 3600)] == [
+        "just now",
+        "just now",
+        "1 min ago",
+        "59 min ago",
+        "2 h ago",
+        "47 h ago",
+        "2 d ago",
+    ]
+    assert [left_text(s) for s in (-1, 0, 1, 3299.5, 3600, 50 * 3600)] == [
+        "expired",
+        "expired",
+        "expires in 1 min",
+        "expires in 55 min",
+        "expires in 1 h",
+        "expires in 3 d",
+    ]
+
+
+async def test_context_is_a_table_and_ids_have_copy_buttons(signed_in: httpx.AsyncClient, queue: ReviewQueue) -> None:
+    from crossgate import ToolCall
+
+    context = {"tenant": "acme", "permission_mode": "default", "parent": {"agent": "lead", "depth": 1}}
+    call = ToolCall(
+        framework="claude-agent-sdk", tool="delete_ticket", args={"id": "t1"}, run="r1", call_id="c9", context=context
+    )
+    request = queue.submit(call).request
+    assert request is not None
+    page = (await signed_in.get(f"/requests/{request.id}")).text
+    table = re.search(r'<table class="context" id="context">(.*?)</table>', page, re.S)
+    assert table is not None
+    rows = re.findall(r'<tr><th scope="row">(.*?)</th><td>(.*?)</td></tr>', table.group(1))
+    assert rows == [
+        ("parent", "<code>{&quot;agent&quot;: &quot;lead&quot;, &quot;depth&quot;: 1}</code>"),
+        ("permission_mode", "default"),
+        ("tenant", "acme"),
+    ]
+    copies = re.findall(
+        r'<code id="([\w-]+)"[^>]*>[^<]*</code><button type="button" class="copy" data-copy="([^"]+)"', page
+    )
+    assert dict(copies) == {
+        "request-id": request.id,
+        "run": "r1",
+        "call-id": "c9",
+        "fingerprint": request.fingerprint,
+    }

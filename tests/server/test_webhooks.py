@@ -165,9 +165,11 @@ async def test_people_see_hidden_characters_escaped_machines_get_the_exact_value
             shown += [e["text"] for e in body["blocks"][2]["elements"]]
             for text in shown:
                 assert not any(ch in text for ch in raw), text
-            assert body["text"] == (
+            headline, warning = body["text"].split("\n")
+            assert headline == (
                 "openai-agents · support\\u202e asks to run delete_ticket\\u200b: Deleting a ticket cannot be undone."
             )
+            assert warning.startswith("⚠ Warning: hidden or look-alike characters: U+200B ZERO WIDTH SPACE")
             assert body["blocks"][1]["text"]["text"] == '```{\n  "id": "t3\\u202e\\u200b\\u001b[2K"\n}```'
             # the JSON body is for machines: the exact values
             assert machine.bodies[0]["request"]["call"]["args"] == args

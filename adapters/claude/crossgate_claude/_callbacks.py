@@ -32,16 +32,24 @@ from claude_agent_sdk import PermissionResultAllow, PermissionResultDeny, ToolPe
 from crossgate import (
     ApprovalRequest,
     FingerprintMismatchError,
+    InvalidArgumentsError,
     ParkedRun,
+    RequestQuery,
     RequestStatus,
     ReviewQueue,
+    ToolCall,
     VerdictKind,
     fingerprint,
 )
+from crossgate.decisions import validate_args
 from crossgate.errors import AlreadyAppliedError, ConflictError, RequestCancelledError, RequestExpiredError
+from crossgate.model import JsonObject
 from crossgate.outcomes import already_applied_message
 from crossgate.queue import REQUESTED_BY
+from crossgate.stores.base import MAX_PAGE_SIZE
 from crossgate_claude._agents import SUBAGENT_TOOLS, UNKNOWN_AGENT, Agents, Caller, UnnamedCaller
+from crossgate_claude._names import ToolName, UnknownServer, name_tool
+from crossgate_claude._schemas import Schemas
 from crossgate_claude._translate import (
     FRAMEWORK,
     PermissionResult,
@@ -49,7 +57,6 @@ from crossgate_claude._translate import (
     deny,
     hook_output,
     jsonable,
-    neutral_tool_name,
     request_id,
     to_call,
     to_permission_result,
@@ -66,8 +73,23 @@ HELD_TOO_LONG = (
     "Do not retry it; tell the user it needs a person's approval."
 )
 ONE_DEFERRAL = (
-    "Another tool call of this turn is already waiting for a person's review, so this call was not run. "
-    "Make it again after that one is decided."
+    "Another tool call of this turn is already waiting for a person's review, so this call was not run yet. "
+    "A person reviews this one too: make this same call again after that one is decided, and their decision "
+    "applies to it."
+)
+QUEUED_BEHIND = "queued_behind"
+"""Context key of a call refused for now because another call of its turn was deferred: that call's request.
+
+The CLI keeps one deferred call per turn, so the others are stored as pending requests and refused; when
+the model makes one again (a new ``tool_use_id``), it is matched to its request by run, agent and
+fingerprint, and gets the decision made there."""
+INVALID_ARGS = (
+    "crossgate did not run {tool}: {error}. Nothing was executed. Call {tool} again with arguments that match "
+    "its parameters."
+)
+QUEUED_DESCRIPTION = (
+    "Made in the same turn as another call waiting for review; the model was told to make it again once "
+    "that one is decided, and this decision applies then."
 )
 MISMATCH = "This tool call differs from the one the reviewer saw, so it was not run. Do not retry it."
 HOLD_GRACE_SECONDS = 5.0
@@ -84,6 +106,8 @@ class Binding:
     defer: bool = True
     requested_by: str | None = None
     """Who the session acts for: every request it creates carries it, so that person cannot decide them."""
+    context: JsonObject = field(default_factory=dict)
+    """The app's context for every call (``Gate(context=)``, ``run(call_context=)``); parked with a deferred call."""
     session: str | None = None
     """The session being resumed, when known before the CLI reports it."""
     sessions: dict[str, str] = field(default_factory=dict)
@@ -95,6 +119,14 @@ class Binding:
     """The deferred tool_use_id a resume waits to see re-asked."""
     callers: dict[str, Caller] = field(default_factory=dict)
     """tool_use_id -> who made it, as the hook saw it (can_use_tool's context has only ``agent_id``)."""
+    servers: tuple[str, ...] = ()
+    """The MCP servers the options configure, to name their tools (``_names``)."""
+    names: dict[str, ToolName] = field(default_factory=dict)
+    """tool_use_id -> its tool's name, as the hook saw it (can_use_tool is not told the MCP server)."""
+    schemas: Schemas = field(default_factory=Schemas)
+    """The argument schemas of the session's tools (``Gate(args_schemas=...)``, SDK MCP servers, built-ins)."""
+    retries: dict[str, str] = field(default_factory=dict)
+    """tool_use_id -> the request of the queued call it makes again (see ``QUEUED_BEHIND``)."""
 
     @property
     def queue(self) -> ReviewQueue:
@@ -120,38 +152,51 @@ class Binding:
         if session is not None and tool_use_id:
             self.sessions[tool_use_id] = session
         self._seen(tool_use_id)
+        refusal = None
         try:
             caller: Caller | None = self.agents.of_hook(data)
         except UnnamedCaller as refused:
-            caller, unnamed = None, str(refused)
+            caller, refusal = None, str(refused)
+        name = self._name(tool_use_id, str(data.get("tool_name")), data.get("mcp_server"))
+        if isinstance(name, str):
+            refusal, name = refusal or name, ToolName(str(data.get("tool_name")), str(data.get("tool_name")))
         call = to_call(
-            str(data.get("tool_name")),
+            name,
             data.get("tool_input") or {},
             tool_use_id=tool_use_id,
             session=session,
             agent=caller.agent if caller else None,
             context={
-                **self.gate.context,
+                **self.context,
                 REQUESTED_BY: self.requested_by,  # as the queue puts it, so this verdict and the request's agree
                 "agent_id": data.get("agent_id"),
                 **(self.agents.context(caller) if caller else {}),
                 "permission_mode": data.get("permission_mode"),
                 "cwd": data.get("cwd"),
-                "mcp_server": jsonable(data.get("mcp_server")),
             },
         )
-        if caller is None:
-            self.queue.record_outcome(None, ran=False, result=unnamed, call=call)
-            return hook_output("deny", unnamed)
+        if caller is None or refusal is not None:
+            self.queue.record_outcome(None, ran=False, result=refusal, call=call)
+            return hook_output("deny", refusal)
         self.callers[tool_use_id] = caller
-        rid = request_id(session, tool_use_id)
+        invalid = self._invalid(call, name)
+        if invalid is not None:
+            self.queue.record_outcome(None, ran=False, error=invalid, call=call)
+            return hook_output("deny", invalid)
+        rid = self.retries.get(tool_use_id) or request_id(session, tool_use_id)
         existing = self.queue.store.get_request(rid)
+        verdict = None
+        if existing is None:
+            verdict = self.queue.evaluate(call)
+            queued = self._queued(session, tool_use_id, call) if verdict.kind is VerdictKind.ASK else None
+            if queued is not None:
+                rid, existing = queued.id, queued
         if existing is not None:
             if existing.fingerprint != call.fingerprint:
                 return hook_output("deny", MISMATCH)
             if not existing.is_open:
                 return hook_output("ask", existing.reason or "crossgate has a decision for this call")
-        verdict = self.queue.evaluate(call)
+        verdict = verdict or self.queue.evaluate(call)
         if verdict.kind is not VerdictKind.ASK and existing is None:
             # Recorded here, once: can_use_tool may not be consulted at all (allow rules, modes).
             verdict = self.queue.submit(call).verdict
@@ -161,11 +206,15 @@ class Binding:
                 return {}
         if not self._may_defer(caller):
             return hook_output("ask", verdict.reason)  # can_use_tool holds it inline
+        run = session or tool_use_id
+        behind = next((p for p in self.parked if p.run == run), None)
+        if behind is not None:
+            return self._queue_behind(call, behind, rid, existing)
         # Held inline, the request is stored now so reviewers can answer while the hook waits; otherwise
         # it is stored together with its parked run, so nobody sees a request that cannot be resumed.
         submit = self.queue.submit if self.gate.hold else self.queue.prepare
         asked: dict[str, Any] = {
-            "args_schema": self.gate.args_schemas.get(call.tool),
+            "args_schema": self._schema(call, tool_use_id),
             "capabilities": capabilities(call.tool),
             "request_id": rid,
             "requested_by": self.requested_by,
@@ -178,13 +227,6 @@ class Binding:
             request = await self._wait(rid, self.gate.hold)
         if not request.is_open:
             return hook_output("ask", request.reason)
-        if any(p.run == (session or tool_use_id) for p in self.parked):
-            # The CLI keeps one deferred call per turn and drops the others from the session, so a
-            # second deferral in the same turn is refused openly (and recorded) instead of being lost.
-            if not submission.stored:
-                self.queue.submit(call, **asked)
-            self.queue.cancel(rid, reason=ONE_DEFERRAL, actor="crossgate")
-            return hook_output("deny", ONE_DEFERRAL)
         state = {
             "session_id": session,
             "tool_use_id": tool_use_id,
@@ -192,11 +234,13 @@ class Binding:
             "input": call.args,
             "cwd": data.get("cwd"),
             "agent": self.agents.cli_agent,  # a resume runs the main thread as the same agent
+            "request_id": rid,  # a retried call's request is not the one its tool_use_id names
+            "context": self.context,  # the app's context, for the calls of the resumed session
         }
         try:
             parked = self.queue.park(
                 framework=FRAMEWORK,
-                run=session or tool_use_id,
+                run=run,
                 request_ids=[rid],
                 state=json.dumps(state, sort_keys=True),
                 metadata={"tool_use_id": tool_use_id, "tool": call.tool, "requested_by": self.requested_by},
@@ -210,6 +254,49 @@ class Binding:
             raise
         self.parked.append(parked)
         return hook_output("defer", request.reason)
+
+    def _queue_behind(
+        self, call: ToolCall, behind: ParkedRun, rid: str, existing: ApprovalRequest | None
+    ) -> dict[str, Any]:
+        """A call of a turn that has a deferred call already: stored as a pending request, and refused for now.
+
+        The CLI keeps one deferred call per turn and drops the others from the session, so the model is
+        asked to make it again once the deferred call is decided; the retry then gets this request's decision.
+        """
+        if existing is None:
+            queued = call.model_copy(update={"context": {**call.context, QUEUED_BEHIND: behind.request_ids[0]}})
+            self.queue.submit(
+                queued,
+                args_schema=self._schema(call, call.call_id or ""),
+                description=QUEUED_DESCRIPTION,
+                capabilities=capabilities(call.tool),
+                request_id=rid,
+                requested_by=self.requested_by,
+            )
+        return hook_output("deny", ONE_DEFERRAL)
+
+    def _queued(self, session: str | None, tool_use_id: str, call: ToolCall) -> ApprovalRequest | None:
+        """The queued request a call the model makes again matches (run, agent, fingerprint), if any."""
+        if session is None:
+            return None
+        query = RequestQuery(
+            statuses=(RequestStatus.PENDING, RequestStatus.DECIDED),
+            framework=FRAMEWORK,
+            tool=call.tool,
+            run=session,
+            newest_first=False,
+            limit=MAX_PAGE_SIZE,
+        )
+        for request in self.queue.list_requests(query).items:
+            if (
+                QUEUED_BEHIND in request.call.context
+                and request.fingerprint == call.fingerprint
+                and request.call.agent == call.agent
+                and request.id not in self.retries.values()
+            ):
+                self.retries[tool_use_id] = request.id
+                return request
+        return None
 
     # can_use_tool -------------------------------------------------------------------------------
     async def can_use_tool(self, tool: str, args: dict[str, Any], context: ToolPermissionContext) -> PermissionResult:
@@ -241,18 +328,22 @@ class Binding:
         tool_use_id = context.tool_use_id or ""
         self._seen(tool_use_id)
         session = self.sessions.get(tool_use_id) or self.session
+        refusal = None
         try:
             caller: Caller | None = self._caller_of(tool_use_id, context.agent_id)
         except UnnamedCaller as refused:
-            caller, unnamed = None, str(refused)
+            caller, refusal = None, str(refused)
+        name = self._name(tool_use_id, tool)
+        if isinstance(name, str):
+            refusal, name = refusal or name, ToolName(tool, tool)
         call = to_call(
-            tool,
+            name,
             args,
             tool_use_id=tool_use_id,
             session=session,
             agent=caller.agent if caller else None,
             context={
-                **self.gate.context,
+                **self.context,
                 REQUESTED_BY: self.requested_by,
                 "agent_id": context.agent_id,
                 **(self.agents.context(caller) if caller else {}),
@@ -264,10 +355,10 @@ class Binding:
                 "suggestions": jsonable(context.suggestions) or None,
             },
         )
-        if caller is None:
-            self.queue.record_outcome(None, ran=False, result=unnamed, call=call)
-            return deny(unnamed)
-        rid = request_id(session, tool_use_id)
+        if caller is None or refusal is not None:
+            self.queue.record_outcome(None, ran=False, result=refusal, call=call)
+            return deny(refusal or UNKNOWN_AGENT)
+        rid = self.retries.get(tool_use_id) or request_id(session, tool_use_id)
         if self.queue.store.get_request(rid) is None:
             verdict = self.queue.evaluate(call)
             if verdict.kind is VerdictKind.ALLOW:
@@ -278,7 +369,7 @@ class Binding:
         hold = self.gate.subagent_hold if self.defer else self.gate.hold
         submission = self.queue.submit(
             call,
-            args_schema=self.gate.args_schemas.get(call.tool),
+            args_schema=self._schema(call, tool_use_id),
             description=context.title or context.description,
             capabilities=capabilities(call.tool),
             request_id=rid,
@@ -371,10 +462,12 @@ class Binding:
 
     def _record_outcome(self, data: dict[str, Any], tool_use_id: str, *, failure: str | None = None) -> None:
         session = str(data.get("session_id") or self.sessions.get(tool_use_id) or self.session or "") or None
-        request = self.queue.store.get_request(request_id(session, tool_use_id))
+        request = self.queue.store.get_request(self.retries.get(tool_use_id) or request_id(session, tool_use_id))
         if request is None:
             return
-        tool, ran_args = neutral_tool_name(str(data.get("tool_name"))), data.get("tool_input") or {}
+        name = self._name(tool_use_id, str(data.get("tool_name")), data.get("mcp_server"))
+        tool = str(data.get("tool_name")) if isinstance(name, str) else name.tool
+        ran_args = data.get("tool_input") or {}
         problems = [f"the tool failed: {failure}"] if failure is not None else []
         approved = request.approved_fingerprint()  # None for respond: AskUserQuestion runs with the answers added
         if approved is not None and approved != fingerprint(tool, ran_args):
@@ -382,6 +475,32 @@ class Binding:
             log.error("crossgate: the executed input is not the approved input for request %s", request.id)
         result = None if failure is not None else json.dumps(jsonable(data.get("tool_response")))[:2000]
         self.queue.record_outcome(request.id, ran=True, result=result, error="; ".join(problems) or None)
+
+    def _invalid(self, call: ToolCall, name: ToolName) -> str | None:
+        """What the model reads when the call's arguments fail its tool's schema (None when they pass)."""
+        schema = self.schemas.to_validate(call.tool, name.server)
+        try:
+            validate_args(call.args, schema)
+        except InvalidArgumentsError as exc:
+            return INVALID_ARGS.format(tool=call.tool, error=exc)
+        return None
+
+    def _schema(self, call: ToolCall, tool_use_id: str) -> JsonObject | None:
+        name = self.names.get(tool_use_id)
+        return self.schemas.of(call.tool, name.server if name is not None else None)
+
+    def _name(self, tool_use_id: str, claude_tool: str, reported: Any = None) -> ToolName | str:
+        """The tool's neutral name (what the hook learnt for this call first), or why it cannot be named."""
+        known = self.names.get(tool_use_id)
+        if known is not None and known.claude == claude_tool:
+            return known
+        try:
+            name = name_tool(claude_tool, self.servers, reported)
+        except UnknownServer as unknown:
+            return str(unknown)
+        if tool_use_id:
+            self.names[tool_use_id] = name
+        return name
 
     def _seen(self, tool_use_id: str) -> None:
         if self.expect is not None and tool_use_id == self.expect:

@@ -18,7 +18,9 @@ from crossgate.model import JsonObject
 from crossgate.runs import Finished, Parked
 from crossgate_claude._agents import Agents
 from crossgate_claude._callbacks import Binding
+from crossgate_claude._names import known_servers
 from crossgate_claude._options import merge
+from crossgate_claude._schemas import Schemas
 from crossgate_claude._translate import FRAMEWORK
 from crossgate_claude._turns import TOOL_DEFERRED, read_run
 
@@ -83,12 +85,18 @@ class Gate:
         self.strict = strict
         self._transport = transport
 
-    def options(self, base: ClaudeAgentOptions | None = None, *, requested_by: str | None = None) -> ClaudeAgentOptions:
+    def options(
+        self,
+        base: ClaudeAgentOptions | None = None,
+        *,
+        requested_by: str | None = None,
+        call_context: JsonObject | None = None,
+    ) -> ClaudeAgentOptions:
         """``base`` (or the gate's options) with crossgate's ``can_use_tool`` and hooks, for your own client.
 
-        ``requested_by`` is who the session acts for, as in :meth:`run`.
+        ``requested_by`` and ``call_context`` are as in :meth:`run`.
         """
-        options, _ = self._bind(base or self.base_options, requested_by=requested_by)
+        options, _ = self._bind(base or self.base_options, requested_by=requested_by, context=call_context)
         return options
 
     async def run(
@@ -98,6 +106,7 @@ class Gate:
         *,
         wait: float | None = 0.0,
         requested_by: str | None = None,
+        call_context: JsonObject | None = None,
     ) -> Finished[ResultMessage] | Parked:
         """Run one turn; finish, or park when a call is deferred and not decided within ``wait`` seconds.
 
@@ -105,12 +114,13 @@ class Gate:
         Refuses to prompt a session that has a deferred call: the CLI would lose that call.
         ``requested_by`` is who the run acts for: every request of the run carries it (deferred or held
         inline, and in later resumes: it is parked with the call), and the queue refuses a decision by
-        that reviewer.
+        that reviewer. ``call_context`` adds to the gate's ``context`` for this run's calls; both are parked
+        with a deferred call and read back by ``resume``.
         """
         base = options or self.base_options
         if base.resume is not None:
             self._refuse_if_deferred(base.resume)
-        bound, binding = self._bind(base, requested_by=requested_by)
+        bound, binding = self._bind(base, requested_by=requested_by, context=call_context)
         result = await self._turn(bound, binding, prompt)
         return await self._outcome(result, wait, base)
 
@@ -143,8 +153,18 @@ class Gate:
                 overrides["cwd"] = state["cwd"]
             acts_for = claimed.metadata.get("requested_by")
             requested_by = acts_for if isinstance(acts_for, str) else None
-            bound, binding = self._bind(base, requested_by=requested_by, resume=session, **overrides)
+            parked_context = state.get("context")
+            bound, binding = self._bind(
+                base,
+                requested_by=requested_by,
+                context=None,
+                parked_context=parked_context if isinstance(parked_context, dict) else None,
+                resume=session,
+                **overrides,
+            )
             binding.session, binding.expect = session, tool_use_id
+            if isinstance(state.get("request_id"), str):  # a retried call waits on its queued request
+                binding.retries[tool_use_id] = state["request_id"]
             result = await self._turn(bound, binding, None)
         except BaseException as exc:
             with contextlib.suppress(Exception):
@@ -157,11 +177,26 @@ class Gate:
 
     # internals ----------------------------------------------------------------------------------
     def _bind(
-        self, base: ClaudeAgentOptions, *, requested_by: str | None, **overrides: Any
+        self,
+        base: ClaudeAgentOptions,
+        *,
+        requested_by: str | None,
+        context: JsonObject | None,
+        parked_context: JsonObject | None = None,
+        **overrides: Any,
     ) -> tuple[ClaudeAgentOptions, Binding]:
+        """Options bound to a new ``Binding``; app context: a parked run's, else the gate's plus ``context``."""
         cli_agent = self._cli_agent(overrides.get("extra_args", base.extra_args))
         agents = Agents(main=cli_agent or self.agent, cli_agent=cli_agent)
-        binding = Binding(self, agents, defer=self.defer, requested_by=requested_by)
+        binding = Binding(
+            self,
+            agents,
+            defer=self.defer,
+            requested_by=requested_by,
+            context=dict(parked_context) if parked_context is not None else {**self.context, **(context or {})},
+            servers=known_servers(base.mcp_servers),
+            schemas=Schemas(given=self.args_schemas),
+        )
         options = merge(base, binding, hook_timeout=self.hook_timeout, strict=self.strict, **overrides)
         return options, binding
 
@@ -186,6 +221,7 @@ class Gate:
             )
 
     async def _turn(self, options: ClaudeAgentOptions, binding: Binding, prompt: str | None) -> ResultMessage:
+        await binding.schemas.list_sdk_servers(options.mcp_servers)
         client = ClaudeSDKClient(options, transport=self._transport(options) if self._transport else None)
         async with client:
             if prompt is not None:

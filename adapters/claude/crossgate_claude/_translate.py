@@ -22,6 +22,7 @@ from crossgate import (
     Respond,
     ToolCall,
 )
+from crossgate_claude._names import ToolName
 
 FRAMEWORK = "claude-agent-sdk"
 ASK_USER_QUESTION = "AskUserQuestion"
@@ -59,19 +60,6 @@ def capabilities(tool: str) -> tuple[DecisionKind, ...]:
     return CAPABILITIES.get(tool, CAPABILITIES["*"])
 
 
-def neutral_tool_name(claude_tool: str) -> str:
-    """The tool's own name: ``mcp__tickets__delete_ticket`` becomes ``delete_ticket``.
-
-    A policy names tools the same way in every SDK (invariant 5), so the MCP server prefix the CLI adds
-    is moved into the call's context (``claude_tool``, ``mcp_server``) instead.
-    """
-    if claude_tool.startswith("mcp__"):
-        parts = claude_tool.split("__", 2)
-        if len(parts) == 3 and parts[2]:
-            return parts[2]
-    return claude_tool
-
-
 def request_id(session: str | None, tool_use_id: str) -> str:
     """Deterministic request id for one tool use of one session.
 
@@ -83,7 +71,7 @@ def request_id(session: str | None, tool_use_id: str) -> str:
 
 
 def to_call(
-    tool: str,
+    name: ToolName,
     args: Mapping[str, Any],
     *,
     tool_use_id: str | None,
@@ -91,17 +79,19 @@ def to_call(
     agent: str | None,
     context: Mapping[str, Any] | None = None,
 ) -> ToolCall:
-    """The neutral call for one Claude tool use; ``run`` and ``session`` are the Claude session id."""
-    extra = {"claude_tool": tool} if neutral_tool_name(tool) != tool else {}
+    """The neutral call for one Claude tool use; ``run`` and ``session`` are the Claude session id.
+
+    The tool is named by its own name; an MCP tool's server and CLI name go into the context (``_names``).
+    """
     return ToolCall(
         framework=FRAMEWORK,
-        tool=neutral_tool_name(tool),
+        tool=name.tool,
         args=dict(args),
         call_id=tool_use_id,
         run=session,
         session=session,
         agent=agent,
-        context={k: v for k, v in {**(context or {}), **extra}.items() if v is not None},
+        context={k: v for k, v in {**(context or {}), **name.context()}.items() if v is not None},
     )
 
 

@@ -20,11 +20,11 @@ from langgraph.types import interrupt
 from pydantic import AfterValidator, WithJsonSchema
 
 from crossgate import (
-    AlreadyAppliedError,
     ApprovalRequest,
     Approve,
     ConfigurationError,
     Edit,
+    InvalidArgumentsError,
     Reject,
     RequestCancelledError,
     RequestExpiredError,
@@ -34,8 +34,12 @@ from crossgate import (
     VerdictKind,
     canonical_json,
 )
+from crossgate.decisions import validate_args
 from crossgate.model import Decision, JsonObject
+from crossgate.outcomes import already_applied_message
 from crossgate.schemas import decision_schema
+from crossgate_langgraph._arguments import refusal
+from crossgate_langgraph._origin import agent_in, context_in
 from crossgate_langgraph._shapes import APPROVAL_INTERRUPT, AnyDecision
 
 DECISION_SCHEMA: Final[dict[str, Any]] = decision_schema()
@@ -103,8 +107,12 @@ def current_thread() -> tuple[str, str]:
 
 
 def _configurable() -> Mapping[str, Any]:
+    return _config().get("configurable", {})
+
+
+def _config() -> Mapping[str, Any]:
     try:
-        return get_config().get("configurable", {})
+        return get_config()
     except RuntimeError as exc:
         raise ConfigurationError("request_approval() must be called inside a running LangGraph node") from exc
 
@@ -155,12 +163,14 @@ def request_approval(
     the node runs again **from its first line** (code before this call runs once per run and once per
     resume attempt), re-reads its state, and the decision is accepted only if it was made for exactly
     these arguments. A decision to run is marked applied here, once; if the node runs again after
-    the tool ran, this raises ``AlreadyAppliedError`` instead of approving twice. Pass ``call_id``
+    that (a resumer died mid-tool and another took the run over, or the node asks twice), this
+    returns ``Reject`` with what crossgate recorded instead of approving twice. Pass ``call_id``
     when one node asks more than once about the same tool.
 
-    The request carries who the run acts for (that person cannot decide it): inside ``Gate.run`` and
-    ``Gate.resume`` the gate passes it down, so leave ``requested_by`` out there (a different value is
-    refused); outside a gate, pass it here.
+    With ``args_schema`` (the tool's JSON Schema), arguments it refuses are not judged: this returns
+    ``Reject`` saying what is wrong, and nothing is submitted. The request carries who the run acts for
+    (that person cannot decide it): inside ``Gate.run`` and ``Gate.resume`` the gate passes it down, so
+    leave ``requested_by`` out there (a different value is refused); outside a gate, pass it here.
     """
     decision, _ = ask(
         queue,
@@ -190,7 +200,17 @@ def ask(
 ) -> tuple[AnyDecision, str | None]:
     """:func:`request_approval` for a built call; also returns the request id (None for allow and deny)."""
     thread, namespace = current_thread()
-    call = call.model_copy(update={"run": thread})
+    config = _config()
+    origin = {"run": thread, "agent": agent_in(config, call.agent), "context": context_in(config, call.context)}
+    call = call.model_copy(update=origin)
+    if args_schema is not None:
+        try:
+            # Judge only arguments the tool's schema accepts as they are (a string for a number is not).
+            validate_args(call.args, args_schema)
+        except InvalidArgumentsError as exc:
+            message = refusal(call.tool, exc)
+            queue.record_outcome(None, ran=False, error=message, call=call.model_copy(update={"args": {}}))
+            return Reject(message=message, fingerprint=call.fingerprint), None
     request_id = graph_request_id(thread, namespace, call.tool, call.call_id)
     submission = queue.submit(
         call,
@@ -246,8 +266,8 @@ def _mark_applied(queue: ReviewQueue, request_id: str, call: ToolCall, decision:
                 raise
             return closed
     elif request.status is RequestStatus.APPLIED and isinstance(decision, Approve | Edit):
-        raise AlreadyAppliedError(
-            f"request {request_id} was already applied: the node ran again after its tool ran, and an "
-            "approval runs a tool once (ask once per node; give each tool call its own task with tool_calls_router)"
-        )
+        # Applied by an earlier attempt (a resumer that died mid-tool, whose run another took over, or
+        # an earlier ask of the same node): never run twice; the node is told what happened then.
+        message = already_applied_message(call.tool, request_id, queue.outcome(request_id))
+        return Reject(message=message, fingerprint=call.fingerprint)
     return decision

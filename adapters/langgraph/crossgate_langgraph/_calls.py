@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -70,3 +72,28 @@ def agent_call(
         agent=agent,
         context={**(context or {}), **extra},
     )
+
+
+_JUDGED_KEPT = 4096
+_judged: OrderedDict[str, ToolCall] = OrderedDict()
+_judged_lock = threading.Lock()
+
+
+def remember_judged(request_id: str, call: ToolCall) -> None:
+    """Keep the call the middleware paused for, as it judged it (agent, context), for the gate to submit.
+
+    The gate submits the paused calls after the graph returns, in the same process; it cannot see the
+    middleware's own ``agent=`` and ``context=``, so it takes them from here. Only the latest few
+    thousand are kept: a call not found is rebuilt from the gate's name and the run's context.
+    """
+    with _judged_lock:
+        _judged[request_id] = call
+        _judged.move_to_end(request_id)
+        while len(_judged) > _JUDGED_KEPT:
+            _judged.popitem(last=False)
+
+
+def judged_call(request_id: str) -> ToolCall | None:
+    """The call :func:`remember_judged` kept under ``request_id``, if any (taken once)."""
+    with _judged_lock:
+        return _judged.pop(request_id, None)

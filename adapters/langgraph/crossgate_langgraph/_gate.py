@@ -21,23 +21,32 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from langgraph.errors import is_invalid_resume
-from langgraph.types import Interrupt
+from langgraph.types import Command, Interrupt
+from pydantic import ValidationError
 
 from crossgate import (
     AdapterError,
+    AlreadyAppliedError,
     ApprovalRequest,
     ConfigurationError,
     ConflictError,
     DecisionKind,
+    ParkedRun,
     ParkedRunClaimedError,
     ParkedRunStatus,
+    RequestCancelledError,
+    RequestExpiredError,
     RequestStatus,
     ReviewQueue,
     VerdictKind,
+    fingerprint,
 )
-from crossgate.runs import Finished, Parked
+from crossgate.model import JsonObject
+from crossgate.runs import Finished, Parked, resume_leased
 from crossgate_langgraph._approval import REQUESTED_BY_KEY
-from crossgate_langgraph._calls import agent_call, agent_request_id, last_tool_calls
+from crossgate_langgraph._arguments import args_json_schema, tool_args
+from crossgate_langgraph._calls import agent_call, agent_request_id, judged_call, last_tool_calls
+from crossgate_langgraph._origin import AGENT_KEY, CONTEXT_KEY
 from crossgate_langgraph._shapes import hitl_decision, interrupt_shape, resume_command
 
 Graph = Any
@@ -75,11 +84,17 @@ class _ParkState:
         )
 
 
-def thread_config(thread: str, requested_by: str | None = None) -> dict[str, Any]:
-    """The LangGraph config of a thread, telling nodes who the run acts for when someone is named."""
+def thread_config(
+    thread: str, requested_by: str | None = None, *, agent: str | None = None, context: JsonObject | None = None
+) -> dict[str, Any]:
+    """The LangGraph config of a thread, telling nodes who the run acts for, the agent's name and the app context."""
     configurable: dict[str, Any] = {"thread_id": thread}
     if requested_by is not None:
         configurable[REQUESTED_BY_KEY] = requested_by
+    if agent is not None:
+        configurable[AGENT_KEY] = agent
+    if context:
+        configurable[CONTEXT_KEY] = dict(context)
     return {"configurable": configurable}
 
 
@@ -103,7 +118,8 @@ class Gate:
         self.queue = queue
         self.owner = owner or f"langgraph-gate@{socket.gethostname()}:{os.getpid()}"
         self.agent = agent
-        """Agent name of agent tool calls; must match the ``agent`` given to :func:`crossgate_middleware`."""
+        """Agent name of the calls (default: the graph's name); must match an ``agent`` given to
+        :func:`crossgate_middleware` or :func:`gated_tool_wrapper`."""
         self.lease_seconds = lease_seconds
         self._graphs: dict[str, Graph] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -127,7 +143,14 @@ class Gate:
 
     # running ------------------------------------------------------------------------------------
     async def run(
-        self, graph: Graph, input: Any, *, thread: str, wait: float = 0.0, requested_by: str | None = None
+        self,
+        graph: Graph,
+        input: Any,
+        *,
+        thread: str,
+        wait: float = 0.0,
+        requested_by: str | None = None,
+        context: JsonObject | None = None,
     ) -> Finished[Any] | Parked:
         """Run ``graph`` on ``thread`` until it ends or pauses for approval.
 
@@ -135,26 +158,31 @@ class Gate:
         seconds for every decision and resumes in place when all arrived. ``requested_by`` is who the
         run acts for: every request of the run carries it (nodes' ``request_approval`` gets it through
         the config; it is parked with the thread for later resumes), and the queue refuses a decision by
-        that reviewer.
+        that reviewer. ``context`` is the run's app context (a tenant, say): every call of the run carries
+        it in ``ToolCall.context``, where policy rules can test it; it is parked with the thread too.
+        Every call is named after ``Gate(agent=...)``, else the graph's ``name``.
         """
         self.add_graph(graph)
+        scope = _Scope(requested_by, dict(context or {}))
         async with self._lock(thread):
             if self.queue.parked_runs(statuses=(ParkedRunStatus.PARKED, ParkedRunStatus.RESUMING), run=thread):
                 raise ConflictError(f"thread {thread} is parked waiting for decisions; resume it instead")
-            output = await graph.ainvoke(input, thread_config(thread, requested_by), version="v2")
-            outcome = await self._settle(graph, thread, output, requested_by)
+            output = await graph.ainvoke(input, self._config(graph, thread, scope), version="v2")
+            outcome = await self._settle(graph, thread, output, scope)
         if isinstance(outcome, Parked) and wait > 0:
             await asyncio.gather(*(self.queue.wait(r, wait) for r in outcome.request_ids))
             if self.queue.is_ready(self.queue.get_parked(outcome.parked_run)):
                 return await self.resume(outcome.parked_run)
         return outcome
 
-    async def park(self, graph: Graph, *, thread: str, requested_by: str | None = None) -> Finished[Any] | Parked:
+    async def park(
+        self, graph: Graph, *, thread: str, requested_by: str | None = None, context: JsonObject | None = None
+    ) -> Finished[Any] | Parked:
         """Park a thread that is already paused without a parked run (say, the process died right
         after the pause); submitting finds existing requests, so this is safe to repeat.
 
         ``requested_by`` is who the run acts for, as in :meth:`run`; when None, the person the thread's
-        stored requests were made for is kept.
+        stored requests were made for is kept. ``context`` is the run's app context, as in :meth:`run`.
         """
         self.add_graph(graph)
         async with self._lock(thread):
@@ -163,7 +191,7 @@ class Gate:
             snapshot = await graph.aget_state(thread_config(thread))
             if snapshot.created_at is None:
                 raise ConflictError(f"thread {thread} never started in this graph's checkpointer")
-            return await self._settle(graph, thread, snapshot, requested_by)
+            return await self._settle(graph, thread, snapshot, _Scope(requested_by, dict(context or {})))
 
     async def resume(self, parked_run: str, *, partial: bool = False) -> Finished[Any] | Parked:
         """Resume a parked thread once its requests are decided; a parked run is resumed once.
@@ -176,7 +204,7 @@ class Gate:
         parked = self.queue.get_parked(parked_run)
         if parked.framework != self.framework:
             raise ConfigurationError(f"parked run {parked_run} belongs to {parked.framework}, not {self.framework}")
-        if parked.status is not ParkedRunStatus.PARKED:
+        if parked.status not in (ParkedRunStatus.PARKED, ParkedRunStatus.RESUMING):
             raise ParkedRunClaimedError(
                 f"parked run {parked_run} is {parked.status.value}; a parked state is resumed once"
             )
@@ -187,22 +215,17 @@ class Gate:
         answerable = [p for p in state.interrupts if all(not requests[r].is_open for r in p.request_ids)]
         if not answerable or (len(answerable) < len(state.interrupts) and not partial):
             return Parked(parked.run, parked.id, parked.request_ids)
+        scope = _Scope.of(parked)
+
+        async def body(claimed: ParkedRun) -> Finished[Any] | Parked:
+            return await self._resume_claimed(graph, state, requests, scope, earlier=claimed.attempts > 1)
+
         async with self._lock(state.thread):
-            self.queue.claim_parked(parked.id, owner=self.owner, lease_seconds=self.lease_seconds)
-            try:
-                acts_for = parked.metadata.get("requested_by")
-                requested_by = acts_for if isinstance(acts_for, str) else None
-                outcome = await self._resume_claimed(graph, state, requests, requested_by)
-            except Exception as exc:
-                # Failed runs are not retried: the thread may have moved. A cancelled resume keeps its
-                # lease instead, and another resumer may claim it once the lease runs out.
-                self.queue.finish_parked(
-                    parked.id, owner=self.owner, status=ParkedRunStatus.FAILED, outcome=f"{type(exc).__name__}: {exc}"
-                )
-                raise
-            note = "finished" if isinstance(outcome, Finished) else f"parked again as {outcome.parked_run}"
-            self.queue.finish_parked(parked.id, owner=self.owner, outcome=note)
-            return outcome
+            # A resumer that died mid-resume leaves the run resuming: once its lease runs out, this
+            # claim takes it over (the same path every adapter uses).
+            return await resume_leased(
+                self.queue, parked, owner=self.owner, lease_seconds=self.lease_seconds, body=body
+            )
 
     # internals ----------------------------------------------------------------------------------
     def _lock(self, thread: str) -> asyncio.Lock:
@@ -216,9 +239,22 @@ class Gate:
         return graph
 
     async def _resume_claimed(
-        self, graph: Graph, state: _ParkState, requests: Mapping[str, ApprovalRequest], requested_by: str | None
+        self,
+        graph: Graph,
+        state: _ParkState,
+        requests: Mapping[str, ApprovalRequest],
+        scope: _Scope,
+        *,
+        earlier: bool,
     ) -> Finished[Any] | Parked:
-        config = thread_config(state.thread, requested_by)
+        """Answer the parked interrupts, or, after an ``earlier`` attempt, go on from where it stopped.
+
+        An earlier attempt (killed mid-resume, or failed and retried) may have moved the thread past the
+        parked checkpoint, or completed some of its tasks: the thread then goes on from where it is, as
+        long as it descends from the parked checkpoint. Whatever that attempt applied is not run again
+        (``mark_applied`` refuses it, and the model is told).
+        """
+        config = self._config(graph, state.thread, scope)
         snapshot = await graph.aget_state(config)
         if snapshot.created_at is None:
             raise ConflictError(
@@ -226,28 +262,77 @@ class Gate:
                 "(LangGraph would start it from the beginning)"
             )
         pending = {i.id: i for i in snapshot.interrupts}
-        if not pending:
+        expected = {p.id for p in state.interrupts}
+        at_park = snapshot.config["configurable"].get("checkpoint_id") == state.checkpoint_id
+        command: Command[Any] | None
+        if pending and at_park and (set(pending) == expected or (earlier and set(pending) <= expected)):
+            answers: dict[str, Any] = {}
+            for entry in state.interrupts:
+                resolved = [requests[r] for r in entry.request_ids]
+                if entry.id in pending and all(not r.is_open for r in resolved):
+                    answers[entry.id] = self._answer(entry, resolved)
+            command = resume_command(list(pending.values()), answers)
+            self._apply_unrun(state, answers, requests)
+        elif earlier and await _descends(graph, config, state.checkpoint_id):
+            command = None  # LangGraph goes on from the earlier attempt's last checkpoint
+            self._apply_unrun(state, {p.id: None for p in state.interrupts}, requests)
+        elif not pending:
             raise ConflictError(
                 f"thread {state.thread} has no pending interrupt: it finished, was resumed elsewhere, "
                 "or its state was changed since it parked"
             )
-        expected = {p.id for p in state.interrupts}
-        if set(pending) != expected or snapshot.config["configurable"].get("checkpoint_id") != state.checkpoint_id:
+        else:
             raise ConflictError(f"thread {state.thread} moved on since it parked; its pending interrupts changed")
-        answers: dict[str, Any] = {}
-        for entry in state.interrupts:
-            resolved = [requests[r] for r in entry.request_ids]
-            if all(not r.is_open for r in resolved):
-                answers[entry.id] = self._answer(entry, resolved)
-        command = resume_command(list(pending.values()), answers)
-        self._apply_unrun(state, answers, requests)
         try:
             output = await graph.ainvoke(command, config, version="v2")
         except Exception as exc:
-            if is_invalid_resume(exc):
-                raise AdapterError(f"LangGraph refused crossgate's answer for thread {state.thread}: {exc}") from exc
-            raise
-        return await self._settle(graph, state.thread, output, requested_by)
+            if command is None or not is_invalid_resume(exc):
+                raise
+            output = await self._refuse_unappliable(graph, config, state, requests, set(command.resume or ()), exc)
+        return await self._settle(graph, state.thread, output, scope)
+
+    async def _refuse_unappliable(
+        self,
+        graph: Graph,
+        config: dict[str, Any],
+        state: _ParkState,
+        requests: Mapping[str, ApprovalRequest],
+        answered: set[str],
+        error: Exception,
+    ) -> Any:
+        """End each call whose decision LangGraph refused as refused, tell the model why, and go on.
+
+        LangGraph checks the middleware's answers against the tool's own schema (an edit a custom
+        validator refuses, say); the refused interrupts stay pending with the same ids while the
+        siblings answered with them ran. Each refused call is closed (marked applied, outcome "not run"
+        with the reason) and answered with a rejection the model reads, so the run is not stuck.
+        """
+        snapshot = await graph.aget_state(config)
+        pending = {i.id: i for i in snapshot.interrupts}
+        refused = [e for e in state.interrupts if e.id in answered and e.id in pending]
+        if not refused or any(e.shape != "tool_approval" for e in refused):
+            raise AdapterError(f"LangGraph refused crossgate's answer for thread {state.thread}: {error}") from error
+        reason = _refusal_text(error)
+        answers = {}
+        for entry in refused:
+            [request_id] = entry.request_ids
+            tool = requests[request_id].call.tool
+            message = self._close_refused(
+                requests[request_id], f"crossgate could not apply the decision on {tool}: {reason}"
+            )
+            answers[entry.id] = {"type": "reject", "message": message}
+        return await graph.ainvoke(resume_command(list(pending.values()), answers), config, version="v2")
+
+    def _close_refused(self, request: ApprovalRequest, reason: str) -> str:
+        """Close a decided request the SDK refused: applied, with "not run" and ``reason`` as its outcome."""
+        try:
+            self.queue.mark_applied(request, args=request.approved_args(), actor=self.owner)
+        except (RequestCancelledError, RequestExpiredError):
+            return self.queue.get(request.id).closed_reason or reason  # a late check closed it: its reason wins
+        except AlreadyAppliedError:
+            pass
+        self.queue.record_outcome(request, ran=False, error=reason)
+        return f"{reason}. It did not run; the reviewer may decide again if you call it again with valid arguments."
 
     def _answer(self, entry: _Pending, requests: Sequence[ApprovalRequest]) -> Any:
         decisions = [r.resolution() for r in requests]
@@ -282,17 +367,21 @@ class Gate:
                 ):
                     self.queue.mark_applied(request_id, actor=self.owner)
 
-    async def _settle(self, graph: Graph, thread: str, output: Any, requested_by: str | None) -> Finished[Any] | Parked:
+    def _config(self, graph: Graph, thread: str, scope: _Scope) -> dict[str, Any]:
+        return thread_config(thread, scope.requested_by, agent=self.agent or graph.name, context=scope.context)
+
+    async def _settle(self, graph: Graph, thread: str, output: Any, scope: _Scope) -> Finished[Any] | Parked:
         # A GraphOutput from ainvoke(version="v2"), or a StateSnapshot: both list the pending interrupts.
         interrupts: Sequence[Interrupt] = tuple(getattr(output, "interrupts", ()) or ())
         if not interrupts:
             return Finished(thread, getattr(output, "value", getattr(output, "values", output)))
         snapshot = await graph.aget_state(thread_config(thread))
-        requested_by = self._acting_for(interrupts, requested_by)
+        scope = _Scope(self._acting_for(interrupts, scope.requested_by), scope.context)
         # Requests for the middleware's calls are stored together with the parked run (one transaction);
         # a node's request_approval stored its own before interrupting.
         new_requests: list[ApprovalRequest] = []
-        entries = [self._submit(i, thread, snapshot.values, new_requests, requested_by) for i in interrupts]
+        origin = _Origin(_tools_of(graph), self.agent or graph.name, scope)
+        entries = [self._submit(i, thread, snapshot.values, origin, new_requests) for i in interrupts]
         state = _ParkState(
             graph=graph.name,
             thread=thread,
@@ -305,7 +394,12 @@ class Gate:
             run=thread,
             request_ids=request_ids,
             state=state.dumps(),
-            metadata={"graph": graph.name, "interrupts": [e.id for e in entries], "requested_by": requested_by},
+            metadata={
+                "graph": graph.name,
+                "interrupts": [e.id for e in entries],
+                "requested_by": scope.requested_by,
+                "context": scope.context,
+            },
             new_requests=new_requests,
         )
         return Parked(thread, parked.id, tuple(request_ids))
@@ -333,8 +427,8 @@ class Gate:
         pending: Interrupt,
         thread: str,
         values: Mapping[str, Any],
+        origin: _Origin,
         new_requests: list[ApprovalRequest],
-        requested_by: str | None,
     ) -> _Pending:
         """Turn one pending interrupt into crossgate requests (stored once; a re-submit finds them).
 
@@ -360,7 +454,7 @@ class Gate:
         else:
             matched = _match_batched(value, calls)
         request_ids = [
-            self._submit_call(thread, turn, c, d, allowed, new_requests, requested_by) for c, d, allowed in matched
+            self._submit_call(thread, turn, c, d, allowed, origin, new_requests) for c, d, allowed in matched
         ]
         return _Pending(pending.id, shape, request_ids, [c["name"] for c, _, _ in matched])
 
@@ -371,18 +465,29 @@ class Gate:
         call: Mapping[str, Any],
         description: Any,
         allowed: Any,
+        origin: _Origin,
         new_requests: list[ApprovalRequest],
-        requested_by: str | None,
     ) -> str:
         call_id = str(call.get("id") or "")
-        neutral = agent_call(call["name"], call["args"], call_id=call_id, thread=thread, agent=self.agent)
+        tool = origin.tools.get(call["name"])
+        request_id = agent_request_id(thread, turn, call_id)
+        # The arguments the tool will receive, as the middleware judged them (it paused only valid ones),
+        # with the agent and context it judged them for.
+        args = tool_args(tool, call["args"])
+        neutral = judged_call(request_id)
+        if neutral is None or neutral.fingerprint != fingerprint(call["name"], args):
+            neutral = agent_call(
+                call["name"], args, call_id=call_id, thread=thread, agent=origin.agent, context=origin.scope.context
+            )
+        requested_by = origin.scope.requested_by
         capabilities = tuple(DecisionKind(k) for k in allowed) if allowed else tuple(DecisionKind)
         submission = self.queue.prepare(
             neutral,
+            args_schema=args_json_schema(tool),
             description=description if isinstance(description, str) else None,
             requested_by=requested_by,
             capabilities=capabilities,
-            request_id=agent_request_id(thread, turn, call_id),
+            request_id=request_id,
         )
         if submission.request is None:
             raise AdapterError(
@@ -394,6 +499,58 @@ class Gate:
         if not submission.stored and all(r.id != submission.request.id for r in new_requests):
             new_requests.append(submission.request)
         return submission.request.id
+
+
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    """Who a run acts for and its app context: given to ``run``, parked with the thread, restored on resume."""
+
+    requested_by: str | None
+    context: JsonObject
+
+    @classmethod
+    def of(cls, parked: ParkedRun) -> _Scope:
+        acts_for, context = parked.metadata.get("requested_by"), parked.metadata.get("context")
+        return cls(acts_for if isinstance(acts_for, str) else None, dict(context) if isinstance(context, dict) else {})
+
+
+@dataclass(frozen=True, slots=True)
+class _Origin:
+    """What the gate submits a paused agent call with: the graph's tools, the agent's name, the run's scope."""
+
+    tools: Mapping[str, Any]
+    agent: str
+    scope: _Scope
+
+
+def _refusal_text(error: Exception) -> str:
+    """One line on why LangGraph refused an answer (the first pydantic error, where it has one)."""
+    if isinstance(error, ValidationError) and error.errors():
+        first = error.errors()[0]
+        where = "/".join(str(p) for p in first.get("loc", ()))
+        return (
+            f"LangGraph refused it ({where}: {first.get('msg', 'invalid')})"
+            if where
+            else f"LangGraph refused it ({first.get('msg')})"
+        )
+    return f"LangGraph refused it ({str(error).splitlines()[0] if str(error) else type(error).__name__})"
+
+
+def _tools_of(graph: Graph) -> Mapping[str, Any]:
+    """The tools of a ``create_agent`` graph by name (its ``tools`` node is a ``ToolNode``); empty for others."""
+    node = getattr(graph, "nodes", {}).get("tools")
+    tools = getattr(getattr(node, "bound", None), "tools_by_name", None)
+    return tools if isinstance(tools, Mapping) else {}
+
+
+async def _descends(graph: Graph, config: Mapping[str, Any], checkpoint_id: str | None) -> bool:
+    """True if the thread's latest checkpoint is ``checkpoint_id`` or a later one of the same history."""
+    if checkpoint_id is None:
+        return False
+    async for snapshot in graph.aget_state_history(config):
+        if snapshot.config["configurable"].get("checkpoint_id") == checkpoint_id:
+            return True
+    return False
 
 
 def _match_batched(value: Mapping[str, Any], calls: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], Any, Any]]:

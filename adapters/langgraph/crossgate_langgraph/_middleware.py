@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 try:
@@ -28,23 +29,29 @@ from langgraph.config import get_config
 from langgraph.types import Command
 
 from crossgate import (
+    AlreadyAppliedError,
     ConflictError,
     CrossgateError,
     DecisionKind,
+    InvalidArgumentsError,
     Reject,
     RequestCancelledError,
     RequestExpiredError,
+    RequestStatus,
     Respond,
     ReviewQueue,
     StoreError,
     ToolCall,
     VerdictKind,
 )
-from crossgate.model import ALL_DECISIONS
+from crossgate.model import ALL_DECISIONS, JsonObject
+from crossgate.outcomes import already_applied_message
 from crossgate.policy import Policy
 from crossgate.queue import REQUESTED_BY
 from crossgate_langgraph._approval import requested_by_in
-from crossgate_langgraph._calls import AGENT_FRAMEWORK, agent_call, agent_request_id, turn_of
+from crossgate_langgraph._arguments import args_json_schema, refusal, tool_args
+from crossgate_langgraph._calls import AGENT_FRAMEWORK, agent_call, agent_request_id, remember_judged, turn_of
+from crossgate_langgraph._origin import agent_in, context_in
 
 ToolResult = ToolMessage | Command[Any]
 InterruptMode = Literal["per_call", "batched"]
@@ -56,24 +63,36 @@ def crossgate_middleware(
     *,
     interrupt_mode: InterruptMode = "per_call",
     agent: str | None = None,
+    context: JsonObject | None = None,
 ) -> list[AgentMiddleware[Any, Any]]:
     """Middlewares that gate ``tools`` by crossgate's policy; list them first in ``create_agent``.
 
     ``per_call`` (recommended, and the default here) pauses once per gated call and lets LangGraph
     check each answer before saving it; ``batched`` pauses once per model turn. ``agent`` names the
-    agent in the neutral calls; give ``Gate(agent=...)`` the same name.
+    agent in the neutral calls (default: the gate's name for the run, else ``create_agent(name=...)``);
+    if given, give ``Gate(agent=...)`` the same name. ``context`` is app context (a tenant, say) that
+    policy rules can test, merged with ``Gate.run(context=...)``.
     """
+    origin = _Origin(agent, dict(context or {}))
     interrupt_on: dict[str, bool | InterruptOnConfig] = {}
     for tool in tools:
         interrupt_on[tool.name] = InterruptOnConfig(
             allowed_decisions=[k.value for k in possible_decisions(queue.policy, tool.name, agent)],
-            description=_describe(queue, agent),
-            when=_when(queue, agent),
+            description=_describe(queue, origin, tool),
+            when=_when(queue, origin),
         )
     return [
         HumanInTheLoopMiddleware(interrupt_on=interrupt_on, interrupt_mode=interrupt_mode),
-        CrossgateGuard(queue, agent=agent),
+        CrossgateGuard(queue, agent=agent, context=context),
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class _Origin:
+    """The agent name and app context the middleware was given (None and empty: from the run)."""
+
+    agent: str | None
+    context: JsonObject
 
 
 def possible_decisions(policy: Policy, tool: str, agent: str | None = None) -> tuple[DecisionKind, ...]:
@@ -95,36 +114,56 @@ def _thread_of(config: Any) -> str:
     return str(thread)
 
 
-def _call_for(request: ToolCallRequest, agent: str | None) -> tuple[ToolCall, str, list[str]]:
-    """The neutral call, its request id, and the request ids of every call of the same model turn."""
+def _call_for(request: ToolCallRequest, origin: _Origin) -> tuple[ToolCall, str, list[str], str | None]:
+    """The neutral call, its request id, the request ids of every call of the same model turn, and a refusal.
+
+    The call's arguments are those the tool will receive (its schema converts them); when the tool
+    would refuse them, the call carries none and the refusal says why.
+    """
     tool_call = request.tool_call
-    thread = _thread_of(getattr(request.runtime, "config", None))
+    config = getattr(request.runtime, "config", None)
+    thread = _thread_of(config)
     call_id = str(tool_call.get("id") or "")
     messages: Sequence[BaseMessage] = request.state.get("messages", []) if request.state else []
     turn, message = turn_of(messages, call_id)
     siblings = [agent_request_id(thread, turn, str(c.get("id") or "")) for c in message.tool_calls]
+    try:
+        args, refused = tool_args(request.tool, tool_call["args"]), None
+    except InvalidArgumentsError as exc:
+        args, refused = {}, refusal(tool_call["name"], exc)
     # Who the run acts for is part of the call, so this predicate and the gate's submission agree.
-    person = requested_by_in(getattr(request.runtime, "config", None))
+    person = requested_by_in(config)
     call = agent_call(
-        tool_call["name"], tool_call["args"], call_id=call_id, thread=thread, agent=agent, requested_by=person
+        tool_call["name"],
+        args,
+        call_id=call_id,
+        thread=thread,
+        agent=agent_in(config, origin.agent),
+        context=context_in(config, origin.context),
+        requested_by=person,
     )
-    return call, agent_request_id(thread, turn, call_id), siblings
+    return call, agent_request_id(thread, turn, call_id), siblings, refused
 
 
-def _when(queue: ReviewQueue, agent: str | None) -> Callable[[ToolCallRequest], bool]:
+def _when(queue: ReviewQueue, origin: _Origin) -> Callable[[ToolCallRequest], bool]:
     def when(request: ToolCallRequest) -> bool:
-        call, request_id, siblings = _call_for(request, agent)
+        call, request_id, siblings, refused = _call_for(request, origin)
         # Once a turn has paused, the calls it paused for are fixed: on resume the middleware asks this
         # predicate again, and a different answer (a standing rule added or revoked meanwhile) would
         # skip a reviewer's answer or, in batched mode, misalign the decisions with the calls.
         if any(queue.store.get_request(r) is not None for r in siblings):
             return queue.store.get_request(request_id) is not None
-        return queue.evaluate(call).kind is VerdictKind.ASK
+        if refused is not None:
+            return False  # nothing to review: CrossgateGuard refuses the call and tells the model why
+        if queue.evaluate(call).kind is not VerdictKind.ASK:
+            return False
+        remember_judged(request_id, call)  # the gate submits it with the agent and context judged here
+        return True
 
     return when
 
 
-def _describe(queue: ReviewQueue, agent: str | None) -> Callable[..., str]:
+def _describe(queue: ReviewQueue, origin: _Origin, tool: BaseTool) -> Callable[..., str]:
     def describe(tool_call: Any, state: Any, runtime: Any) -> str:
         try:
             config = get_config()
@@ -135,13 +174,17 @@ def _describe(queue: ReviewQueue, agent: str | None) -> Callable[..., str]:
         except ConflictError:
             thread = None
         person = requested_by_in(config)
+        try:
+            args = tool_args(tool, tool_call["args"])
+        except InvalidArgumentsError:
+            return f"crossgate asks about {tool_call['name']}"
         call = ToolCall(
             framework=AGENT_FRAMEWORK,
             tool=tool_call["name"],
-            args=dict(tool_call["args"]),
+            args=args,
             run=thread,
-            agent=agent,
-            context={REQUESTED_BY: person} if person is not None else {},
+            agent=agent_in(config, origin.agent),
+            context={**context_in(config, origin.context), **({REQUESTED_BY: person} if person is not None else {})},
         )
         verdict = queue.evaluate(call)
         return verdict.description or verdict.reason or f"crossgate asks about {call.tool}"
@@ -152,33 +195,45 @@ def _describe(queue: ReviewQueue, agent: str | None) -> Callable[..., str]:
 class CrossgateGuard(AgentMiddleware[Any, Any]):
     """Runs a tool only when crossgate allows it: by policy, or by a recorded approve or edit of these arguments."""
 
-    def __init__(self, queue: ReviewQueue, *, agent: str | None = None) -> None:
+    def __init__(self, queue: ReviewQueue, *, agent: str | None = None, context: JsonObject | None = None) -> None:
         super().__init__()
         self.queue = queue
         self.agent = agent
+        self.context: JsonObject = dict(context or {})
 
     def wrap_tool_call(self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], ToolResult]) -> ToolResult:
-        """Check the call, then run it (or answer in its place)."""
-        refusal, request_id = self._check(request)
-        if refusal is not None:
-            return refusal
-        return self._record(request_id, handler(request))
+        """Check the call, then run it with the arguments crossgate judged (or answer in its place)."""
+        refused, request_id, call = self._check(request)
+        if refused is not None:
+            return refused
+        return self._record(request_id, handler(_with_args(request, call)))
 
     async def awrap_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[ToolResult]]
     ) -> ToolResult:
         """Async form of :meth:`wrap_tool_call`."""
-        refusal, request_id = self._check(request)
-        if refusal is not None:
-            return refusal
-        return self._record(request_id, await handler(request))
+        refused, request_id, call = self._check(request)
+        if refused is not None:
+            return refused
+        return self._record(request_id, await handler(_with_args(request, call)))
 
-    def _check(self, request: ToolCallRequest) -> tuple[ToolMessage | None, str | None]:
-        call, request_id, _ = _call_for(request, self.agent)
+    def _check(self, request: ToolCallRequest) -> tuple[ToolMessage | None, str | None, ToolCall]:
+        call, request_id, _, refused = _call_for(request, _Origin(self.agent, self.context))
+        refusal_, found = self._verdict(request, call, request_id, refused)
+        return refusal_, found, call
+
+    def _verdict(
+        self, request: ToolCallRequest, call: ToolCall, request_id: str, refused: str | None
+    ) -> tuple[ToolMessage | None, str | None]:
         reviewed = self.queue.store.get_request(request_id)
+        if reviewed is None and refused is not None:
+            self.queue.record_outcome(None, ran=False, error=refused, call=call)
+            return self._message(call, refused, error=True), None
         if reviewed is None:
             requested_by = requested_by_in(getattr(request.runtime, "config", None))
-            verdict = self.queue.submit(call, requested_by=requested_by).verdict
+            verdict = self.queue.submit(
+                call, requested_by=requested_by, args_schema=args_json_schema(request.tool)
+            ).verdict
             if verdict.kind is VerdictKind.ALLOW:
                 return None, None
             if verdict.kind is VerdictKind.DENY:
@@ -191,6 +246,16 @@ class CrossgateGuard(AgentMiddleware[Any, Any]):
             error = f"the reviewed call was {reviewed.call.tool}; refusing to run {call.tool} in its place"
             self.queue.record_outcome(request_id, ran=False, error=error)
             return self._message(call, f"Not run: {error}.", error=True), request_id
+        if refused is not None and reviewed.status is RequestStatus.DECIDED:
+            # The reviewed arguments fail the tool's own validation: the call ends refused, its decision used.
+            try:
+                self.queue.mark_applied(reviewed, args=reviewed.approved_args(), actor="langchain")
+            except (RequestCancelledError, RequestExpiredError):
+                refused = self.queue.get(request_id).closed_reason or refused
+            self.queue.record_outcome(request_id, ran=False, error=refused)
+            return self._message(call, refused, error=True), request_id
+        if refused is not None:
+            return self._message(call, refused, error=True), request_id
         decision = reviewed.resolution()
         if decision is None:
             return self._message(call, f"Not run: request {request_id} is still pending.", error=True), request_id
@@ -203,6 +268,14 @@ class CrossgateGuard(AgentMiddleware[Any, Any]):
             # Not an answer about this call: the run fails and the decision stays unused, rather than
             # the model being told the call did not run.
             raise
+        except AlreadyAppliedError:
+            # Applied by an earlier attempt (a resumer that died mid-tool, whose run this one took over):
+            # never run twice; the model is told what happened then, from the audit log.
+            text = already_applied_message(call.tool, request_id, self.queue.outcome(request_id))
+            self.queue.record_outcome(
+                request_id, ran=False, error=f"not run again: request {request_id} was applied before"
+            )
+            return self._message(call, text, error=True), request_id
         except (RequestCancelledError, RequestExpiredError) as exc:
             # The policy denied the call after its approval, or the approval lapsed: the closed request's
             # reason is what the model reads (as in every adapter).
@@ -225,3 +298,8 @@ class CrossgateGuard(AgentMiddleware[Any, Any]):
         return ToolMessage(
             content=text, name=call.tool, tool_call_id=call.call_id or "", status="error" if error else "success"
         )
+
+
+def _with_args(request: ToolCallRequest, call: ToolCall) -> ToolCallRequest:
+    """``request`` with the arguments crossgate judged: the ones the tool's schema makes of the model's."""
+    return request.override(tool_call={**request.tool_call, "args": dict(call.args)})

@@ -9,26 +9,18 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.graph import END
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command, Send
-from pydantic import BaseModel
 
-from crossgate import Approve, Edit, Reject, ReviewQueue, ToolCall
+from crossgate import Approve, Edit, InvalidArgumentsError, Reject, ReviewQueue, ToolCall
 from crossgate.model import JsonObject
 from crossgate_langgraph._approval import ask
+from crossgate_langgraph._arguments import args_json_schema, refusal, tool_args
 
 ToolResult = ToolMessage | Command[Any]
 Execute = Callable[[ToolCallRequest], ToolResult]
 
 
-def tool_args_schema(tool: Any) -> JsonObject | None:
-    """JSON Schema of a tool's arguments as the model sees them, for validating edits."""
-    schema = getattr(tool, "tool_call_schema", None)
-    if isinstance(schema, type) and issubclass(schema, BaseModel):
-        return schema.model_json_schema()
-    return schema if isinstance(schema, dict) else None
-
-
 def gated_tool_wrapper(
-    queue: ReviewQueue, *, agent: str | None = None, framework: str = "langgraph"
+    queue: ReviewQueue, *, agent: str | None = None, context: JsonObject | None = None, framework: str = "langgraph"
 ) -> Callable[[ToolCallRequest, Execute], ToolResult]:
     """A ``wrap_tool_call`` for ``ToolNode(tools, wrap_tool_call=...)`` that asks crossgate first.
 
@@ -37,6 +29,9 @@ def gated_tool_wrapper(
     with the reviewer's arguments (same tool), reject returns the reviewer's message as an error
     result, respond returns the reviewer's content as the result. Use one tool call per ``ToolNode``
     task (``Send`` per call, as ``create_agent`` does) when several calls may pause in one turn.
+
+    ``agent`` defaults to the name ``Gate`` runs the graph under (its ``name``); ``context`` (app
+    context such as a tenant, which policy rules can test) is merged with ``Gate.run(context=...)``.
     """
 
     def wrap(request: ToolCallRequest, execute: Execute) -> ToolResult:
@@ -44,21 +39,38 @@ def gated_tool_wrapper(
         call = ToolCall(
             framework=framework,
             tool=tool_call["name"],
-            args=dict(tool_call["args"]),
+            args={},
             call_id=tool_call.get("id"),
             agent=agent,
+            context=dict(context or {}),
         )
-        decision, request_id = ask(queue, call, args_schema=tool_args_schema(request.tool))
+        try:
+            # Judged, fingerprinted and shown as the tool will receive them (its schema converts them).
+            call = call.model_copy(update={"args": tool_args(request.tool, tool_call["args"])})
+        except InvalidArgumentsError as exc:
+            message = refusal(call.tool, exc)
+            queue.record_outcome(None, ran=False, error=message, call=call)  # args left out: never judged
+            return ToolMessage(content=message, name=call.tool, tool_call_id=call.call_id or "", status="error")
+        decision, request_id = ask(queue, call, args_schema=args_json_schema(request.tool))
         if isinstance(decision, Approve | Edit):
-            to_run = request
+            args = call.args
             if isinstance(decision, Edit):
-                to_run = request.override(tool_call={**tool_call, "args": dict(decision.args)})
-            result = execute(to_run)
+                try:
+                    # The edit passed the tool's JSON Schema; its own validators may still refuse it.
+                    args = tool_args(request.tool, decision.args)
+                except InvalidArgumentsError as exc:
+                    message = f"crossgate could not apply the reviewer's edit of {call.tool}: {exc}. It did not run."
+                    if request_id is not None:
+                        queue.record_outcome(request_id, ran=False, error=message)
+                    return ToolMessage(content=message, name=call.tool, tool_call_id=call.call_id or "", status="error")
+            result = execute(request.override(tool_call={**tool_call, "args": dict(args)}))
             if request_id is not None:
                 queue.record_outcome(request_id, ran=True, result=_text(result))
             return result
         if request_id is not None:
-            queue.record_outcome(request_id, ran=False)
+            queue.record_outcome(
+                request_id, ran=False, result=decision.message if isinstance(decision, Reject) else None
+            )
         if isinstance(decision, Reject):
             return ToolMessage(
                 content=decision.message, name=call.tool, tool_call_id=tool_call.get("id") or "", status="error"

@@ -32,7 +32,6 @@ from crossgate import (
     FingerprintMismatchError,
     InvalidArgumentsError,
     ParkedRun,
-    ParkedRunStatus,
     Reject,
     RequestStatus,
     Respond,
@@ -40,7 +39,9 @@ from crossgate import (
     VerdictKind,
 )
 from crossgate.clock import new_id
-from crossgate.runs import Finished, Parked
+from crossgate.fingerprint import require_json
+from crossgate.model import JsonObject
+from crossgate.runs import Finished, Parked, resume_leased
 from crossgate_openai._capabilities import CAPABILITIES, FRAMEWORK
 from crossgate_openai._scope import RunScope, request_id_for, run_scope
 from crossgate_openai._tools import (
@@ -85,6 +86,10 @@ class Gate:
 
     A gate bound to an agent with ``agent=`` is a ``crossgate.runs.Resumer`` that ``crossgate worker`` can
     drive; an unbound gate takes ``agent=`` on each ``resume`` call.
+
+    ``context`` is the app's context for every call of the gate's runs (a JSON object, say
+    ``{"tenant": "acme"}``), which policy ``context:`` conditions test, as ``crossgate_claude.Gate(context=)``;
+    ``run(call_context=...)`` adds to it for one run. It is parked with the run and read back on resume.
     """
 
     framework = FRAMEWORK
@@ -98,8 +103,10 @@ class Gate:
         max_turns: int | None = None,
         owner: str | None = None,
         lease_seconds: float = 300.0,
+        context: JsonObject | None = None,
     ) -> None:
         self.queue = queue
+        self.context: JsonObject = _app_context(context)
         self.agent = agent
         self.run_config = run_config
         self.max_turns = max_turns
@@ -129,16 +136,21 @@ class Gate:
         stream: bool = False,
         session: str | None = None,
         requested_by: str | None = None,
+        call_context: JsonObject | None = None,
     ) -> Outcome:
         """Run ``agent`` on ``input``; wait up to ``wait`` seconds for reviewers, then park if still pending.
 
         ``run`` names the crossgate run (a fresh id when None); ``session`` groups runs for standing rules
         of scope session. ``requested_by`` is who the run acts for: every request of the run carries it,
         including those of later resumes (it is parked with the run), and the queue refuses a decision
-        by that reviewer. ``stream=True`` runs through ``Runner.run_streamed`` and drains its events.
+        by that reviewer. ``context`` is the SDK's run context (the tools' ``RunContextWrapper.context``);
+        ``call_context`` is crossgate's: the app's context for every call of this run (over the gate's
+        ``context``), kept with the parked run like ``requested_by``. ``stream=True`` runs through
+        ``Runner.run_streamed`` and drains its events.
         """
+        app_context = {**self.context, **_app_context(call_context)}
         self.install(agent)
-        scope = RunScope(run or new_id("run"), session, requested_by)
+        scope = RunScope(run or new_id("run"), session, requested_by, app_context)
         return await self._drive(agent, input, scope, wait=wait, context=context, stream=stream)
 
     async def resume(
@@ -179,22 +191,23 @@ class Gate:
             state = await RunState.from_string(agent, parked.state)
         else:
             state = await RunState.from_string(agent, parked.state, context_override=context)
-        # The lease must outlast an inline wait, or another resumer could take the run while this one waits.
-        self.queue.claim_parked(parked, owner=self.owner, lease_seconds=self.lease_seconds + max(wait, 0.0))
-        scope = RunScope(parked.run, _text(parked.metadata.get("session")), _text(parked.metadata.get("requested_by")))
-        try:
+        parked_context = parked.metadata.get("context")
+        scope = RunScope(
+            parked.run,
+            _text(parked.metadata.get("session")),
+            _text(parked.metadata.get("requested_by")),
+            dict(parked_context) if isinstance(parked_context, dict) else {},
+        )
+
+        async def body(_claimed: ParkedRun) -> Outcome:
             self._apply_decisions(state, scope, requests)
-            outcome = await self._drive(
+            return await self._drive(
                 agent, state, scope, wait=wait, context=None, stream=stream, already_answered=parked.request_ids
             )
-        except BaseException as exc:
-            self.queue.finish_parked(
-                parked, owner=self.owner, status=ParkedRunStatus.FAILED, outcome=f"{type(exc).__name__}: {exc}"
-            )
-            raise
-        summary = "finished" if isinstance(outcome, Finished) else f"parked again as {outcome.parked_run}"
-        self.queue.finish_parked(parked, owner=self.owner, outcome=summary)
-        return outcome
+
+        # The lease must outlast an inline wait, or another resumer could take the run while this one waits.
+        lease = self.lease_seconds + max(wait, 0.0)
+        return await resume_leased(self.queue, parked, owner=self.owner, lease_seconds=lease, body=body)
 
     # the loop -----------------------------------------------------------------------------------
     async def _drive(
@@ -358,6 +371,7 @@ class Gate:
             "stream": stream,
             "session": scope.session,
             "requested_by": scope.requested_by,
+            "context": scope.context,
         }
         parked: ParkedRun = self.queue.park(
             framework=FRAMEWORK,
@@ -390,6 +404,19 @@ def _gated_tool(item: ToolApprovalItem) -> FunctionTool | None:
         ):
             return tool
     return None
+
+
+def _app_context(context: JsonObject | None) -> JsonObject:
+    """The app's call context as given, checked to be a JSON object (it is stored and put in every call)."""
+    if context is None:
+        return {}
+    if not isinstance(context, dict):
+        raise ConfigurationError(f"a call context must be a JSON object, got {type(context).__name__}")
+    try:
+        require_json(context)
+    except InvalidArgumentsError as exc:
+        raise ConfigurationError(f"a call context must be a JSON object: {exc}") from exc
+    return dict(context)
 
 
 def _text(value: Any) -> str | None:

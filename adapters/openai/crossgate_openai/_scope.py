@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from crossgate import ApprovalRequest, StoreError
@@ -21,6 +21,8 @@ class RunScope:
     session: str | None = None
     requested_by: str | None = None
     """Who the run acts for: every request it creates carries it, so that person cannot decide them."""
+    context: dict[str, Any] = field(default_factory=dict, compare=False)
+    """The app's context for the run's calls (``Gate(context=)``, ``run(call_context=)``), in every call's context."""
     decided: dict[str, ApprovalRequest] = field(default_factory=dict, compare=False)
     """Decided requests the gate just read, by id, for the gated tools to use once instead of reading again."""
     failures: list[StoreError] = field(default_factory=list, compare=False)

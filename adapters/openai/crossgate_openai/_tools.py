@@ -106,8 +106,16 @@ def deny_message(tool: str, verdict: Verdict) -> str:
 
 
 def tool_call(tool: str, agent: str, args: dict[str, Any], call_id: str, scope: RunScope | None) -> ToolCall:
-    """The neutral call for one SDK function call; who the run acts for is in its context, as the queue puts it."""
+    """The neutral call for one SDK function call.
+
+    Its context is the app's context for the run, and who the run acts for (as the queue puts it, and over
+    any app key of that name).
+    """
     person = scope.requested_by if scope else None
+    context: dict[str, Any] = dict(scope.context) if scope else {}
+    context.pop(REQUESTED_BY, None)  # who the run acts for is the gate's to say, never the app context's
+    if person is not None:
+        context[REQUESTED_BY] = person
     return ToolCall(
         framework=FRAMEWORK,
         tool=tool,
@@ -116,7 +124,7 @@ def tool_call(tool: str, agent: str, args: dict[str, Any], call_id: str, scope: 
         run=scope.run if scope else None,
         session=scope.session if scope else None,
         agent=agent,
-        context={REQUESTED_BY: person} if person is not None else {},
+        context=context,
     )
 
 

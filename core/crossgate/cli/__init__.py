@@ -21,7 +21,7 @@ import importlib
 
 import typer
 
-from crossgate.cli import audit, database, decide, policy, requests, review, rules, runs
+from crossgate.cli import audit, database, decide, keys, policy, requests, review, rules, runs
 from crossgate.cli.app import app
 from crossgate.cli.context import CliContext
 
@@ -40,7 +40,7 @@ def _register_server_commands(target: typer.Typer) -> None:
     module.register(target)
 
 
-for _module in (database, requests, decide, review, rules, runs, policy, audit):
+for _module in (database, requests, decide, review, rules, runs, policy, audit, keys):
     _module.register(app)
 _register_server_commands(app)
 

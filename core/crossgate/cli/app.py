@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import tomllib
 from collections.abc import Sequence
@@ -24,6 +25,9 @@ POLICY_ENV = "CROSSGATE_POLICY"
 """Names the policy file when ``--policy`` is not given (``resolve_policy`` reads it too)."""
 
 
+MESSAGE_LIMIT = 500
+"""The most characters of an error message the command prints."""
+
 CREATING = frozenset({"init", "serve", "submit"})
 """The only commands that create a SQLite database that does not exist yet; the others refuse to."""
 
@@ -31,10 +35,23 @@ CREATING = frozenset({"init", "serve", "submit"})
 def _fail(message: str, code: int, *, error: str = "UsageError", as_json: bool = False) -> NoReturn:
     # typer validates enum options through pydantic, whose messages start with "Value error, "
     text = one_line(message.replace("Value error, ", ""))
+    if len(text) > MESSAGE_LIMIT:  # click repeats a bad value in its message; a 10 MB one is no message
+        text = f"{text[: MESSAGE_LIMIT - 1]}…"
     if as_json:  # the same shape as a batch item's error, on stdout where the JSON was asked for
         typer.echo(json.dumps({"error": {"exit_code": code, "type": error, "message": text}}, ensure_ascii=False))
     typer.echo(f"crossgate: error: {visible(text)}", err=True)
     sys.exit(code)
+
+
+def _refuse_undecodable(args: Sequence[str]) -> None:
+    """A usage error for an argument that is not text: bytes that are not UTF-8 reach Python as lone surrogates."""
+    for position, arg in enumerate(args, 1):
+        if not arg.isascii() and (found := _SURROGATE.search(arg)):
+            where = f"U+{ord(found[0]):04X} at character {found.start() + 1}"
+            _fail(f"argument {position} is not valid UTF-8 text (a lone surrogate, {where})", USAGE)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _version(value: bool) -> None:
@@ -91,6 +108,8 @@ class CrossgateGroup(TyperGroup):
         **extra: Any,
     ) -> Any:
         _tidy_help(self)
+        if standalone_mode:
+            _refuse_undecodable(sys.argv[1:] if args is None else args)
         run = partial(super().main, args, prog_name, complete_var, windows_expand_args=windows_expand_args, **extra)
         if not standalone_mode:
             return run(standalone_mode=False)

@@ -12,6 +12,7 @@ from crossgate.cli.ids import RequestOption
 from crossgate.cli.options import JsonFlag
 from crossgate.cli.output import event_json, print_events, print_json, say
 from crossgate.display import visible
+from crossgate.limits import MAX_INT64
 
 audit_app = typer.Typer(name="audit", help="Check the hash-chained audit log.")
 
@@ -20,9 +21,12 @@ def events(
     ctx: typer.Context,
     request_id: RequestOption = None,
     after: Annotated[
-        int, typer.Option("--after", metavar="SEQ", min=0, help="Only events after this sequence number.")
+        int,
+        typer.Option("--after", metavar="SEQ", min=0, max=MAX_INT64, help="Only events after this sequence number."),
     ] = 0,
-    limit: Annotated[int | None, typer.Option("--limit", metavar="N", min=1, help="At most this many events.")] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", metavar="N", min=1, max=MAX_INT64, help="At most this many events.")
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Print the audit log in order."""

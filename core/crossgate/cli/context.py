@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from crossgate.errors import ConfigurationError
+from crossgate.limits import DEFAULT_LIMITS, InputLimits
 from crossgate.policy import resolve_policy
 from crossgate.queue import ReviewQueue
 from crossgate.stores import open_store, resolve_db, sqlite_target
@@ -27,6 +28,8 @@ class CliContext:
 
     db: str | None = None
     policy: str | None = None
+    limits: InputLimits = DEFAULT_LIMITS
+    """The queue's input limits (``crossgate serve`` reads them from its file's ``[limits]``)."""
     queue: ReviewQueue | None = None
     create: bool = True
     """Whether a SQLite database that does not exist may be created (only ``init``, ``serve``, ``submit``)."""
@@ -39,7 +42,7 @@ class CliContext:
             target = resolve_db(self.db)
             if not self.create:
                 require_database(target)
-            self.queue = ReviewQueue(open_store(target), policy)
+            self.queue = ReviewQueue(open_store(target), policy, limits=self.limits)
             self._owned = True
         return self.queue
 

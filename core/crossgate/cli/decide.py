@@ -27,6 +27,7 @@ from crossgate.cli.options import (
     validated,
 )
 from crossgate.cli.output import print_json, request_json, rule_json, say
+from crossgate.coverage import decision_coverage
 from crossgate.decisions import AnyDecision
 from crossgate.display import visible
 from crossgate.errors import CrossgateError, InvalidDecisionError
@@ -56,9 +57,11 @@ def _remember(
             message = "--match, --pattern and --this-agent-only need --remember"
             raise typer.BadParameter(message, param_hint="'--remember'")
         return None
-    if match is None:
-        match = RememberMatch.PATTERN if arg_patterns else RememberMatch.TOOL
-    return Remember(scope=scope, match=match, arg_patterns=arg_patterns, this_agent_only=agent_only)
+    if match is None and arg_patterns:
+        match = RememberMatch.PATTERN
+    # without --match, Remember's default: the narrowest, these exact arguments
+    chosen = {} if match is None else {"match": match}
+    return Remember(scope=scope, arg_patterns=arg_patterns, this_agent_only=agent_only, **chosen)
 
 
 def _decide(ctx: typer.Context, request_id: str, decision: AnyDecision, reviewer: str | None, as_json: bool) -> None:
@@ -113,7 +116,11 @@ def _decide_one(
 
 
 def _decided_json(decided: ApprovalRequest, remembered: list[StandingRule]) -> dict[str, Any]:
-    return {**request_json(decided), "standing_rule": rule_json(remembered[0]) if remembered else None}
+    return {
+        **request_json(decided),
+        "standing_rule": rule_json(remembered[0]) if remembered else None,
+        "remember_covers": decision_coverage(decided) if remembered else None,
+    }
 
 
 def _say_decided(queue: ReviewQueue, decided: ApprovalRequest, remembered: list[StandingRule]) -> None:
@@ -121,7 +128,7 @@ def _say_decided(queue: ReviewQueue, decided: ApprovalRequest, remembered: list[
     assert stamped is not None
     say(f"{PAST_TENSE[stamped.kind.value]} {decided.id} ({decided.call.tool}) as {stamped.reviewer}")
     for rule in remembered:
-        say(f"remembered as standing rule {rule.id}: {rule.effect.value} {rule.tool} ({rule.scope.value})")
+        say(f"remembered as standing rule {rule.id}: {rule.effect.value} {decision_coverage(decided) or rule.tool}")
         if rule.effect is VerdictKind.ALLOW and (verdict := queue.evaluate(decided.call)).kind is VerdictKind.ASK:
             # e.g. a policy rule marked `rememberable: false`: the reviewer should know "always" does not hold
             say(f"note: the policy still asks for calls like this one (rule {verdict.rule or 'default'})")

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from crossgate.errors import ConfigurationError, InvalidArgumentsError, InvalidDecisionError
 from crossgate.fingerprint import parse_args
+from crossgate.limits import check_int64
 from crossgate.model import JsonObject, RememberMatch, RememberScope
 from crossgate.stores.base import decode_cursor
 
@@ -52,7 +53,10 @@ RememberOpt = Annotated[
 ]
 MatchOpt = Annotated[
     RememberMatch | None,
-    typer.Option("--match", help="Which later calls it covers: the tool, an argument pattern, these exact arguments."),
+    typer.Option(
+        "--match",
+        help="Which later calls it covers: exact (the default: these arguments only), pattern (--pattern), tool (all).",
+    ),
 ]
 PatternOpt = Annotated[
     list[str] | None,
@@ -84,7 +88,7 @@ def check_cursor(value: str | None) -> str | None:
     """Refuse a malformed ``--cursor`` as a usage error."""
     if value is not None:
         try:
-            decode_cursor(value)
+            check_int64(decode_cursor(value), "the cursor's position")
         except ConfigurationError as exc:
             raise typer.BadParameter(str(exc)) from exc
     return value

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from crossgate.decisions import AnyDecision
-from crossgate.display import visible
+from crossgate.display import suspicious_call, visible, warning_text
 from crossgate.model import (
     ApprovalRequest,
     Edit,
@@ -177,6 +177,8 @@ def print_request(request: ApprovalRequest, *, approvers: Sequence[str] | None =
         rows += [("decided", _short_time(request.decided_at)), ("applied", _short_time(request.applied_at))]
     if request.closed_reason is not None:
         rows.append(("closed", request.closed_reason))
+    if findings := suspicious_call(call):
+        rows.append(("warning", warning_text(findings)))
     _print_block(rows)
 
 

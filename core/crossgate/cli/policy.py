@@ -9,13 +9,16 @@ import typer
 
 from crossgate.cli.context import queue_of
 from crossgate.cli.options import JsonFlag
-from crossgate.cli.output import print_json, print_replay, replay_json
+from crossgate.cli.output import print_json, print_replay, replay_json, say
 from crossgate.model import Event
 from crossgate.policy import load_policy
+from crossgate.policy.check import check_policy
 from crossgate.policy.replay import replay
 from crossgate.queue import ReviewQueue
 
-policy_app = typer.Typer(name="policy", help="Policies: see what a new policy would change before it is live.")
+policy_app = typer.Typer(
+    name="policy", help="Policies: check a policy file, and see what a new policy would change before it is live."
+)
 
 PAGE = 1000
 
@@ -42,6 +45,32 @@ def replay_policy(
     else:
         print_replay(report, changed_only=not show_all)
     if check and report.changed:
+        raise typer.Exit(1)
+
+
+@policy_app.command("check")
+def check(
+    file: Annotated[str, typer.Argument(metavar="FILE", help="The policy file (YAML, TOML or JSON).")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Load FILE and name each rule that can never match, is shadowed, or tests a context key no adapter sets.
+
+    Prints "ok" and exits 0 when there is nothing to report; otherwise one line per finding, and exits 1.
+    Needs no store.
+    """
+    findings = check_policy(load_policy(file))
+    if as_json:
+        print_json(
+            {
+                "ok": not findings,
+                "findings": [{"rule": f.rule, "kind": f.kind, "message": f.message} for f in findings],
+            }
+        )
+    elif not findings:
+        say(f"{file}: ok")
+    for finding in [] if as_json else findings:
+        say(f"{file}: rule {finding.rule!r}: {finding.message}")
+    if findings:
         raise typer.Exit(1)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -20,7 +20,7 @@ from crossgate.cli.output import (
     pruned_json,
     say,
 )
-from crossgate.model import ParkedRunStatus
+from crossgate.model import ApprovalRequest, ParkedRunStatus, RequestStatus
 
 runs_app = typer.Typer(name="runs", help="Parked runs: paused SDK runs waiting for decisions, and their resumes.")
 
@@ -45,16 +45,43 @@ def list_runs(
 
 @runs_app.command("show")
 def show_run(ctx: typer.Context, parked_id: ParkedId, as_json: JsonFlag = False) -> None:
-    """Show one parked run and the status of each of its requests (never the SDK state itself)."""
+    """Show one parked run and the status of each of its requests (never the SDK state itself).
+
+    Lists the calls marked applied whose outcome was never recorded: a kill between the mark and the tool
+    leaves one, and it may or may not have run (never twice).
+    """
     queue = queue_of(ctx)
     parked = queue.get_parked(parked_id)
     requests = [queue.get(r) for r in parked.request_ids]
+    unrecorded = queue.applied_without_outcome(parked)
     if as_json:
         state = {"state_pruned": not parked.state, "state_bytes": len(parked.state.encode())}
-        statuses = [{"id": r.id, "status": r.status.value} for r in requests]
-        print_json({**parked_run_json(parked), **state, "requests": statuses})
+        missing = {r.id for r in unrecorded}
+        statuses = [_request_json(r, recorded=r.id not in missing) for r in requests]
+        unrecorded_ids = [r.id for r in unrecorded]
+        print_json(
+            {**parked_run_json(parked), **state, "requests": statuses, "applied_without_outcome": unrecorded_ids}
+        )
     else:
         print_parked_run(parked, requests)
+        for request in unrecorded:
+            applied = request.applied_at.strftime("%Y-%m-%d %H:%M:%S") if request.applied_at else "an unknown time"
+            say(f"{request.id} ({request.call.tool}): {UNRECORDED.format(applied=applied)}")
+
+
+UNRECORDED = "applied at {applied}, no outcome recorded: may or may not have run"
+"""What ``runs show`` says of a call marked applied whose outcome never came (a kill between the mark and the tool)."""
+
+
+def _request_json(request: ApprovalRequest, *, recorded: bool) -> dict[str, Any]:
+    # Only an applied approval or edit may have run the tool; for any other request the question does not arise.
+    runs_tool = request.status is RequestStatus.APPLIED and request.approved_fingerprint() is not None
+    return {
+        "id": request.id,
+        "status": request.status.value,
+        "applied_at": request.applied_at.isoformat() if request.applied_at else None,
+        "outcome_recorded": recorded if runs_tool else None,
+    }
 
 
 @runs_app.command("retry")
@@ -69,6 +96,8 @@ def retry_run(ctx: typer.Context, parked_id: ParkedId, reviewer: Reviewer = None
 
 _DURATION = re.compile(r"([0-9]+)([mhd])")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days"}
+MAX_DURATION = timedelta(days=36500)
+"""A century: longer ago than that, nothing was stored."""
 
 
 def parse_duration(value: str) -> timedelta:
@@ -78,10 +107,10 @@ def parse_duration(value: str) -> timedelta:
         raise typer.BadParameter(f"expected minutes, hours or days such as 30m, 12h or 7d, got {value!r}")
     if int(match[1]) == 0:
         raise typer.BadParameter(f"must be more than zero, got {value!r}")
-    try:
-        return timedelta(**{_UNITS[match[2]]: int(match[1])})
-    except OverflowError as exc:
-        raise typer.BadParameter(f"{value!r} is longer than a date can reach") from exc
+    if len(match[1]) > 9 or (duration := timedelta(**{_UNITS[match[2]]: int(match[1])})) > MAX_DURATION:
+        shown = value if len(value) <= 30 else value[:20] + "…"
+        raise typer.BadParameter(f"{shown!r} is longer than a date can reach (at most {MAX_DURATION.days} days)")
+    return duration
 
 
 OlderThan = Annotated[

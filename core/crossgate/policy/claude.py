@@ -13,6 +13,9 @@ The text form is ``Tool`` or ``Tool(specifier)``; how a specifier matches depend
 - ``Tool(param:value)`` for any tool: the top-level argument ``param`` equals ``value`` (``*`` any text);
   a call that omits the argument never matches. Not for a tool's primary field (``Bash(command:...)``).
 - ``mcp__server__tool`` one MCP tool; ``mcp__server`` and ``mcp__server__*`` every tool of that server.
+  crossgate names a tool by its own name in every SDK, with the MCP server in the call's context, so
+  these become rules on the tool ``tool`` (or any tool) with the context condition ``mcp_server``
+  (see :func:`mcp_readings`).
 
 Where crossgate's reading differs from Claude Code's, it errs towards asking (fail closed):
 
@@ -35,6 +38,7 @@ import os
 import posixpath
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -76,12 +80,17 @@ _SECONDARY = {
 }
 _SUBAGENT_TOOLS = ("Agent", "Task")
 
+# Policy regexes run on RE2 (linear time), whose \s is ASCII only: Python's \s (what str.isspace() calls
+# space) is spelled out, so these rules read a command exactly as before.
+_SPACE_CHARS = r"\t\n\x0b\f\r \x1c-\x1f\x85\xa0\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}"
+_SPACE = f"[{_SPACE_CHARS}]"
 # Shell metacharacters an allow rule's wildcard may not cross: operators, substitutions, redirections.
 _SHELL_SPECIAL = ";&|\n\r`$()<>"
-_ALLOW_CHAR = f"[^{re.escape(_SHELL_SPECIAL)}]"
+_ALLOW_CHAR = "[^" + "".join(f"\\x{{{ord(c):x}}}" for c in _SHELL_SPECIAL) + "]"
 # A deny pattern may start after any of these (a command word inside a compound command, a quote, a path).
-_DENY_START = r"(?:\A|(?<=[\s;&|(`'\"{/]))"
-_DENY_END = r"(?=\s*(?:\Z|[;&|\n)`'\"}]))"
+# RE2 has no lookaround: the character before and the end are consumed, which a search does not mind.
+_DENY_START = rf"(?:\A|[{_SPACE_CHARS};&|(`'\"{{/])"
+_DENY_END = rf"{_SPACE}*(?:\z|[;&|\n)`'\"}}])"
 
 
 def parse_claude_rule(
@@ -117,14 +126,15 @@ def parse_claude_rule(
     targets = _targets(stripped, tool, spec, kind, _Dirs(root, cwd, home))
     reason = _reason(kind, stripped)
     rules = []
-    for target_tool, where in targets:
-        rule_name = base if len(targets) == 1 else f"{base} [{target_tool}]"
+    for target in targets:
+        rule_name = base if len(targets) == 1 else f"{base} [{target.label}]"
         rules.append(
             PolicyRule(
                 name=rule_name,
                 verdict=kind,
-                tool=target_tool,
-                where=where,
+                tool=target.tool,
+                where=target.where,
+                context=target.context,
                 frameworks=tuple(frameworks),
                 reason=reason,
             )
@@ -239,33 +249,45 @@ def _absolute(value: str | os.PathLike[str] | None) -> str | None:
     return None if value is None else Path(os.path.abspath(Path(value).expanduser())).as_posix()
 
 
-Target = tuple[str, tuple[ArgCondition, ...]]
+@dataclass(frozen=True)
+class Target:
+    """What one imported rule covers: a tool glob, argument conditions, context conditions."""
+
+    tool: str
+    where: tuple[ArgCondition, ...] = ()
+    context: tuple[ArgCondition, ...] = ()
+    label: str = ""
+    """Tells the rules of one text apart in their names (``Edit``, ``server tickets``)."""
 
 
 def _targets(text: str, tool: str, spec: str | None, kind: VerdictKind, dirs: _Dirs) -> list[Target]:
     if tool.startswith("mcp__"):
-        return [_mcp_target(text, tool, spec, kind)]
+        return _mcp_targets(text, tool, spec, kind)
     if _TOOL_NAME.fullmatch(tool) is None:
         raise ConfigurationError(f"Claude permission rule {text!r}: {tool!r} is not a tool name")
     tools = _PATH_TOOLS.get(tool, ((tool, _PRIMARY.get(tool, "")),))
     if spec is None:
-        return [(name, ()) for name, _ in tools]
+        return [Target(name, label=name) for name, _ in tools]
     if not spec.strip():
         raise ConfigurationError(f"Claude permission rule {text!r}: empty specifier; write {tool} for every call")
     param = _param_condition(text, tool, spec)
     if param is not None:
-        return [(name, (param,)) for name, _ in tools]
+        return [Target(name, (param,), label=name) for name, _ in tools]
     if tool == "Bash":
         regex = bash_command_regex(spec, kind)
         where = () if regex is None else (ArgCondition(arg="command", kind=MatchKind.REGEX, pattern=regex),)
-        return [("Bash", where)]
+        return [Target("Bash", where)]
     if tool in _PATH_TOOLS:
         pattern = path_pattern(spec, kind, root=dirs.root, cwd=dirs.cwd, home=dirs.home)
-        return [(name, (ArgCondition(arg=arg, kind=MatchKind.PATH, pattern=pattern),)) for name, arg in tools]
+        return [
+            Target(name, (ArgCondition(arg=arg, kind=MatchKind.PATH, pattern=pattern),), label=name)
+            for name, arg in tools
+        ]
     if tool == "WebFetch":
-        return [("WebFetch", (_domain_condition(text, spec),))]
+        return [Target("WebFetch", (_domain_condition(text, spec),))]
     if tool in _SUBAGENT_TOOLS:
-        return [(tool, (ArgCondition(arg="subagent_type", kind=MatchKind.GLOB, pattern=_claude_glob(spec.strip())),))]
+        glob = _claude_glob(spec.strip())
+        return [Target(tool, (ArgCondition(arg="subagent_type", kind=MatchKind.GLOB, pattern=glob),))]
     raise ConfigurationError(
         f"Claude permission rule {text!r}: crossgate does not know how Claude Code matches a specifier of {tool}; "
         f"write {tool} for every call or {tool}(param:value) for one argument"
@@ -297,8 +319,9 @@ def _claude_glob(value: str) -> str:
     return re.sub(r"([?\[])", r"[\1]", value)
 
 
-def _mcp_target(text: str, tool: str, spec: str | None, kind: VerdictKind) -> Target:
-    parts = tool[len("mcp__") :].split("__", 1)
+def _mcp_targets(text: str, tool: str, spec: str | None, kind: VerdictKind) -> list[Target]:
+    body = tool[len("mcp__") :]
+    parts = body.split("__")
     if not parts[0] or any(_MCP_PART.fullmatch(p) is None for p in parts):
         raise ConfigurationError(f"Claude permission rule {text!r}: expected mcp__<server> or mcp__<server>__<tool>")
     if "*" in parts[0] and kind is VerdictKind.ALLOW:
@@ -306,7 +329,6 @@ def _mcp_target(text: str, tool: str, spec: str | None, kind: VerdictKind) -> Ta
             f"Claude permission rule {text!r}: Claude Code skips an allow rule with a wildcard in the server name; "
             "write mcp__<server> or mcp__<server>__*"
         )
-    glob = f"mcp__{parts[0]}__*" if len(parts) == 1 else tool
     where: tuple[ArgCondition, ...] = ()
     if spec is not None:
         match = _PARAM.fullmatch(spec.strip())
@@ -315,7 +337,48 @@ def _mcp_target(text: str, tool: str, spec: str | None, kind: VerdictKind) -> Ta
                 f"Claude permission rule {text!r}: an MCP tool takes a specifier only as param:value"
             )
         where = (ArgCondition(arg=match["param"], kind=MatchKind.GLOB, pattern=_claude_glob(match["value"])),)
-    return glob, where
+    readings = mcp_readings(body, kind)
+    return [
+        Target(
+            tool_glob,
+            where,
+            (ArgCondition(arg="mcp_server", kind=MatchKind.GLOB, pattern=server_glob),),
+            label=f"server {server_glob}" + ("" if tool_glob == "*" else f", tool {tool_glob}"),
+        )
+        for server_glob, tool_glob in readings
+    ]
+
+
+def mcp_readings(body: str, verdict: VerdictKind | str) -> list[tuple[str, str]]:
+    """(server glob, tool glob) pairs for the text of an ``mcp__<body>`` rule, on crossgate's names.
+
+    The CLI names an MCP tool ``mcp__<server>__<tool>``, writing every character of the server's name
+    other than ``[A-Za-z0-9_-]`` as ``_``; crossgate names it ``<tool>``, with the server's own name in
+    ``context.mcp_server``. Claude Code reads the first ``__``-separated part of a rule as the server:
+
+    - ``mcp__s`` and ``mcp__s__*`` cover every tool whose CLI name starts ``mcp__s__``: the tools of ``s``
+      and, since server names may contain ``__``, of every server named ``s__...`` (deny and ask rules only:
+      an allow rule covers the server ``s`` alone, erring towards asking);
+    - ``mcp__s__t`` covers the one CLI name ``mcp__s__t``. If ``s__t`` holds more ``__``, each split of it is
+      a server and tool whose CLI name that is (``mcp__a__b__c``: ``a``'s tool ``b__c``, ``a__b``'s ``c``).
+    """
+    kind = VerdictKind(verdict)
+    parts = body.split("__")
+    if len(parts) == 1 or parts[1:] == ["*"]:
+        server = _server_glob(parts[0])
+        readings = [(server, "*")]
+        if kind is not VerdictKind.ALLOW and parts[0] != "*":
+            readings.append((server + "__*", "*"))
+        return readings
+    return [(_server_glob("__".join(parts[:i])), _claude_glob("__".join(parts[i:]))) for i in range(1, len(parts))]
+
+
+def _server_glob(written: str) -> str:
+    """A glob on the server's own name for the server part of a rule, as the CLI writes it in tool names.
+
+    ``_`` there stands for ``_`` or any character outside ``[A-Za-z0-9-]`` (the CLI writes those as ``_``).
+    """
+    return "".join("[!A-Za-z0-9-]" if c == "_" else c for c in _claude_glob(written))
 
 
 def bash_command_regex(spec: str, verdict: VerdictKind | str) -> str | None:
@@ -335,12 +398,12 @@ def bash_command_regex(spec: str, verdict: VerdictKind | str) -> str | None:
             return None
         raise ConfigurationError(f"Bash({spec}): a pattern of only wildcards and spaces; write Bash for every command")
     deny = kind is not VerdictKind.ALLOW
-    char = r"[\s\S]" if deny else _ALLOW_CHAR
-    space, one_space = (r"\s", r"\s") if deny else (r"[ \t]", r"[ \t]")
+    char = "(?s:.)" if deny else _ALLOW_CHAR
+    space, one_space = (_SPACE, _SPACE) if deny else (r"[ \t]", r"[ \t]")
     pieces = pattern.split("*")
     if len(pieces) == 2 and pieces[1] == "" and pieces[0][-1:].isspace():  # "ls *": word boundary, optional tail
-        body = _segment(pieces[0].rstrip(), space, one_space) + f"(?:{one_space}{char}*+)?"
-        return _DENY_START + body + _DENY_END if deny else r"\A\s*+" + body + r"\s*\Z"
+        body = _segment(pieces[0].rstrip(), space, one_space) + f"(?:{one_space}{char}*)?"
+        return _DENY_START + body + _DENY_END if deny else rf"\A{_SPACE}*" + body + rf"{_SPACE}*\z"
     segments = [
         _segment(piece, space, one_space, after_wild=i > 0, before_wild=i < len(pieces) - 1)
         for i, piece in enumerate(pieces)
@@ -349,24 +412,18 @@ def bash_command_regex(spec: str, verdict: VerdictKind | str) -> str | None:
 
 
 def _glob_regex(segments: list[str], char: str, deny: bool) -> str:
-    """Segments joined by wildcards, built so that matching time stays linear in the command's length.
-
-    Python's ``re`` backtracks, so overlapping quantifiers (spaces, any text, spaces) would take cubic time on
-    a long run of spaces, which a model could send on purpose. Instead each middle segment is found at its leftmost
-    place and kept (an atomic group: for plain wildcards the leftmost place is never worse), a trailing
-    wildcard takes everything possessively, and a deny pattern that can match at a later start can match at
-    the first one too, so only the first start is tried.
-    """
+    """Segments joined by wildcards; RE2 runs it in time linear in the command's length, however it is built."""
     first, *rest = segments
-    end = _DENY_END if deny else r"\s*\Z"
+    end = _DENY_END if deny else rf"{_SPACE}*\z"
+    start = _DENY_START if deny else rf"\A{_SPACE}*"
     if not rest:
-        return (_DENY_START + first + end) if deny else (r"\A\s*+" + first + end)
+        return start + first + end
     *middle, last = rest
-    head = rf"\A(?>[\s\S]*?{_DENY_START}{first})" if deny else r"\A\s*+" + first
+    head = start + first
     if deny and not first:  # a leading wildcard: the next segment may be anywhere
         head = r"\A"
-    body = "".join(f"(?>{char}*?{segment})" for segment in middle)
-    tail = f"{char}*+" if not last else f"{char}*?{last}"
+    body = "".join(f"{char}*?{segment}" for segment in middle)
+    tail = f"{char}*" if not last else f"{char}*?{last}"
     return head + body + tail + end
 
 
@@ -377,7 +434,7 @@ def _segment(text: str, space: str, one_space: str, *, after_wild: bool = False,
     core = text.strip() if text.strip() else ""
     if not core:
         return one_space if text else ""
-    inner = "".join(f"{space}++" if t.isspace() else re.escape(t) for t in re.split(r"(\s+)", core) if t)
+    inner = "".join(f"{space}+" if t.isspace() else re.escape(t) for t in re.split(r"(\s+)", core) if t)
     return (one_space if lead else "") + inner + (one_space if trail else "")
 
 
@@ -444,7 +501,7 @@ def _domain_condition(text: str, spec: str) -> ArgCondition:
         raise ConfigurationError(f"Claude permission rule {text!r}: {host!r} is not a host name (or *.host)")
     host_regex = (r"(?:[a-z0-9-]+\.)+" if wildcard else "") + re.escape(name)
     regex = (
-        r"\A\s*(?:[A-Za-z][A-Za-z0-9+.-]*:)?(?://)?(?:[^/?#@\s\\]*@)?"
-        f"(?i:{host_regex})" + r"\.?(?::\d*)?(?:[/?#\\]|\s*\Z)"
+        rf"\A{_SPACE}*(?:[A-Za-z][A-Za-z0-9+.-]*:)?(?://)?(?:[^/?#@{_SPACE_CHARS}\\]*@)?"
+        f"(?i:{host_regex})" + rf"\.?(?::\p{{Nd}}*)?(?:[/?#\\]|{_SPACE}*\z)"
     )
     return ArgCondition(arg="url", kind=MatchKind.REGEX, pattern=regex)

@@ -13,6 +13,7 @@ import yaml
 from pydantic import ValidationError
 
 from crossgate.errors import ConfigurationError
+from crossgate.model import FRAMEWORKS
 from crossgate.policy.claude import import_claude_settings
 from crossgate.policy.langchain import import_interrupt_on
 from crossgate.policy.rules import ArgCondition, Policy, PolicyRule
@@ -23,6 +24,7 @@ POLICY_ENV = "CROSSGATE_POLICY"
 FORMAT_VERSION = 1
 
 _POLICY_KEYS = (
+    "context_keys",
     "default",
     "default_reason",
     "default_allowed_decisions",
@@ -96,7 +98,9 @@ def _parse(text: str, suffix: str, file: Path) -> Any:
         if suffix == ".toml":
             return tomllib.loads(text)
         if suffix == ".json":
-            return json.loads(text)
+            data = json.loads(text, object_pairs_hook=_JsonObject)
+            _refuse_repeated_keys(data, str(file))
+            return data
         return yaml.load(text, Loader=_StrictLoader)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigurationError(f"{file}: not valid TOML: {exc}") from None
@@ -121,6 +125,35 @@ def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[
 
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+class _JsonObject(dict[str, Any]):
+    """A parsed JSON object that remembers the keys it saw twice (``json`` keeps only the last silently)."""
+
+    def __init__(self, pairs: list[tuple[str, Any]]) -> None:
+        super().__init__(pairs)
+        self.repeated = [key for index, (key, _) in enumerate(pairs) if any(k == key for k, _ in pairs[:index])]
+
+
+def _refuse_repeated_keys(value: Any, where: str, *, item: bool = True) -> None:
+    """Raise for the first object with a repeated key, naming where it is (a rule by index and name).
+
+    ``item`` says ``where`` ends at the file or at a list item (``rules[0] (name)``), so a key follows as
+    ``: key``; below a key it follows as ``.key``.
+    """
+    if isinstance(value, list):
+        for index, element in enumerate(value):
+            _refuse_repeated_keys(element, f"{where}[{index}]")
+    elif isinstance(value, _JsonObject):
+        name = value.get("name")
+        if item and where.endswith("]") and isinstance(name, str):
+            where += f" ({name})"
+        if value.repeated:
+            raise ConfigurationError(
+                f"{where}: repeated key {value.repeated[0]!r}; JSON would silently keep only the last one"
+            )
+        for key, element in value.items():
+            _refuse_repeated_keys(element, f"{where}: {key}" if item else f"{where}.{key}", item=False)
 
 
 def _one_line(text: str) -> str:
@@ -198,6 +231,12 @@ def _claude_rules(block: Any, source: str, base: Path) -> list[PolicyRule]:
     frameworks = options.get("frameworks", [])
     if not isinstance(frameworks, list) or not all(isinstance(f, str) for f in frameworks):
         raise ConfigurationError(f"{where}.frameworks: expected a list of framework names")
+    unknown = [f for f in frameworks if f not in FRAMEWORKS]
+    if unknown:
+        raise ConfigurationError(
+            f"{where}.frameworks: unknown framework {unknown[0]!r} (it would never match); "
+            f"expected {', '.join(FRAMEWORKS)}"
+        )
     common: dict[str, Any] = {"cwd": cwd, "home": options.get("home"), "frameworks": tuple(frameworks)}
     rules: list[PolicyRule] = []
     if "settings_file" in options:

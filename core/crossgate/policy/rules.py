@@ -17,14 +17,10 @@ Deny beats ask beats allow, and nothing a reviewer remembers can lift a policy d
 
 from __future__ import annotations
 
-import posixpath
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from fnmatch import fnmatchcase
-from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
@@ -33,6 +29,7 @@ from crossgate.errors import ConfigurationError
 from crossgate.fingerprint import canonical_json
 from crossgate.model import (
     ALL_DECISIONS,
+    FRAMEWORKS,
     DecisionKind,
     RememberMatch,
     RememberScope,
@@ -40,6 +37,13 @@ from crossgate.model import (
     ToolCall,
     Verdict,
     VerdictKind,
+)
+from crossgate.policy.patterns import (
+    PatternError,
+    check_regex,
+    glob_match,
+    path_match,
+    regex_search,
 )
 
 _MISSING = object()
@@ -56,7 +60,8 @@ class MatchKind(StrEnum):
     The argument is normalised first (``.``, ``..`` and repeated ``/`` resolved, so ``src/../.env`` is ``.env``);
     a leading ``./`` in the pattern is dropped and a trailing ``/`` means everything below (``dir/`` is ``dir/**``)."""
     REGEX = "regex"
-    """Python regular expression, searched anywhere in the text unless anchored."""
+    """Regular expression, searched anywhere in the text unless anchored; run by RE2, in linear time, so
+    backreferences and lookaround are refused (see :mod:`crossgate.policy.patterns`)."""
     EQUALS = "equals"
     ONE_OF = "one_of"
     PRESENT = "present"
@@ -82,9 +87,9 @@ class ArgCondition(BaseModel):
             raise ValueError(f"a one_of condition on {self.arg!r} needs at least one value")
         if self.kind is MatchKind.REGEX and self.pattern is not None:
             try:
-                re.compile(self.pattern)
-            except re.error as exc:
-                raise ValueError(f"bad regular expression for {self.arg!r}: {exc}") from exc
+                check_regex(self.pattern)
+            except PatternError as exc:
+                raise ValueError(f"bad regular expression for {self.arg!r}: {exc}") from None
         return self
 
     def matches(self, args: dict[str, Any]) -> bool:
@@ -125,51 +130,14 @@ def as_text(value: Any) -> str:
 
 
 def match_text(kind: MatchKind, pattern: str, text: str) -> bool:
-    """Match ``text`` against a glob, path glob or regular expression."""
+    """Match ``text`` against a glob, path glob or regular expression, in time linear in ``text``."""
     if kind is MatchKind.GLOB:
-        return fnmatchcase(text, pattern)
+        return glob_match(pattern, text)
     if kind is MatchKind.PATH:
-        return _path_regex(pattern).fullmatch(normalize_path(text)) is not None
+        return path_match(pattern, text)
     if kind is MatchKind.REGEX:
-        return re.search(pattern, text) is not None
+        return regex_search(pattern, text)
     raise ConfigurationError(f"{kind.value} is not a text match")
-
-
-def normalize_path(text: str) -> str:
-    """``text`` with ``.``, ``..`` and repeated slashes resolved, so no spelling of a path slips past a pattern."""
-    if not text:
-        return text
-    normal = posixpath.normpath(text)
-    if normal.startswith("//"):  # POSIX keeps a leading "//"; for matching it is the root like "/"
-        normal = "/" + normal.lstrip("/")
-    return "" if normal == "." else normal
-
-
-@lru_cache(maxsize=1024)
-def _path_regex(pattern: str) -> re.Pattern[str]:
-    while pattern.startswith("./"):
-        pattern = pattern[2:]
-    if pattern.endswith("/"):  # gitignore: "build/" is the directory, so everything below it
-        pattern += "**"
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out))
 
 
 class PolicyRule(BaseModel):
@@ -179,7 +147,7 @@ class PolicyRule(BaseModel):
 
     name: str = Field(min_length=1)
     verdict: VerdictKind
-    tool: str = "*"
+    tool: str = Field(default="*", min_length=1)
     """Glob on the tool name (``delete_*``, ``mcp__tickets__*``)."""
     where: tuple[ArgCondition, ...] = ()
     """Conditions on arguments; all must hold."""
@@ -187,13 +155,14 @@ class PolicyRule(BaseModel):
     """Conditions on the call's context (what the adapter or the app said besides the arguments: a tenant,
     Claude's ``permission_mode`` or ``cwd``, a subagent's parent); ``arg`` names the key. All must hold."""
     frameworks: tuple[str, ...] = ()
+    """Empty: every framework; otherwise names from :data:`crossgate.model.FRAMEWORKS`."""
     agents: tuple[str, ...] = ()
     reason: str = ""
     """For deny: what the model reads. For ask: what the reviewer reads."""
     description: str | None = None
     allowed_decisions: tuple[DecisionKind, ...] = ALL_DECISIONS
-    timeout_seconds: float | None = Field(default=None, gt=0)
-    apply_within_seconds: float | None = Field(default=None, gt=0)
+    timeout_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    apply_within_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     """ask: an approval not applied this long after it was given lapses, and the call does not run."""
     approvals: int = Field(default=1, ge=1, le=10)
     """ask: how many different reviewers must approve (more than one: four eyes; no edit, respond or remember)."""
@@ -204,15 +173,20 @@ class PolicyRule(BaseModel):
     def _check(self) -> PolicyRule:
         if not self.allowed_decisions:
             raise ValueError(f"rule {self.name!r}: allowed_decisions cannot be empty")
+        unknown = [f for f in self.frameworks if f not in FRAMEWORKS]
+        if unknown:
+            raise ValueError(
+                f"frameworks: unknown framework {unknown[0]!r} (it would never match); expected {', '.join(FRAMEWORKS)}"
+            )
         return self
 
     def matches(self, call: ToolCall) -> bool:
         """True if this rule covers ``call``."""
-        if not fnmatchcase(call.tool, self.tool):
+        if not glob_match(self.tool, call.tool):
             return False
         if self.frameworks and call.framework not in self.frameworks:
             return False
-        if self.agents and (call.agent is None or not any(fnmatchcase(call.agent, a) for a in self.agents)):
+        if self.agents and (call.agent is None or not any(glob_match(a, call.agent) for a in self.agents)):
             return False
         if not all(condition.matches(call.args) for condition in self.where):
             return False
@@ -220,11 +194,11 @@ class PolicyRule(BaseModel):
 
     def may_match(self, tool: str, *, framework: str, agent: str | None = None) -> bool:
         """True if this rule matches some call of ``tool``, whatever its arguments (``agent=None``: any agent)."""
-        if not fnmatchcase(tool, self.tool):
+        if not glob_match(self.tool, tool):
             return False
         if self.frameworks and framework not in self.frameworks:
             return False
-        return not self.agents or agent is None or any(fnmatchcase(agent, a) for a in self.agents)
+        return not self.agents or agent is None or any(glob_match(a, agent) for a in self.agents)
 
     def matches_every_call(self, tool: str, *, framework: str, agent: str | None = None) -> bool:
         """True if this rule matches every call of ``tool`` by ``agent`` (``agent=None``: by any agent)."""
@@ -235,7 +209,7 @@ class PolicyRule(BaseModel):
 
 def standing_rule_matches(rule: StandingRule, call: ToolCall, now: datetime) -> bool:
     """True if the standing rule is active at ``now`` and covers ``call``."""
-    if not rule.is_active(now) or not fnmatchcase(call.tool, rule.tool):
+    if not rule.is_active(now) or not glob_match(rule.tool, call.tool):
         return False
     if rule.framework is not None and rule.framework != call.framework:
         return False
@@ -250,7 +224,7 @@ def standing_rule_matches(rule: StandingRule, call: ToolCall, now: datetime) -> 
     if rule.match is RememberMatch.PATTERN:
         for arg, pattern in rule.arg_patterns.items():
             found = lookup_arg(call.args, arg)
-            if found is _MISSING or not fnmatchcase(as_text(found), pattern):
+            if found is _MISSING or not glob_match(pattern, as_text(found)):
                 return False
     return True
 
@@ -273,8 +247,10 @@ class Policy(BaseModel):
     default_reason: str | None = None
     """What the model and reviewers read for a call no rule covers; None: ``DEFAULT_REASONS[default]``."""
     default_allowed_decisions: tuple[DecisionKind, ...] = ALL_DECISIONS
-    default_timeout_seconds: float | None = Field(default=None, gt=0)
-    default_apply_within_seconds: float | None = Field(default=None, gt=0)
+    default_timeout_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    default_apply_within_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    context_keys: tuple[str, ...] = ()
+    """Context keys the app sets (``tenant``), so ``crossgate policy check`` knows rules testing them can match."""
 
     @model_validator(mode="after")
     def _unique_names(self) -> Policy:

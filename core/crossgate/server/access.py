@@ -1,14 +1,20 @@
-"""Who is calling: a bearer token (channel ``api``) or the page's session cookie (channel ``web``)."""
+"""Who is calling: a bearer token (channel ``api``) or the page's session cookie (channel ``web``).
+
+The page signs in with a reviewer's token or a one-time sign-in code and gets a session id in its
+cookie, never the token itself (see ``crossgate.server.sessions``).
+"""
 
 from __future__ import annotations
 
 import hmac
+import threading
 from dataclasses import dataclass
 
 from fastapi import Request
 
 from crossgate.model import ApprovalRequest
 from crossgate.server.errors import ForbiddenError, UnauthenticatedError
+from crossgate.server.sessions import SignInCodes, issue_session, session_nonce, session_reviewer
 from crossgate.server.settings import Reviewer, ServerSettings, hash_token
 
 COOKIE = "crossgate_session"
@@ -23,10 +29,37 @@ class Caller:
 
 
 class Authenticator:
-    """Maps tokens to reviewers; compares token digests in constant time."""
+    """Maps tokens and sessions to reviewers; compares token digests in constant time."""
 
     def __init__(self, settings: ServerSettings) -> None:
         self._reviewers = settings.reviewers
+        self._codes = SignInCodes()
+        self._ended: set[str] = set()  # sessions signed out of, until this process ends
+        self._lock = threading.Lock()
+
+    def issue_sign_in(self, reviewer: str) -> str:
+        """A code that signs ``reviewer`` in on the page once (``/login?token=<code>``)."""
+        if not any(r.name == reviewer for r in self._reviewers):
+            raise ValueError(f"no reviewer named {reviewer!r}")
+        return self._codes.issue(reviewer)
+
+    def sign_in(self, secret: str) -> str | None:
+        """A new session id for the holder of ``secret`` (a one-time code, used up here, or a token), or None."""
+        name = self._codes.redeem(secret)
+        found = next((r for r in self._reviewers if r.name == name), None) if name else self.reviewer_for(secret)
+        return issue_session(found) if found is not None else None
+
+    def sign_out(self, session: str) -> None:
+        """End ``session`` on this server (the cookie is cleared as well)."""
+        with self._lock:
+            self._ended.add(session_nonce(session))
+
+    def session_reviewer(self, session: str) -> Reviewer | None:
+        """The reviewer of a live session id, or None."""
+        with self._lock:
+            if session_nonce(session) in self._ended:
+                return None
+        return session_reviewer(session, self._reviewers)
 
     def reviewer_for(self, token: str) -> Reviewer | None:
         """The reviewer holding ``token``, or None."""
@@ -50,7 +83,7 @@ class Authenticator:
             return Caller(reviewer, "api")
         cookie = request.cookies.get(COOKIE)
         if cookie:
-            reviewer = self.reviewer_for(cookie)
+            reviewer = self.session_reviewer(cookie)
             if reviewer is None:
                 raise UnauthenticatedError("the session is no longer valid; sign in again")
             return Caller(reviewer, "web")

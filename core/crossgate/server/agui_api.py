@@ -18,11 +18,12 @@ from crossgate.errors import AlreadyAppliedError, AlreadyDecidedError, ConflictE
 from crossgate.model import ApprovalRequest, Approve, RequestStatus
 from crossgate.server.access import Caller, require_scope
 from crossgate.server.api import CallerDep, StateDep, decide_checked, refused, request_view
+from crossgate.server.bodies import JsonRoute
 from crossgate.server.schemas import BATCH_LIMIT, BatchDecided, BatchOut, BatchRefused
 from crossgate.server.state import ServerState
 from crossgate.stores.base import MAX_PAGE_SIZE, RequestQuery
 
-router = APIRouter(prefix="/api/ag-ui", tags=["ag-ui"])
+router = APIRouter(prefix="/api/ag-ui", tags=["ag-ui"], route_class=JsonRoute)
 CHANNEL = "ag-ui"
 """The channel decisions made through AG-UI resume entries record."""
 _ANSWER_KEYS = ("approved", "editedArgs", "message", "response")

@@ -10,11 +10,14 @@ from fastapi import APIRouter, Body, Depends, Query, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import ValidationError
 
+from crossgate.coverage import decision_coverage
 from crossgate.decisions import AnyDecision, check_open
 from crossgate.errors import InvalidDecisionError, NotFoundError
+from crossgate.limits import MAX_INT64, check_int64
 from crossgate.model import ApprovalRequest, DecisionKind, Event, RequestStatus, StandingRule
 from crossgate.schemas import decision_schema
 from crossgate.server.access import Caller, decide_blocked, require_scope
+from crossgate.server.bodies import JsonRoute
 from crossgate.server.errors import ForbiddenError, error_body
 from crossgate.server.schemas import (
     ApproveIn,
@@ -39,7 +42,7 @@ from crossgate.server.schemas import (
     to_decision,
 )
 from crossgate.server.state import ServerState, server_state
-from crossgate.stores.base import MAX_PAGE_SIZE, RequestQuery
+from crossgate.stores.base import MAX_PAGE_SIZE, RequestQuery, decode_cursor
 
 log = logging.getLogger(__name__)
 AnyDecisionIn = ApproveIn | EditIn | RejectIn | RespondIn
@@ -67,13 +70,20 @@ _ERRORS: dict[int | str, dict[str, object]] = {
     )
 }
 
-router = APIRouter(prefix="/api", responses={401: _ERRORS[401], 422: _ERRORS[422]})
+router = APIRouter(prefix="/api", responses={401: _ERRORS[401], 422: _ERRORS[422]}, route_class=JsonRoute)
 
 
 def request_view(request: ApprovalRequest, caller: Caller) -> RequestOut:
     """The request with what ``caller`` may do with it."""
     blocked = decide_blocked(caller.reviewer, request) if request.is_open else f"request is {request.status.value}"
-    return RequestOut.model_validate({**request.model_dump(), "can_decide": blocked is None, "decide_blocked": blocked})
+    return RequestOut.model_validate(
+        {
+            **request.model_dump(),
+            "can_decide": blocked is None,
+            "decide_blocked": blocked,
+            "remember_covers": decision_coverage(request),
+        }
+    )
 
 
 @router.get("/health", response_model=HealthOut, tags=["server"], responses={401: {}, 422: {}})
@@ -108,6 +118,8 @@ def list_requests(
     cursor: str | None = None,
 ) -> RequestPage:
     """Requests, newest first by default, filtered by status, framework, tool, agent and run; paged by cursor."""
+    if cursor is not None:
+        check_int64(decode_cursor(cursor), "the cursor's position")
     query = RequestQuery(
         statuses=tuple(status or ()),
         framework=framework,
@@ -233,7 +245,6 @@ def _check_remember_scope(caller: Caller, request: ApprovalRequest, this_agent_o
 )
 def make_links(
     request_id: str,
-    request: Request,
     state: StateDep,
     caller: CallerDep,
     expires_in: Annotated[int, Query(ge=60, le=7 * 24 * 3600)] = 3600,
@@ -243,8 +254,7 @@ def make_links(
     require_scope(caller.reviewer, target)
     check_open(target, state.queue.now())
     expires = datetime.now(UTC) + timedelta(seconds=expires_in)
-    base = str(request.base_url).rstrip("/")
-    urls = state.sign_links(target, caller.reviewer.name, expires, base)
+    urls = state.sign_links(target, caller.reviewer.name, expires)
     return LinksOut(
         approve=urls.get(DecisionKind.APPROVE),
         reject=urls.get(DecisionKind.REJECT),
@@ -297,7 +307,7 @@ def revoke_rule(rule_id: str, state: StateDep, caller: CallerDep) -> StandingRul
 def list_events(
     state: StateDep,
     caller: CallerDep,
-    after: Annotated[int, Query(ge=0)] = 0,
+    after: Annotated[int, Query(ge=0, le=MAX_INT64)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
     request_id: str | None = None,
 ) -> list[Event]:

@@ -13,17 +13,21 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
 from pydantic import ValidationError
+from starlette.exceptions import HTTPException
 
 import crossgate.server.agui_api as agui_api
 import crossgate.server.api as api
 import crossgate.server.linkpages as linkpages
 import crossgate.server.pages as pages
 import crossgate.server.stream as stream
+from crossgate.display import visible
 from crossgate.errors import CrossgateError
 from crossgate.queue import ReviewQueue
 from crossgate.server.access import Authenticator
-from crossgate.server.errors import error_body
+from crossgate.server.bodies import BodyLimit
+from crossgate.server.errors import error_body, http_error_body
 from crossgate.server.feed import ChangeFeed
 from crossgate.server.links import LinkSigner
 from crossgate.server.settings import ServerSettings
@@ -72,16 +76,20 @@ def create_app(
             await state.notifier.stop()
             await state.feed.stop()
 
-    app = FastAPI(
+    # /docs and /redoc serve their Swagger UI and ReDoc assets from the package, not from a CDN,
+    # so they work on a closed network.
+    app = FastAPIOffline(
         title=f"{settings.title} review server",
         version=_version(),
         description="One review queue for AI agent tool approvals: list, decide, remember, audit.",
         lifespan=lifespan,
     )
     app.state.crossgate = state
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_exception_handler(CrossgateError, _error_response)
     app.add_exception_handler(ValidationError, _error_response)
     app.add_exception_handler(RequestValidationError, _validation_response)
+    app.add_exception_handler(HTTPException, _http_response)
     app.add_exception_handler(Exception, _error_response)
     app.include_router(api.router)
     app.include_router(agui_api.router)
@@ -101,6 +109,30 @@ async def _error_response(request: Request, exc: Exception) -> Response:
         return pages.error_page(request, status, str(body["message"]))
     headers = {"www-authenticate": "Bearer"} if status == 401 else None
     return JSONResponse(body, status_code=status, headers=headers)
+
+
+async def _http_response(request: Request, exc: Exception) -> Response:
+    """Starlette's refusals (404 no route, 405 wrong method, 413 too large) with the documented body."""
+    assert isinstance(exc, HTTPException)
+    status = exc.status_code
+    message = _http_message(request, exc)
+    if status == 422 and request.url.path == api.BATCH_PATH:  # an unparseable batch: nothing in it was decided
+        message += f"; {api.BATCH_REFUSED}"
+    if pages.wants_html(request) and status != 405:
+        return pages.error_page(request, status, message)
+    return JSONResponse(http_error_body(status, message), status_code=status, headers=exc.headers)
+
+
+def _http_message(request: Request, exc: HTTPException) -> str:
+    path = visible(request.url.path)
+    if len(path) > 200:
+        path = path[:200] + "…"
+    if exc.status_code == 404 and exc.detail == "Not Found":
+        return f"no such resource: {request.method} {path}"
+    if exc.status_code == 405:
+        allowed = (exc.headers or {}).get("allow") or (exc.headers or {}).get("Allow")
+        return f"{path} does not take {request.method}" + (f"; it takes {allowed}" if allowed else "")
+    return str(exc.detail)
 
 
 async def _validation_response(request: Request, exc: Exception) -> Response:

@@ -16,19 +16,23 @@ from typing import Annotated, Any, Literal
 import typer
 
 from crossgate.errors import ConfigurationError
+from crossgate.limits import InputLimits
 from crossgate.queue import ReviewQueue
 
 DEFAULT_PORT = 8700
 LOCAL_REVIEWER = "local"
 
 
-def _context_queue(ctx: typer.Context, db: str | None, policy: str | None) -> ReviewQueue:
+def _context_queue(
+    ctx: typer.Context, db: str | None, policy: str | None, limits: InputLimits | None = None
+) -> ReviewQueue:
     from crossgate.cli.context import CliContext
 
     state = ctx.obj if isinstance(ctx.obj, CliContext) else CliContext()
     if state.queue is None:
         state.db = db or state.db
         state.policy = policy or state.policy
+        state.limits = limits or state.limits
     ctx.obj = state
     return state.open_queue()
 
@@ -54,7 +58,7 @@ def serve(
     host: Annotated[
         str, typer.Option(help="Interface to bind; anything but loopback exposes the queue.")
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port.")] = DEFAULT_PORT,
+    port: Annotated[int, typer.Option(min=0, max=65535, help="TCP port.")] = DEFAULT_PORT,
     db: Annotated[str | None, typer.Option("--db", metavar="URL", help="Database (overrides the global --db).")] = None,
     policy: Annotated[str | None, typer.Option("--policy", metavar="FILE", help="Policy file.")] = None,
     tokens: Annotated[
@@ -91,18 +95,24 @@ def serve(
     if "secret" not in fields and (secret := secret_from_env()) is not None:
         fields["secret"] = secret
     shown_host = host if _is_loopback(host) or host not in ("0.0.0.0", "::") else "127.0.0.1"
-    address = f"http://{shown_host}:{port}"
+    address = f"http://[{shown_host}]:{port}" if ":" in shown_host else f"http://{shown_host}:{port}"
     fields["base_url"] = base_url or fields.get("base_url") or address
     fmt: Literal["json", "slack"] = "slack" if webhook_format == "slack" else "json"
     extra = tuple(WebhookTarget(url=url, format=fmt) for url in webhook or ())
     fields["webhooks"] = (*fields.get("webhooks", ()), *extra)
+    limits = fields.pop("limits", None)
     settings = ServerSettings(**fields)
-    queue = _context_queue(ctx, db, policy)
-    page = f"{address}/login?token={generated}" if generated else f"{address}/"
+    queue = _context_queue(ctx, db, policy, limits)
+    app = create_app(queue, settings)
+    page = f"{address}/"
+    if generated:  # the printed address signs in once; the token stays for the API and the sign-in form
+        page = f"{address}/login?token={app.state.crossgate.auth.issue_sign_in(LOCAL_REVIEWER)}"
     typer.echo(f"crossgate: review server on {address} ({type(queue.store).__name__})")
     if generated:
-        typer.echo(f"crossgate: no reviewers configured; signed in as {LOCAL_REVIEWER!r} with a one-off token:")
+        typer.echo(f"crossgate: no reviewers configured; sign in as {LOCAL_REVIEWER!r} once at this address:")
     typer.echo(f"crossgate: review page {page}")
+    if generated:
+        typer.echo(f"crossgate: {LOCAL_REVIEWER!r}'s token, for the API and to sign in again: {generated}")
     if not _is_loopback(host):
         typer.echo(f"crossgate: warning: listening on {host}, reachable from other machines", err=True)
     if open_browser:
@@ -110,7 +120,7 @@ def serve(
         import webbrowser
 
         threading.Timer(1.0, webbrowser.open, [page]).start()
-    uvicorn.run(create_app(queue, settings), host=host, port=port, log_level=log_level, timeout_graceful_shutdown=2)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=2)
 
 
 def worker(
@@ -125,7 +135,9 @@ def worker(
     ],
     db: Annotated[str | None, typer.Option("--db", metavar="URL", help="Database (overrides the global --db).")] = None,
     policy: Annotated[str | None, typer.Option("--policy", metavar="FILE", help="Policy file.")] = None,
-    poll: Annotated[float, typer.Option(min=0.05, help="Seconds between checks when nothing wakes the worker.")] = 1.0,
+    poll: Annotated[
+        float, typer.Option(min=0.05, max=3600, help="Seconds between checks when nothing wakes the worker.")
+    ] = 1.0,
     until_idle: Annotated[bool, typer.Option("--until-idle", help="Exit once no parked run is left.")] = False,
     once: Annotated[bool, typer.Option("--once", help="Resume what is ready now, then exit.")] = False,
 ) -> None:

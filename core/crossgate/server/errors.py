@@ -13,11 +13,15 @@
     ├── ForbiddenError                 403  out of the reviewer's scope
     ├── LinkTamperedError              403
     └── LinkExpiredError               410
+
+Starlette's own refusals (an unknown route 404, a method the route does not take 405, a body too
+large 413) and FastAPI's request validation (422) get the same body, through :func:`http_error_body`.
 """
 
 from __future__ import annotations
 
 import re
+from http import HTTPStatus
 
 from pydantic import ValidationError
 
@@ -81,3 +85,24 @@ def error_body(exc: Exception) -> dict[str, object]:
 def _code(name: str) -> str:
     stem = name.removesuffix("Error") or name
     return re.sub(r"(?<!^)(?=[A-Z])", "_", stem).lower()
+
+
+_HTTP_CODES = {
+    400: "bad_request",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "body_too_large",
+    422: "invalid_request",
+}
+
+
+def http_error_body(status: int, message: str) -> dict[str, object]:
+    """The error body for a refusal that is no crossgate error (``invalid_request`` for 422, as validation's)."""
+    code = _HTTP_CODES.get(status)
+    if code is None:
+        try:
+            phrase = HTTPStatus(status).phrase
+        except ValueError:
+            phrase = "error"
+        code = re.sub(r"[^a-z0-9]+", "_", phrase.lower()).strip("_")
+    return {"error": code, "message": message, "status": status}

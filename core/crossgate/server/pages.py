@@ -4,22 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import TypeVar
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote
 
 import anyio
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from crossgate.model import ApprovalRequest, Event, RequestStatus
-from crossgate.server import views
-from crossgate.server.access import COOKIE, Caller, decide_blocked
+from crossgate.model import ApprovalRequest, Event, ParkedRun, ParkedRunStatus
+from crossgate.server import listing, listviews, views
+from crossgate.server.access import COOKIE, Caller, decide_blocked, require_scope
+from crossgate.server.sessions import SESSION_SECONDS
 from crossgate.server.state import ServerState, server_state
-from crossgate.stores.base import RequestQuery
 
 T = TypeVar("T")
 router = APIRouter(include_in_schema=False)
-HISTORY_ROWS = 100
-CLOSED = (RequestStatus.DECIDED, RequestStatus.APPLIED, RequestStatus.EXPIRED, RequestStatus.CANCELLED)
 
 
 def wants_html(request: Request) -> bool:
@@ -65,20 +63,26 @@ async def _run(func: Callable[..., T], *args: object) -> T:
     return await anyio.to_thread.run_sync(func, *args)
 
 
+def _filters(request: Request) -> listing.Filters:
+    return listing.Filters.from_query(request.query_params)
+
+
 @router.get("/", response_class=HTMLResponse)
 async def pending_page(request: Request) -> Response:
     caller = _caller(request)
     head = await _head(request)
-    requests = await _run(server_state(request).queue.pending)
-    body = views.pending_page(requests, _blocked(caller, requests))
+    filters = _filters(request)
+    requests = await _run(listing.pending, server_state(request).queue, filters)
+    body = listviews.pending_page(requests, _blocked(caller, requests), filters)
     return _html(request, "Pending", body, page="pending", reviewer=caller.reviewer.name, head=head)
 
 
 @router.get("/partials/pending", response_class=HTMLResponse)
 async def pending_fragment(request: Request) -> Response:
     caller = _caller(request)
-    requests = await _run(server_state(request).queue.pending)
-    return HTMLResponse(views.pending_list(requests, _blocked(caller, requests)))
+    filters = _filters(request)
+    requests = await _run(listing.pending, server_state(request).queue, filters)
+    return HTMLResponse(listviews.pending_list(requests, _blocked(caller, requests), filters))
 
 
 def _blocked(caller: Caller, requests: Sequence[ApprovalRequest]) -> dict[str, str]:
@@ -99,9 +103,11 @@ async def request_page(request_id: str, request: Request) -> Response:
     return _html(request, found.call.tool, body, page="request", reviewer=caller.reviewer.name, head=head)
 
 
-def _history_rows(state: ServerState) -> tuple[list[tuple[ApprovalRequest, Sequence[Event]]], bool, str]:
+def _history_rows(
+    state: ServerState, filters: listing.Filters, cursor: str | None
+) -> tuple[list[tuple[ApprovalRequest, Sequence[Event]]], str | None, bool, str]:
     queue = state.queue
-    page = queue.list_requests(RequestQuery(statuses=CLOSED, limit=HISTORY_ROWS))
+    page = listing.history(queue, filters, cursor)
     rows: list[tuple[ApprovalRequest, Sequence[Event]]] = [(r, queue.events(request_id=r.id)) for r in page.items]
     report = queue.verify_audit()
     text = (
@@ -109,15 +115,16 @@ def _history_rows(state: ServerState) -> tuple[list[tuple[ApprovalRequest, Seque
         if report.ok
         else f"Audit chain broken: {report.problem}."
     )
-    return rows, report.ok, text
+    return rows, page.next_cursor, report.ok, text
 
 
 @router.get("/history", response_class=HTMLResponse)
-async def history_page(request: Request) -> Response:
+async def history_page(request: Request, cursor: str | None = None) -> Response:
     caller = _caller(request)
     head = await _head(request)
-    rows, ok, text = await _run(_history_rows, server_state(request))
-    body = views.history_page(rows, ok, text)
+    filters = _filters(request)
+    rows, older, ok, text = await _run(_history_rows, server_state(request), filters, cursor or None)
+    body = listviews.history_page(rows, ok, text, filters=filters, older=older, paged=bool(cursor))
     return _html(request, "History", body, page="history", reviewer=caller.reviewer.name, head=head)
 
 
@@ -130,31 +137,59 @@ async def rules_page(request: Request) -> Response:
     return _html(request, "Standing rules", body, page="rules", reviewer=caller.reviewer.name, head=head)
 
 
+def _runs(state: ServerState, statuses: tuple[ParkedRunStatus, ...]) -> list[tuple[ParkedRun, list[ApprovalRequest]]]:
+    queue = state.queue
+    runs = queue.parked_runs(statuses=statuses)
+    return [(p, [queue.get(r) for r in p.request_ids]) for p in reversed(runs)]  # newest first
+
+
+@router.get("/runs", response_class=HTMLResponse)
+async def runs_page(request: Request, view: str = "open", retried: str | None = None) -> Response:
+    caller = _caller(request)
+    head = await _head(request)
+    view = view if view in listviews.RUN_VIEWS else "open"
+    runs = await _run(_runs, server_state(request), listviews.RUN_VIEWS[view][1])
+    notice = f"Run {retried} is offered for resuming again; a worker takes it as any ready run." if retried else None
+    body = listviews.runs_page(runs, view, notice=notice)
+    return _html(request, "Runs", body, page="runs", reviewer=caller.reviewer.name, head=head)
+
+
+@router.post("/runs/{parked_id}/retry")
+async def retry_run(parked_id: str, request: Request) -> Response:
+    """Offer a failed run for resuming again (as ``crossgate runs retry``); only within the reviewer's scope."""
+    caller = _caller(request)
+    queue = server_state(request).queue
+
+    def retry() -> None:
+        parked = queue.get_parked(parked_id)
+        for request_id in parked.request_ids:
+            require_scope(caller.reviewer, queue.get(request_id))
+        queue.retry_parked(parked_id, actor=caller.reviewer.name)
+
+    await _run(retry)
+    return RedirectResponse(f"/runs?view=open&retried={quote(parked_id)}", status_code=303)
+
+
 def _login_refused(request: Request) -> Response:
-    body = views.login_page("That token belongs to no reviewer.")
+    body = views.login_page("That token belongs to no reviewer, or that sign-in address was used already.")
     return _html(request, "Sign in", body, page="login", reviewer=None, status=401)
 
 
-def _signed_in(token: str) -> Response:
+def _signed_in(request: Request, secret: str) -> Response:
+    """Exchange a token or a one-time code for a session: the cookie holds the session id, not the token."""
+    session = server_state(request).auth.sign_in(secret)
+    if session is None:
+        return _login_refused(request)
     response = RedirectResponse("/", status_code=303)
-    response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/", max_age=12 * 3600)
+    response.set_cookie(COOKIE, session, httponly=True, samesite="strict", path="/", max_age=SESSION_SECONDS)
     return response
 
 
 @router.get("/login", response_class=HTMLResponse)
 async def login_form(request: Request, token: str | None = None) -> Response:
-    """The sign-in form; ``?token=`` signs in at once (the address ``crossgate serve`` prints)."""
+    """The sign-in form; ``?token=`` signs in at once (the one-time address ``crossgate serve`` prints)."""
     if token is not None:
-        if server_state(request).auth.reviewer_for(token) is None:
-            return _html(
-                request,
-                "Sign in",
-                views.login_page("That token belongs to no reviewer."),
-                page="login",
-                reviewer=None,
-                status=401,
-            )
-        return _signed_in(token)
+        return _signed_in(request, token.strip())
     return _html(request, "Sign in", views.login_page(), page="login", reviewer=None)
 
 
@@ -162,20 +197,13 @@ async def login_form(request: Request, token: str | None = None) -> Response:
 async def login(request: Request) -> Response:
     form = parse_qs((await request.body()).decode("utf-8", "replace"))
     token = (form.get("token") or [""])[0].strip()
-    if not token or server_state(request).auth.reviewer_for(token) is None:
-        return _html(
-            request,
-            "Sign in",
-            views.login_page("That token belongs to no reviewer."),
-            page="login",
-            reviewer=None,
-            status=401,
-        )
-    return _signed_in(token)
+    return _signed_in(request, token) if token else _login_refused(request)
 
 
 @router.post("/logout")
-async def logout() -> Response:
+async def logout(request: Request) -> Response:
+    if session := request.cookies.get(COOKIE):
+        server_state(request).auth.sign_out(session)
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(COOKIE, path="/")
     return response

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from crossgate.errors import ConfigurationError
-from crossgate.fingerprint import fingerprint
+from crossgate.fingerprint import fingerprint, require_json
 from crossgate.model import (
     ApprovalRequest,
     Approve,
@@ -30,8 +30,10 @@ class _In(BaseModel):
 
 
 class _DecisionIn(_In):
+    """Text and arguments are bounded by the queue's input limits (``crossgate.limits``), not here."""
+
     remember: Remember | None = None
-    note: str | None = Field(default=None, max_length=2000)
+    note: str | None = Field(default=None, description="For the audit log; the model never sees it.")
     fingerprint: str | None = Field(default=None, description="The fingerprint the reviewer saw; checked.")
 
 
@@ -52,14 +54,14 @@ class RejectIn(_DecisionIn):
     """Do not run the call; the message is what the model reads."""
 
     kind: Literal["reject"]
-    message: str = Field(min_length=1, max_length=4000)
+    message: str = Field(min_length=1)
 
 
 class RespondIn(_DecisionIn):
     """Return ``content`` as the tool's result without running the tool."""
 
     kind: Literal["respond"]
-    content: str = Field(max_length=20000)
+    content: str
 
 
 DecisionIn = Annotated[ApproveIn | EditIn | RejectIn | RespondIn, Field(discriminator="kind")]
@@ -99,6 +101,11 @@ class RequestOut(ApprovalRequest):
 
     can_decide: bool = Field(default=False, description="True if the caller may decide it now.")
     decide_blocked: str | None = Field(default=None, description="Why the caller may not decide it, if not.")
+    remember_covers: str | None = Field(
+        default=None,
+        description="For a remembered decision: which later calls its standing rule covers, in words "
+        '(`delete_ticket with exactly {"id": "t3"}, forever`).',
+    )
 
 
 class RequestPage(BaseModel):
@@ -121,7 +128,7 @@ class RuleIn(_In):
     scope: RememberScope = RememberScope.FOREVER
     run: str | None = None
     session: str | None = None
-    message: str | None = Field(default=None, max_length=4000)
+    message: str | None = None
     expires_at: datetime | None = None
 
     def rule_fields(self) -> dict[str, Any]:
@@ -138,6 +145,7 @@ class RuleIn(_In):
             raise ConfigurationError("a standing rule cannot have scope=once; once is a plain decision")
         fields = self.model_dump(exclude={"args"})
         if self.args is not None:
+            require_json(self.args)
             fields["args_fingerprint"] = fingerprint(self.tool, self.args)
         return fields
 

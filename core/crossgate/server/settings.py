@@ -13,6 +13,10 @@ Reviewers come from a TOML or YAML file (``--tokens``) or from ``$CROSSGATE_TOKE
 
     webhook_lease_seconds = 30               # optional tuning: also webhook_attempts, webhook_backoff_seconds,
                                              # webhook_timeout_seconds
+    max_body_bytes = 1048576                 # optional: the largest request body (413 beyond)
+
+    [limits]                                 # optional: the queue's input limits, in UTF-8 bytes
+    args_bytes = 262144                      # a call's or an edit's arguments (also message_bytes, note_bytes)
 
     [[webhooks]]
     url = "http://127.0.0.1:9000/hooks/crossgate"
@@ -38,6 +42,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from crossgate.errors import ConfigurationError
+from crossgate.limits import MIB, InputLimits
 from crossgate.model import ApprovalRequest, StandingRule
 
 TOKENS_ENV = "CROSSGATE_TOKENS"
@@ -175,7 +180,8 @@ class ServerSettings:
     secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
     """Key for signed decision links; a random one per process unless configured."""
     base_url: str = "http://127.0.0.1:8700"
-    """How links in notifications reach this server."""
+    """How links reach this server: every link the server makes (API, webhooks, Slack) starts with it, never
+    with the ``Host`` a client sent. ``crossgate serve`` sets it from ``--base-url``, else the bound address."""
     webhooks: tuple[WebhookTarget, ...] = ()
     link_reviewer: str | None = None
     """Reviewer on whose behalf notification links are signed; None puts no decision links in notifications."""
@@ -189,6 +195,9 @@ class ServerSettings:
     sweep_seconds: float = 1.0
     """How often the server expires overdue requests and looks for other processes' changes."""
     stream_ping_seconds: float = 15.0
+    max_body_bytes: int = MIB
+    """The largest request body the server reads; a larger one is refused with 413, whether it declares its
+    length or comes in chunks. Arguments, messages and notes have their own limits, the queue's."""
     title: str = "crossgate"
 
     def __post_init__(self) -> None:
@@ -205,8 +214,15 @@ class ServerSettings:
             raise ConfigurationError(f"link_reviewer {self.link_reviewer!r} is not a configured reviewer")
         if self.webhook_lease_seconds <= 0:
             raise ConfigurationError(f"webhook_lease_seconds must be positive, got {self.webhook_lease_seconds}")
+        parts = urlsplit(self.base_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+            raise ConfigurationError(
+                f"base_url must be an http or https address such as https://review.example.com, got {self.base_url!r}"
+            )
         if len(self.secret) < 16:
             raise ConfigurationError("the link-signing secret needs 16 bytes at least")
+        if isinstance(self.max_body_bytes, bool) or not isinstance(self.max_body_bytes, int) or self.max_body_bytes < 1:
+            raise ConfigurationError(f"max_body_bytes must be a positive whole number, got {self.max_body_bytes!r}")
 
     def find_reviewer(self, name: str) -> Reviewer | None:
         """The reviewer with this name, if configured."""
@@ -218,8 +234,11 @@ WEBHOOK_TUNING: dict[str, type[int] | type[float]] = {
     "webhook_backoff_seconds": float,
     "webhook_timeout_seconds": float,
     "webhook_lease_seconds": float,
+    "max_body_bytes": int,
 }
-"""Top-level keys of the file that tune webhook delivery (see :class:`ServerSettings`)."""
+"""Top-level keys of the file that tune the server (see :class:`ServerSettings`)."""
+LIMIT_KEYS = ("args_bytes", "message_bytes", "note_bytes")
+"""Keys of the file's ``[limits]`` table: the queue's :class:`~crossgate.limits.InputLimits`."""
 
 
 def _positive(value: Any, kind: type[int] | type[float], what: str) -> int | float:
@@ -231,7 +250,11 @@ def _positive(value: Any, kind: type[int] | type[float], what: str) -> int | flo
 
 
 def load_config(path: Path, env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Read a reviewers/webhooks file (TOML or YAML) into keyword arguments for :class:`ServerSettings`."""
+    """Read a reviewers/webhooks file (TOML or YAML) into keyword arguments for :class:`ServerSettings`.
+
+    A ``limits`` table comes back under the key ``limits``, as :class:`~crossgate.limits.InputLimits`: they
+    are the queue's, so the caller builds the queue with them and passes the rest to ``ServerSettings``.
+    """
     env = os.environ if env is None else env
     try:
         text = path.read_text(encoding="utf-8")
@@ -240,7 +263,15 @@ def load_config(path: Path, env: Mapping[str, str] | None = None) -> dict[str, A
         raise ConfigurationError(f"cannot read {path}: {exc}") from exc
     if not isinstance(data, dict):
         raise ConfigurationError(f"{path} must hold a mapping with 'reviewers' (and optionally 'webhooks')")
-    unknown = set(data) - {"reviewers", "webhooks", "secret_env", "base_url", "link_reviewer", *WEBHOOK_TUNING}
+    unknown = set(data) - {
+        "reviewers",
+        "webhooks",
+        "secret_env",
+        "base_url",
+        "link_reviewer",
+        "limits",
+        *WEBHOOK_TUNING,
+    }
     if unknown:
         raise ConfigurationError(f"{path}: unknown keys {', '.join(sorted(unknown))}")
     kwargs: dict[str, Any] = {
@@ -254,6 +285,8 @@ def load_config(path: Path, env: Mapping[str, str] | None = None) -> dict[str, A
     for key, kind in WEBHOOK_TUNING.items():
         if key in data:
             kwargs[key] = _positive(data[key], kind, f"{path}: {key}")
+    if "limits" in data:
+        kwargs["limits"] = _limits(data["limits"], path)
     secret_env = data.get("secret_env")
     if secret_env:
         secret = env.get(str(secret_env))
@@ -261,6 +294,12 @@ def load_config(path: Path, env: Mapping[str, str] | None = None) -> dict[str, A
             raise ConfigurationError(f"{path}: secret_env names ${secret_env}, which is not set")
         kwargs["secret"] = secret.encode("utf-8")
     return kwargs
+
+
+def _limits(table: Any, path: Path) -> InputLimits:
+    if not isinstance(table, dict) or set(table) - set(LIMIT_KEYS):
+        raise ConfigurationError(f"{path}: limits takes {', '.join(LIMIT_KEYS)}")
+    return InputLimits(**{key: int(_positive(value, int, f"{path}: limits.{key}")) for key, value in table.items()})
 
 
 def reviewers_from_env(env: Mapping[str, str] | None = None) -> tuple[Reviewer, ...]:

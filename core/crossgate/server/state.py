@@ -30,10 +30,13 @@ class ServerState:
     feed: ChangeFeed
     notifier: Notifier | None = None
 
-    def sign_links(
-        self, request: ApprovalRequest, reviewer: str, expires: datetime, base_url: str
-    ) -> dict[DecisionKind, str]:
-        """Signed link URLs for each linkable decision the request allows."""
+    def sign_links(self, request: ApprovalRequest, reviewer: str, expires: datetime) -> dict[DecisionKind, str]:
+        """Signed link URLs for each linkable decision the request allows.
+
+        They start with the configured ``base_url``, never with anything the client sent (a forged
+        ``Host`` header must not turn a link into one to another site).
+        """
+        base_url = self.settings.base_url.rstrip("/")
         urls: dict[DecisionKind, str] = {}
         for kind in LINKABLE_DECISIONS:
             if kind in request.allowed_decisions:

@@ -14,6 +14,7 @@ import anyio
 from fastapi import APIRouter, Header, Query, Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
+from crossgate.limits import MAX_INT64
 from crossgate.model import Event
 from crossgate.server.api import CallerDep, StateDep
 from crossgate.server.state import ServerState
@@ -55,6 +56,15 @@ async def _events(state: ServerState, request: Request, after: int) -> AsyncIter
             await state.feed.wait_beyond(last, timeout=ping)
 
 
+def _seq(last_event_id: str | None) -> int | None:
+    """The seq a ``Last-Event-ID`` names; None for anything that is not one (the header is ignored then)."""
+    text = last_event_id or ""
+    if not (text.isascii() and text.isdigit() and len(text) <= len(str(MAX_INT64))):
+        return None
+    value = int(text)
+    return value if value <= MAX_INT64 else None
+
+
 @router.get(
     "/stream",
     response_class=EventSourceResponse,
@@ -64,13 +74,15 @@ async def stream(
     request: Request,
     state: StateDep,
     caller: CallerDep,
-    after: Annotated[int | None, Query(ge=0, description="Start after this seq; default: the current head.")] = None,
+    after: Annotated[
+        int | None, Query(ge=0, le=MAX_INT64, description="Start after this seq; default: the current head.")
+    ] = None,
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> EventSourceResponse:
     """Live queue changes as server-sent events; ``data`` is a JSON summary of one logged event."""
     start = after
-    if last_event_id and last_event_id.isdigit():  # a reconnect: resume after what the client already has
-        start = max(start or 0, int(last_event_id))
+    if (seen := _seq(last_event_id)) is not None:  # a reconnect: resume after what the client already has
+        start = max(start or 0, seen)
     if start is None:
         start = (await anyio.to_thread.run_sync(state.queue.store.audit_head))[0]
     return EventSourceResponse(_events(state, request, start), ping=max(1, int(state.settings.stream_ping_seconds)))

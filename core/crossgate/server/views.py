@@ -5,13 +5,23 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
+from crossgate.coverage import remember_coverage
 from crossgate.display import visible_lines
-from crossgate.model import ApprovalRequest, DecisionKind, Event, RememberScope, StandingRule
+from crossgate.model import (
+    ApprovalRequest,
+    DecisionKind,
+    Event,
+    Remember,
+    RememberMatch,
+    RememberScope,
+    StandingRule,
+    ToolCall,
+)
 
 FRAMEWORK_LABELS = {
     "openai-agents": "OpenAI Agents",
@@ -31,6 +41,21 @@ def e(value: object) -> str:
     return escape(visible_lines("" if value is None else str(value)), quote=True)
 
 
+_SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
+
+
+def script_json(value: object) -> str:
+    """JSON safe inside a ``<script>`` element in every HTML parsing state.
+
+    Escaping only ``</`` is not enough: ``<!--<script>`` in a string puts the parser in the
+    double-escaped state, where the element's own ``</script>`` no longer ends it and the rest of
+    the page (``app.js`` included) is swallowed. ``<``, ``>`` and ``&`` occur only inside JSON
+    strings, so writing them as ``\\u`` escapes keeps the value exact; ``ensure_ascii`` does the
+    same for U+2028 and U+2029.
+    """
+    return json.dumps(value, ensure_ascii=True).translate(_SCRIPT_SAFE)
+
+
 def layout(
     title: str, body: str, *, page: str, reviewer: str | None, app_title: str = "crossgate", head: int | None = None
 ) -> str:
@@ -45,6 +70,7 @@ def layout(
             ("pending", "/", "Pending"),
             ("history", "/history", "History"),
             ("rules", "/rules", "Standing rules"),
+            ("runs", "/runs", "Runs"),
         )
     )
     who = (
@@ -57,7 +83,19 @@ def layout(
 <title>{e(title)} · {e(app_title)}</title><link rel="stylesheet" href="/static/style.css"></head>
 <body data-page="{e(page)}" data-head="{"" if head is None else head}"><header class="top"><a class="brand" href="/">{e(app_title)}</a>
 <nav>{nav if reviewer else ""}</nav><div class="session">{who}</div></header>
-<main>{body}</main><script src="/static/app.js" defer></script></body></html>"""
+<main>{body}{_KEYS if reviewer else ""}</main><script src="/static/app.js" defer></script></body></html>"""
+
+
+_KEYS = """<p class="keys-hint muted">Press <kbd>?</kbd> for keyboard shortcuts.</p>
+<dialog id="keys" aria-labelledby="keys-title"><h2 id="keys-title">Keyboard shortcuts</h2><table>
+<tr><td><kbd>j</kbd> <kbd>k</kbd></td><td>next, previous request in the list</td></tr>
+<tr><td><kbd>Enter</kbd></td><td>open the current request</td></tr>
+<tr><td><kbd>a</kbd></td><td>approve: puts the focus on Approve, <kbd>Enter</kbd> then approves</td></tr>
+<tr><td><kbd>r</kbd></td><td>reject: opens the message box</td></tr>
+<tr><td><kbd>e</kbd></td><td>edit the arguments</td></tr>
+<tr><td><kbd>/</kbd></td><td>search</td></tr>
+<tr><td><kbd>?</kbd></td><td>this help; <kbd>Esc</kbd> closes it</td></tr></table>
+<form method="dialog"><button class="primary">Close</button></form></dialog>"""
 
 
 def framework_badge(framework: str) -> str:
@@ -88,71 +126,19 @@ def compact_args(args: dict[str, Any], limit: int = 90) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def pending_list(requests: Sequence[ApprovalRequest], blocked: Mapping[str, str] | None = None) -> str:
-    """The live list of pending requests (also served alone as a fragment for live updates).
-
-    Each row has a checkbox for the batch decisions; ``blocked`` maps the ids the reviewer may not
-    decide to the reason, and their checkboxes are disabled with it as the title.
-    """
-    if not requests:
-        return '<div id="pending" data-count="0"><p class="empty">Nothing waits for a decision. New requests appear here by themselves.</p></div>'
-    blocked = blocked or {}
-    rows = "".join(
-        f"""<div class="req-row" data-id="{e(r.id)}">{_pick(r, blocked.get(r.id))}<a class="req" href="/requests/{e(r.id)}" data-id="{e(r.id)}" data-framework="{e(r.call.framework)}">
-<div class="req-head">{framework_badge(r.call.framework)}<span class="tool">{e(r.call.tool)}</span>
-<span class="age">{when(r.created_at)}</span></div>
-<code class="args">{e(compact_args(r.call.args))}</code>
-<div class="req-foot"><span>{e(r.call.agent or "no agent")}</span><span>run {e(r.call.run or "—")}</span>
-<span class="reason">{e(r.reason)}</span></div></a></div>"""
-        for r in requests
-    )
-    return f'<div id="pending" data-count="{len(requests)}">{rows}</div>'
-
-
-def _pick(request: ApprovalRequest, blocked: str | None) -> str:
-    """The row's checkbox; it carries the fingerprint shown, so a batch decision is bound to it as a single one is."""
-    state = f' disabled title="{e(blocked)}"' if blocked else ""
-    return (
-        f'<label class="pick"><input type="checkbox" class="pick-box" value="{e(request.id)}" '
-        f'data-fingerprint="{e(request.fingerprint)}" data-tool="{e(request.call.tool)}" '
-        f'aria-label="Select {e(request.call.tool)} {e(request.id)}"{state}></label>'
-    )
-
-
-def pending_page(requests: Sequence[ApprovalRequest], blocked: Mapping[str, str] | None = None) -> str:
-    """Pending requests with the batch bar: select several, approve or reject them in one request."""
-    return f"""<section class="intro"><h1>Pending requests <span class="count">{len(requests)}</span></h1>
-<p class="muted">Tool calls from every agent SDK that the policy sent to a person. The list updates live.</p></section>
-{_batch_bar()}
-<section class="card batch-results" id="batch-results" aria-live="polite" hidden></section>
-{pending_list(requests, blocked)}"""
-
-
-def _batch_bar() -> str:
-    return """<form class="batch" id="batch" novalidate>
-<div class="batch-row"><label class="inline"><input type="checkbox" id="select-all"> Select all</label>
-<span class="muted" id="batch-count">none selected</span>
-<button type="button" class="primary" id="approve-selected" disabled>Approve selected</button>
-<button type="button" class="danger" id="reject-selected" disabled>Reject selected</button></div>
-<div class="batch-reject" id="batch-reject" hidden>
-<label>Message to the agents <span class="muted">(required; each model reads it, so write it as an instruction)</span><textarea name="message" rows="2" maxlength="4000"></textarea></label>
-<div class="batch-row"><button type="submit" class="danger" id="reject-confirm">Reject</button><button type="button" class="link" id="reject-cancel">Cancel</button></div></div>
-<label class="note">Note for the audit log <span class="muted">(optional, for each decision)</span><input name="note" maxlength="2000"></label>
-<p class="error" id="batch-error" role="alert" hidden></p></form>"""
-
-
 def _meta(request: ApprovalRequest, events: Sequence[Event]) -> str:
     call = request.call
     items = [
         ("Framework", framework_badge(call.framework)),
         ("Agent", e(call.agent or "—")),
-        ("Run", f"<code>{e(call.run or '—')}</code>"),
-        ("Session", f"<code>{e(call.session or '—')}</code>"),
-        ("Tool call id", f"<code>{e(call.call_id or '—')}</code>"),
+        ("Request id", copyable(request.id, "request-id")),
+        ("Run", copyable(call.run, "run")),
+        ("Session", copyable(call.session, "session")),
+        ("Tool call id", copyable(call.call_id, "call-id")),
         ("Requested by", e(request.requested_by or "—")),
         ("Created", when(request.created_at)),
         ("Expires", when(request.expires_at) if request.expires_at else "never"),
-        ("Fingerprint", f'<code title="{e(request.fingerprint)}">{e(request.fingerprint[:16])}…</code>'),
+        ("Fingerprint", copyable(request.fingerprint, "fingerprint", shown=request.fingerprint[:16] + "…")),
     ]
     if request.approvals_required > 1:
         approvers = list(dict.fromkeys(ev.actor for ev in events if ev.kind == "approved" and ev.actor))
@@ -161,9 +147,29 @@ def _meta(request: ApprovalRequest, events: Sequence[Event]) -> str:
     if request.apply_within_seconds is not None:
         window = f"{request.apply_within_seconds:g} s after it is given, or it lapses and the call does not run"
         items.append(("Approval good for", e(window)))
+    meta = "".join(f"<dt>{label}</dt><dd>{value}</dd>" for label, value in items)
     if call.context:
-        items.append(("Context", f"<code>{e(compact_args(call.context, 200))}</code>"))
-    return "".join(f"<dt>{label}</dt><dd>{value}</dd>" for label, value in items)
+        meta += f'<dt class="wide">Context</dt><dd class="wide">{context_table(call.context)}</dd>'
+    return meta
+
+
+def copyable(value: str | None, name: str, *, shown: str | None = None) -> str:
+    """``value`` as code with a copy button (the whole value, however much is shown)."""
+    if not value:
+        return "<code>—</code>"
+    return (
+        f'<code id="{e(name)}" title="{e(value)}">{e(shown or value)}</code>'
+        f'<button type="button" class="copy" data-copy="{escape(value, quote=True)}" aria-label="Copy {e(name)}">Copy</button>'
+    )
+
+
+def context_table(context: dict[str, Any]) -> str:
+    """The call's context (tenant, permission mode, cwd, parent agent, ...) as key and value rows."""
+    rows = "".join(
+        f'<tr><th scope="row">{e(key)}</th><td>{e(value) if isinstance(value, str) else f"<code>{e(json.dumps(value, ensure_ascii=False))}</code>"}</td></tr>'
+        for key, value in sorted(context.items())
+    )
+    return f'<table class="context" id="context">{rows}</table>'
 
 
 def request_page(
@@ -180,29 +186,33 @@ def request_page(
     pretty = json.dumps(call.args, indent=2, ensure_ascii=False)
     data = {
         "id": request.id,
+        "tool": call.tool,
         "fingerprint": request.fingerprint,
         "args": call.args,
         "schema": request.args_schema,
         "allowed": [k.value for k in offered],
     }
-    data_json = json.dumps(data).replace("</", "<\\/")
     return f"""<p class="back"><a href="/">← Pending</a></p>
 <section class="card head" id="request" data-id="{e(request.id)}" data-status="{e(request.status.value)}">
 <div class="title-row"><h1><span class="tool">{e(call.tool)}</span></h1>{status_pill(request.status.value)}</div>
 <dl class="meta">{_meta(request, events)}</dl></section>
 <section class="card"><h2>Why a person must decide</h2><p class="reason">{e(request.reason)}</p>{description}</section>
 <section class="card"><h2>Arguments</h2><pre class="json" id="args-json">{e(pretty)}</pre></section>
-{decision_panel(request, blocked, offered, denial)}
+{decision_panel(request, blocked, offered, denial, events)}
 <section class="card"><h2>History</h2>{timeline(events)}</section>
-<script id="request-data" type="application/json">{data_json}</script>"""
+<script id="request-data" type="application/json">{script_json(data)}</script>"""
 
 
 def decision_panel(
-    request: ApprovalRequest, blocked: str | None, allowed: Sequence[DecisionKind], denial: str | None = None
+    request: ApprovalRequest,
+    blocked: str | None,
+    allowed: Sequence[DecisionKind],
+    denial: str | None = None,
+    events: Sequence[Event] = (),
 ) -> str:
-    """The decisions offered, or what was decided, or why this reviewer may not decide."""
+    """The decisions offered, or what was decided (and what came of it), or why this reviewer may not decide."""
     if not request.is_open:
-        return f'<section class="card"><h2>Outcome</h2>{outcome(request)}</section>'
+        return f'<section class="card"><h2>Outcome</h2>{outcome(request)}{ran_line(request, events)}</section>'
     if blocked is not None:
         return f'<section class="card"><h2>Decide</h2><p class="notice">{e(blocked)}</p></section>'
     denied = ""
@@ -254,8 +264,24 @@ def _remember_fieldset(request: ApprovalRequest) -> str:
     )
     return f"""<fieldset class="remember" id="remember"><legend>Remember</legend>
 <label>Scope <select name="scope">{options}</select></label>
-<label>Covers <select name="match"><option value="tool">every call of {e(call.tool)}</option>
-<option value="exact">only these exact arguments</option></select></label>{agent}</fieldset>"""
+<label>Covers <select name="match"><option value="exact" selected>only these exact arguments</option>
+<option value="tool">every call of {e(call.tool)}</option></select></label>{agent}
+{_remember_covers(call, [s for s, _ in scopes])}</fieldset>"""
+
+
+def _remember_covers(call: ToolCall, scopes: list[RememberScope]) -> str:
+    """What each choice of the remember control would cover, in the words the CLI and API use; the page's
+    script shows the one for the current choice (``data-covers``: scope, match, agent only, edited)."""
+    lines = ['<span data-covers="once">Nothing is remembered: this decision is for this call only.</span>']
+    for scope in scopes[1:]:
+        for match in (RememberMatch.EXACT, RememberMatch.TOOL):
+            for agent_only in (False, True) if call.agent else (False,):
+                for edited in (False, True) if match is RememberMatch.EXACT else (False,):
+                    remember = Remember(scope=scope, match=match, this_agent_only=agent_only)
+                    text = remember_coverage(call, remember, edited=edited)
+                    key = f"{scope.value}:{match.value}:{int(agent_only)}:{int(edited)}"
+                    lines.append(f'<span data-covers="{key}" hidden>Will remember: {e(text)}.</span>')
+    return f'<p class="muted" id="remember-covers" aria-live="polite">{"".join(lines)}</p>'
 
 
 def outcome(request: ApprovalRequest) -> str:
@@ -275,6 +301,22 @@ def outcome(request: ApprovalRequest) -> str:
         f'<p class="decided"><strong class="kind-{e(decision.kind.value)}">{e(decision.kind.value)}</strong> by '
         f"{e(decision.reviewer)} via {e(decision.channel)}, {when(decision.decided_at)}</p>{details}"
     )
+
+
+def ran_line(request: ApprovalRequest, events: Sequence[Event]) -> str:
+    """Once a decided call was applied: when it ran and its result, or that it did not run and why."""
+    executed = [ev for ev in events if ev.kind == "executed"]
+    if executed:
+        last = executed[-1]
+        if last.payload.get("ran"):
+            result = last.payload.get("result")
+            detail = f"; result: <q>{e(result)}</q>" if result else "; no result was recorded"
+            return f'<p class="ran-line ran-true" id="ran-line">Ran at {when(last.at)}{detail}</p>'
+        why = last.payload.get("error") or last.payload.get("result")
+        return f'<p class="ran-line ran-false" id="ran-line">Did not run ({when(last.at)}){": " + e(why) if why else ""}</p>'
+    if request.applied_at is not None:
+        return f'<p class="ran-line muted" id="ran-line">Applied at {when(request.applied_at)}; no outcome recorded yet.</p>'
+    return ""
 
 
 def diff_html(diff: Any) -> str:
@@ -333,44 +375,6 @@ def timeline(events: Iterable[Event]) -> str:
     return f'<ol class="timeline">{rows}</ol>' if rows else '<p class="muted">No events yet.</p>'
 
 
-def ran_text(request: ApprovalRequest, events: Sequence[Event]) -> str:
-    """Whether the call ran: from the adapter's ``executed`` event, else what the decision implies."""
-    executed = [ev for ev in events if ev.kind == "executed"]
-    if executed:
-        return "yes" if executed[-1].payload.get("ran") else "no"
-    resolution = request.resolution()
-    if resolution is not None and resolution.kind in (DecisionKind.REJECT, DecisionKind.RESPOND):
-        return "no"
-    return "applied" if request.applied_at else "not yet"
-
-
-def history_page(rows: Sequence[tuple[ApprovalRequest, Sequence[Event]]], audit_ok: bool, audit_text: str) -> str:
-    """Closed requests with who decided what, through which channel, the edit's diff, and whether it ran."""
-    body = []
-    for request, events in rows:
-        decided = next((ev for ev in events if ev.kind == "decided"), None)
-        ran = ran_text(request, events)
-        who = f"{e(decided.actor)} via {e(decided.channel)}" if decided else e(request.status.value)
-        detail = event_detail(decided) if decided else e(request.closed_reason or "")
-        body.append(
-            f'<tr data-id="{e(request.id)}"><td>{when_short(request.decided_at or request.created_at)}</td>'
-            f"<td>{framework_badge(request.call.framework)}</td>"
-            f'<td><a href="/requests/{e(request.id)}">{e(request.call.tool)}</a><br><code class="args">{e(compact_args(request.call.args, 60))}</code></td>'
-            f"<td>{e(request.call.agent or '—')}</td><td>{detail}</td><td>{who}</td>"
-            f'<td class="ran ran-{ran.replace(" ", "-")}">{ran}</td></tr>'
-        )
-    table = (
-        '<table class="history"><thead><tr><th>When</th><th>Framework</th><th>Call</th><th>Agent</th>'
-        f"<th>Decision</th><th>Who</th><th>Ran</th></tr></thead><tbody>{''.join(body)}</tbody></table>"
-        if body
-        else '<p class="empty">No decisions yet.</p>'
-    )
-    badge = "ok" if audit_ok else "broken"
-    return f"""<section class="intro"><h1>History</h1>
-<p class="muted">Every closed request, newest first. <span class="audit audit-{badge}">{e(audit_text)}</span></p></section>
-<div id="history">{table}</div>"""
-
-
 def rules_page(rules: Sequence[StandingRule]) -> str:
     rows = "".join(
         f'<tr data-id="{e(r.id)}"><td><span class="pill pill-{e(r.effect.value)}">{e(r.effect.value)}</span></td>'
@@ -386,15 +390,21 @@ def rules_page(rules: Sequence[StandingRule]) -> str:
         if rows
         else '<p class="empty">No standing rules. Use “Remember” on a decision to add one.</p>'
     )
-    return f'<section class="intro"><h1>Standing rules</h1><p class="muted">Remembered decisions, consulted by the policy in every SDK.</p></section>{table}'
+    return f'<section class="intro"><h1>Standing rules</h1><p class="muted">Remembered decisions, consulted by the policy in every SDK.</p></section><div class="table-wrap">{table}</div>'
 
 
 def login_page(message: str | None = None) -> str:
     error = f'<p class="error">{e(message)}</p>' if message else ""
     return f"""<section class="card login"><h1>Sign in</h1>
-<p class="muted">Paste your reviewer token. It is kept in a cookie for this browser only.</p>{error}
+<p class="muted">Paste your reviewer token. This browser then keeps a session (12 hours), not the token.</p>{error}
 <form method="post" action="/login"><label>Token<input type="password" name="token" autocomplete="off" required autofocus></label>
-<button class="primary" type="submit">Sign in</button></form></section>"""
+<button class="primary" type="submit">Sign in</button></form>
+<details class="where" id="token-help" open><summary>Where does a token come from?</summary>
+<ul><li>Whoever runs the server gives each reviewer a token: an entry in its tokens file
+(<code>crossgate serve --tokens reviewers.toml</code>, <code>token</code> or <code>token_env</code> per reviewer)
+or a <code>name:token</code> pair in <code>$CROSSGATE_TOKENS</code>. The same token works for the HTTP API.</li>
+<li>Started without reviewers, <code>crossgate serve</code> prints a sign-in address for the reviewer
+<code>local</code>. That address works once; the token printed with it signs in again.</li></ul></details></section>"""
 
 
 def message_page(title: str, text: str, *, status_class: str = "") -> str:

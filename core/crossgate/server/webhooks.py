@@ -43,7 +43,7 @@ from urllib.parse import urlsplit
 import anyio
 import httpx
 
-from crossgate.display import visible, visible_lines
+from crossgate.display import suspicious_call, visible, visible_lines, warning_text
 from crossgate.model import ApprovalRequest, DecisionKind, Event
 from crossgate.server.delivery import CursorLease
 from crossgate.server.settings import WebhookTarget
@@ -298,13 +298,16 @@ def _links(state: ServerState, request: ApprovalRequest) -> dict[str, str]:
     overdue = request.expires_at is not None and request.expires_at <= state.queue.now()
     if request.is_open and not overdue and reviewer is not None:
         expires = datetime.now(UTC) + timedelta(seconds=state.settings.link_ttl_seconds)
-        for kind, url in state.sign_links(request, reviewer, expires, base).items():
+        for kind, url in state.sign_links(request, reviewer, expires).items():
             links[kind.value] = url
     return links
 
 
 def json_body(state: ServerState, event: Event, request: ApprovalRequest, *, escalated: bool = False) -> dict[str, Any]:
-    """crossgate's own JSON notification (``request.escalated`` for a request still waiting at an escalation)."""
+    """crossgate's own JSON notification (``request.escalated`` for a request still waiting at an escalation).
+
+    The request is exact; ``warnings`` lists, for people, what in the call may hide or imitate other text.
+    """
     return {
         "event": ESCALATED if escalated else EVENT_NAMES.get(event.kind, f"request.{event.kind}"),
         "seq": event.seq,
@@ -313,6 +316,7 @@ def json_body(state: ServerState, event: Event, request: ApprovalRequest, *, esc
         "channel": event.channel,
         "request": request.model_dump(mode="json"),
         "links": _links(state, request),
+        "warnings": suspicious_call(request.call),
     }
 
 
@@ -353,6 +357,10 @@ def slack_body(
         {"type": "section", "text": {"type": "mrkdwn", "text": f"```{args}```"}},
         {"type": "context", "elements": [{"type": "mrkdwn", "text": where}]},
     ]
+    if findings := suspicious_call(call):
+        warning = f"⚠ Warning: {warning_text(findings)}"
+        text = f"{text}\n{warning}"
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": warning}})
     buttons = [
         {"type": "button", "text": {"type": "plain_text", "text": label}, "url": links[key]}
         for key, label in (

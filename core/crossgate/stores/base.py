@@ -32,6 +32,17 @@ T = TypeVar("T")
 MAX_PAGE_SIZE = 500
 
 
+def check_schema_version(found: int, known: int) -> None:
+    """ConfigurationError if the database's schema (version ``found``) is newer than this code's (``known``).
+
+    Older code on a newer schema could misread rows or skip a newer invariant, so it refuses to start.
+    """
+    if found > known:
+        raise ConfigurationError(
+            f"database schema version {found} is newer than this crossgate ({known}); upgrade crossgate"
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class RequestQuery:
     """Filters and paging for listing requests; every filter is an exact match."""

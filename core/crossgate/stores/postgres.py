@@ -32,7 +32,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 from pydantic import BaseModel, ValidationError
 
 from crossgate.audit import seal
-from crossgate.errors import ConfigurationError, ConflictError, StoreError
+from crossgate.errors import AuditHeadMissingError, ConfigurationError, ConflictError, StoreError
 from crossgate.model import (
     ApprovalRequest,
     Event,
@@ -49,6 +49,7 @@ from crossgate.stores.base import (
     RequestQuery,
     check_delivery_cursor_args,
     check_prune_statuses,
+    check_schema_version,
     claimed_copy,
     decode_cursor,
     encode_cursor,
@@ -141,9 +142,10 @@ def split_url(url: str, schema: str | None = None) -> tuple[str, str]:
 
 @contextlib.contextmanager
 def _wrapped(action: str) -> Iterator[None]:
+    """The one place driver errors become StoreError (OverflowError too, as in the SQLite store)."""
     try:
         yield
-    except psycopg.Error as exc:
+    except (psycopg.Error, OverflowError) as exc:
         raise StoreError(f"PostgreSQL could not {action}: {exc}".strip()) from exc
 
 
@@ -224,11 +226,7 @@ class PostgresStore:
             conn.execute(_q("create_version_table"))
             applied = {row[0] for row in conn.execute(_q("applied_versions"))}
             known = migrations()
-            newest = known[-1].version
-            if applied and max(applied) > newest:
-                raise ConfigurationError(
-                    f"schema {self.schema} is at version {max(applied)}, newer than this crossgate knows ({newest})"
-                )
+            check_schema_version(max(applied, default=0), known[-1].version)
             pending = known if not applied else [m for m in known if m.version not in applied]
             if not applied:
                 conn.execute(fresh_schema_sql())
@@ -256,7 +254,7 @@ class PostgresStore:
 
     def _append(self, cur: psycopg.Cursor[Any], new: NewEvent, head: tuple[int, str] | None = None) -> Event:
         """Seal ``new`` after ``head`` (the locked chain head; locked here when not given) and queue its insert."""
-        seq, prev = head or _one(cur.execute(_q("lock_head")))
+        seq, prev = head or _head(cur.execute(_q("lock_head")))
         event = seal(new, seq=seq + 1, prev_hash=prev)
         cur.execute(
             _q("append_event"),
@@ -287,6 +285,7 @@ class PostgresStore:
         with self._write(action) as cur:
             head = cur.execute(_q(query), row).fetchone()
             if head is None:
+                _head(cur.execute(_q("read_head")))  # a lost compare-and-set, or no head to chain to: roll back
                 return None
             event = self._append(cur, new, (head[0], head[1]))
         self._listener.observe(event.seq)
@@ -440,7 +439,7 @@ class PostgresStore:
 
     def audit_head(self) -> tuple[int, str]:
         with self._conn("read the audit head") as conn:
-            seq, digest = _one(conn.execute(_q("read_head")))
+            seq, digest = _head(conn.execute(_q("read_head")))
         return int(seq), str(digest)
 
     def wait_for_change(self, after: int, timeout: float) -> int:
@@ -516,13 +515,20 @@ def list_statement(query: RequestQuery) -> tuple[sql.Composed, dict[str, Any]]:
 
 
 def _read_head(conn: psycopg.Connection[Any]) -> int:
-    return int(_one(conn.execute(_q("read_head")))[0])
+    return int(_head(conn.execute(_q("read_head")))[0])
 
 
 def _one(cursor: psycopg.Cursor[Any]) -> tuple[Any, ...]:
     row = cursor.fetchone()
     if row is None:
         raise StoreError("PostgreSQL returned no row where one was expected; was setup() run?")
+    return tuple(row)
+
+
+def _head(cursor: psycopg.Cursor[Any]) -> tuple[Any, ...]:
+    row = cursor.fetchone()
+    if row is None:
+        raise AuditHeadMissingError()
     return tuple(row)
 
 

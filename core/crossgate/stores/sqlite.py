@@ -31,14 +31,14 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, get_args
 
 from crossgate.audit import seal
-from crossgate.errors import ConfigurationError, ConflictError, StoreError
+from crossgate.errors import AuditHeadMissingError, ConfigurationError, ConflictError, StoreError
 from crossgate.model import (
     ApprovalRequest,
     Event,
@@ -55,6 +55,7 @@ from crossgate.stores.base import (
     RequestQuery,
     check_delivery_cursor_args,
     check_prune_statuses,
+    check_schema_version,
     claimable,
     claimed_copy,
     decode_cursor,
@@ -119,6 +120,22 @@ def migrations() -> list[tuple[int, str]]:
     return [(int(p.name.split("_", 1)[0]), p.read_text(encoding="utf-8")) for p in found]
 
 
+@contextmanager
+def _wrapped(action: str) -> Iterator[None]:
+    """The one place driver errors become StoreError (an int beyond 64 bits is one too: OverflowError)."""
+    try:
+        yield
+    except (sqlite3.Error, OverflowError) as exc:
+        raise StoreError(f"SQLite could not {action}: {exc}".strip()) from exc
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    # Some failures (a full disk, a corrupt page) end the transaction themselves; then there is nothing to roll back.
+    if conn.in_transaction:
+        with suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+
+
 class SqliteStore:
     """The ``Store`` protocol on one SQLite file."""
 
@@ -146,7 +163,7 @@ class SqliteStore:
                 self._local.conn = None
             raise StoreError(f"the SQLite store {self.path} is closed")
         if conn is None:
-            try:
+            with _wrapped(f"open the database {self.path}"):
                 conn = sqlite3.connect(
                     self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
                 )
@@ -154,8 +171,6 @@ class SqliteStore:
                 level = SYNC_NORMAL if self.durability == "normal" else SYNC_FULL
                 conn.execute(f"PRAGMA synchronous={level}")
                 conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            except sqlite3.Error as exc:
-                raise StoreError(f"cannot open SQLite database {self.path}: {exc}") from exc
             self._local.conn = conn
             self._local.sync = level
             with self._connections_lock:
@@ -172,34 +187,25 @@ class SqliteStore:
     def _write(self, write: str) -> Iterator[sqlite3.Connection]:
         # Threads of one process queue on a lock instead of SQLite's busy handler, whose sleeping
         # retries give writers a long latency tail; BEGIN IMMEDIATE still serialises processes.
-        with self._write_lock:
+        with self._write_lock, _wrapped(write.replace("_", " ")):
             conn = self._conn()
             level = self.sync_level(write)
-            try:
-                if self._local.sync != level:
-                    conn.execute(f"PRAGMA synchronous={level}")  # refused inside a transaction: set it before BEGIN
-                    self._local.sync = level
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise StoreError(f"SQLite write failed: {exc}") from exc
+            if self._local.sync != level:
+                conn.execute(f"PRAGMA synchronous={level}")  # refused inside a transaction: set it before BEGIN
+                self._local.sync = level
+            conn.execute("BEGIN IMMEDIATE")
             try:
                 if self._write_hook is not None:
                     self._write_hook(write, conn)
                 yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            try:
                 conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                conn.execute("ROLLBACK")
-                raise StoreError(f"SQLite commit failed: {exc}") from exc
+            except BaseException:
+                _rollback(conn)
+                raise
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        try:
+        with _wrapped("read"):
             return self._conn().execute(sql, params).fetchall()
-        except sqlite3.Error as exc:
-            raise StoreError(f"SQLite read failed: {exc}") from exc
 
     def setup(self) -> None:
         """Create the file and apply every migration it does not have yet."""
@@ -211,7 +217,9 @@ class SqliteStore:
             conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
             row = conn.execute("SELECT max(version) FROM schema_version").fetchone()
             current = row[0] or 0
-            for version, sql in migrations():
+            known = migrations()
+            check_schema_version(current, known[-1][0])
+            for version, sql in known:
                 if version > current:
                     for statement in _statements(sql):
                         conn.execute(statement)
@@ -240,7 +248,7 @@ class SqliteStore:
 
     # events -------------------------------------------------------------------------------------
     def _append(self, conn: sqlite3.Connection, new: NewEvent) -> Event:
-        seq, prev_hash = conn.execute("SELECT seq, hash FROM audit_head WHERE one = 1").fetchone()
+        seq, prev_hash = _head(conn.execute(_HEAD_SELECT).fetchall())
         event = seal(new, seq=seq + 1, prev_hash=prev_hash)
         conn.execute(
             "INSERT INTO events (seq, at, kind, request_id, run, actor, channel, payload, prev_hash, hash)"
@@ -280,7 +288,7 @@ class SqliteStore:
         return [_event_from_row(row) for row in self._read(sql, params)]
 
     def audit_head(self) -> tuple[int, str]:
-        seq, digest = self._read("SELECT seq, hash FROM audit_head WHERE one = 1")[0]
+        seq, digest = _head(self._read(_HEAD_SELECT))
         return int(seq), str(digest)
 
     def wait_for_change(self, after: int, timeout: float) -> int:
@@ -556,6 +564,15 @@ def _process_write_lock(path: Path) -> threading.Lock:
     key = str(path.resolve())
     with _WRITE_LOCKS_GUARD:
         return _WRITE_LOCKS.setdefault(key, threading.Lock())
+
+
+_HEAD_SELECT = "SELECT seq, hash FROM audit_head WHERE one = 1"
+
+
+def _head(rows: list[tuple[Any, ...]]) -> tuple[Any, ...]:
+    if not rows:
+        raise AuditHeadMissingError()
+    return rows[0]
 
 
 _PARKED_SELECT = "SELECT p.body, s.state FROM parked_runs p JOIN parked_states s ON s.id = p.id"

@@ -24,6 +24,7 @@ from crossgate import (
     PolicyRule,
     Reject,
     Remember,
+    RememberMatch,
     RememberScope,
     RequestStatus,
     ReviewQueue,
@@ -231,10 +232,12 @@ async def test_an_unreachable_store_denies(
     assert "database unreachable" in message
 
 
-async def test_can_use_tool_fails_closed_when_the_queue_raises(queue: ReviewQueue, tickets: TicketStore) -> None:
+async def test_can_use_tool_fails_closed_when_the_queue_raises(
+    queue: ReviewQueue, fake_options: ClaudeAgentOptions
+) -> None:
     from claude_agent_sdk import PermissionResultDeny, ToolPermissionContext
 
-    gate = Gate(queue, defer=False, hold=None)
+    gate = Gate(queue, options=fake_options, defer=False, hold=None)
     options = gate.options()
     assert options.can_use_tool is not None
     queue.store.get_request = lambda rid: (_ for _ in ()).throw(RuntimeError("disk on fire"))  # type: ignore[method-assign,assignment]
@@ -244,6 +247,10 @@ async def test_can_use_tool_fails_closed_when_the_queue_raises(queue: ReviewQueu
     assert isinstance(answer, PermissionResultDeny)
     assert "disk on fire" in answer.message
     assert answer.interrupt is False
+    # A tool of a server the options do not configure cannot be named, so it is refused too.
+    unknown = await options.can_use_tool("mcp__team__ops__x", {}, ToolPermissionContext(tool_use_id="y"))
+    assert isinstance(unknown, PermissionResultDeny)
+    assert "cannot tell which MCP server offers the tool 'mcp__team__ops__x'" in unknown.message
 
 
 async def test_expired_request_denies_with_the_expiry_message(
@@ -410,7 +417,7 @@ async def test_remember_for_the_session_adds_a_session_rule(
     gate: Gate, queue: ReviewQueue, world: World, tickets: TicketStore
 ) -> None:
     outcome = parked(await gate.run(calls(("delete_ticket", {"id": "t3"}), ("delete_ticket", {"id": "t2"}))))
-    session_wide = Remember(scope=RememberScope.SESSION)
+    session_wide = Remember(scope=RememberScope.SESSION, match=RememberMatch.TOOL)
     queue.decide(outcome.request_ids[0], Approve(remember=session_wide), reviewer="ann")
     assert isinstance(await gate.resume(outcome.parked_run), Finished)
     assert tickets.ids() == ["prod-1", "t1"]

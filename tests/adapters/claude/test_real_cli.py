@@ -21,6 +21,7 @@ from crossgate import (
     Edit,
     Reject,
     Remember,
+    RememberMatch,
     RememberScope,
     RequestQuery,
     RequestStatus,
@@ -217,7 +218,8 @@ async def test_remember_for_the_session_is_honoured_by_the_cli(
         asked.append(args)
         return await gated(tool, args, context)
 
-    watching = reviewer(queue, lambda request: Approve(remember=Remember(scope=RememberScope.SESSION)))
+    session_wide = Remember(scope=RememberScope.SESSION, match=RememberMatch.TOOL)
+    watching = reviewer(queue, lambda request: Approve(remember=session_wide))
     async with ClaudeSDKClient(replace(options, can_use_tool=counting)) as client:  # type: ignore[arg-type]
         await client.query(calls(("delete_ticket", {"id": "t3"}), ("delete_ticket", {"id": "t2"})))
         async for _ in client.receive_response():
@@ -238,7 +240,7 @@ async def test_a_revoked_standing_rule_asks_again_despite_the_cli_session_rule(
                 queue.revoke_rule(rule.id, actor="ann")
             return Approve()
         if request.call.args == {"id": "t3"}:
-            return Approve(remember=Remember(scope=RememberScope.SESSION))
+            return Approve(remember=Remember(scope=RememberScope.SESSION, match=RememberMatch.TOOL))
         return Reject(message="The standing rule was revoked; t2 stays.")
 
     gate = Gate(queue, options=cli_options, defer=False, hold=30.0)
@@ -253,24 +255,51 @@ async def test_a_revoked_standing_rule_asks_again_despite_the_cli_session_rule(
     assert told(messages_api)[-1] == (True, "The standing rule was revoked; t2 stays.")
 
 
-async def test_of_two_parallel_calls_one_is_deferred_and_the_other_refused_openly(
+async def test_every_call_of_a_turn_reaches_the_queue_and_a_retried_one_gets_its_decision(
     queue: ReviewQueue, cli_options: ClaudeAgentOptions, messages_api: MessagesAPI, tickets: TicketStore
 ) -> None:
-    # The CLI keeps only one deferred call per turn and silently drops the others from the session.
+    # The CLI keeps only one deferred call per turn, so the others are refused for now, and queued; the
+    # model makes them again after the resume, and each retry gets the decision its request received.
     gate = Gate(queue, options=cli_options)
-    parked = await gate.run('CALL delete_ticket {"id": "t3"}\nALSO delete_ticket {"id": "t1"}')
+    script = "\n".join(
+        [
+            'CALL delete_ticket {"id": "t3"}',
+            'ALSO delete_ticket {"id": "t1"}',
+            'ALSO delete_ticket {"id": "t2"}',
+            'CALL delete_ticket {"id": "t1"}',  # the model's retries, after the first call's resume
+            'CALL delete_ticket {"id": "t2"}',
+        ]
+    )
+    parked = await gate.run(script)
     assert isinstance(parked, Parked)
-    [first, second] = queue.list_requests(RequestQuery(newest_first=False)).items
-    assert (first.call.args, first.status) == ({"id": "t3"}, RequestStatus.PENDING)
-    assert (second.call.args, second.status) == ({"id": "t1"}, RequestStatus.CANCELLED)
+    first, second, third = queue.list_requests(RequestQuery(newest_first=False)).items
+    assert [r.call.args for r in (first, second, third)] == [{"id": "t3"}, {"id": "t1"}, {"id": "t2"}]
+    assert {r.status for r in (first, second, third)} == {RequestStatus.PENDING}
     assert parked.request_ids == (first.id,)
+    assert second.call.context["queued_behind"] == third.call.context["queued_behind"] == first.id
+
+    # Only the first is decided: the retried t1 finds its request pending and waits on it (no new request).
     queue.decide(first.id, Approve(), reviewer="ann")
-    assert isinstance(await gate.resume(parked.parked_run), Finished)
+    again = await gate.resume(parked.parked_run)
+    assert isinstance(again, Parked)
+    assert again.request_ids == (second.id,)
     assert tickets.ids() == ["prod-1", "t1", "t2"]
+    queue.decide(second.id, Approve(), reviewer="ann")
+    queue.decide(third.id, Reject(message=REJECTION), reviewer="bob")
+    done = await gate.resume(again.parked_run)
+    assert isinstance(done, Finished)
+    assert tickets.ids() == ["prod-1", "t2"]  # t1 ran on its retry; t2 was rejected
+    assert tickets.delete_runs() == 2
+    assert len(queue.list_requests().items) == 3  # every retry found its decision: nobody was asked again
+    assert [queue.get(r.id).status for r in (first, second, third)] == [RequestStatus.APPLIED] * 3
     results = told(messages_api)
-    assert results[0] == (False, "deleted ticket t3")
-    assert results[1][0] is True
-    assert "already waiting for a person's review" in results[1][1]
+    assert [results[i] for i in (0, 3, 4)] == [
+        (False, "deleted ticket t3"),
+        (False, "deleted ticket t1"),
+        (True, REJECTION),
+    ]
+    for is_error, text in results[1:3]:  # the queued calls, for now
+        assert is_error and "already waiting for a person's review" in text
 
 
 async def test_a_permission_request_hook_may_notify_but_not_approve(

@@ -20,6 +20,7 @@ from crossgate import (
     ParkedRunStatus,
     PolicyRule,
     Remember,
+    RememberMatch,
     RequestStatus,
     ReviewQueue,
     VerdictKind,
@@ -80,7 +81,7 @@ async def test_a_main_thread_run_as_an_agent_is_named_by_it_defers_and_resumes_a
         await Gate(queue, options=other).resume(parked.parked_run)
     assert queue.get_parked(parked.parked_run).status is ParkedRunStatus.PARKED
 
-    queue.decide(request.id, Approve(remember=Remember(this_agent_only=True)), reviewer="ann")
+    queue.decide(request.id, Approve(remember=Remember(this_agent_only=True, match=RememberMatch.TOOL)), reviewer="ann")
     before = len(messages_api.requests)
     # Options without --agent: the resume runs the session as the agent it was parked as.
     done = await Gate(queue, options=replace(options, extra_args={})).resume(parked.parked_run)
@@ -102,7 +103,8 @@ async def test_a_rule_remembered_for_the_main_agent_covers_that_agent_as_a_subag
 ) -> None:
     # Inline (can_use_tool decides while the CLI waits): the desk's delete, approved for the desk only.
     inline = Gate(queue, options=options, defer=False, hold=30.0)
-    watching = reviewer(queue, lambda request: Approve(remember=Remember(this_agent_only=True)))
+    for_the_agent = Remember(this_agent_only=True, match=RememberMatch.TOOL)
+    watching = reviewer(queue, lambda request: Approve(remember=for_the_agent))
     first = await inline.run(DELETE_T3)
     assert await stop(watching) == [f'{DESK} {{"id": "t3"}}']
     assert isinstance(first, Finished)

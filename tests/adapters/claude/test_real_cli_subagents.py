@@ -21,6 +21,7 @@ from crossgate import (
     PolicyRule,
     Reject,
     Remember,
+    RememberMatch,
     RequestQuery,
     RequestStatus,
     ReviewQueue,
@@ -150,7 +151,7 @@ async def test_a_rule_remembered_for_the_subagent_covers_its_next_invocation_not
     started: list[tuple[str, str]],
 ) -> None:
     gate = Gate(queue, options=options, agent=MAIN, subagent_hold=30.0)
-    watching = reviewer(queue, lambda r: Approve(remember=Remember(this_agent_only=True)))
+    watching = reviewer(queue, lambda r: Approve(remember=Remember(this_agent_only=True, match=RememberMatch.TOOL)))
     first = await gate.run(agent_call(CLEANER, ("delete_ticket", {"id": "t3"}), background=False))
     assert await stop(watching) == [f'{CLEANER} {{"id": "t3"}}']
     assert isinstance(first, Finished)

@@ -32,6 +32,7 @@ from crossgate import (
     ParkedRunStatus,
     Reject,
     Remember,
+    RememberMatch,
     RequestStatus,
     ReviewQueue,
     VerdictKind,
@@ -152,7 +153,8 @@ async def test_a_policy_deny_inside_a_subagent_never_asks(
 async def test_a_rule_for_the_subagent_covers_its_next_invocation_and_not_the_main_agent(
     gate: Gate, queue: ReviewQueue, world: World, tickets: TicketStore
 ) -> None:
-    watching = reviewer(queue, lambda request: Approve(remember=Remember(this_agent_only=True)))
+    for_the_agent = Remember(this_agent_only=True, match=RememberMatch.TOOL)
+    watching = reviewer(queue, lambda request: Approve(remember=for_the_agent))
     assert isinstance(await gate.run(agent_call(CLEANER, ("delete_ticket", {"id": "t3"}))), Finished)
     await stop(watching)
     [rule] = queue.rules()
@@ -193,6 +195,8 @@ def pre_input(
         "tool_input": {"id": "t3"},
         "tool_use_id": tool_use_id,
     }
+    if tool.startswith("mcp__"):
+        data["mcp_server"] = {"name": "tickets", "source": "sdk"}  # as the CLI reports an MCP tool's server
     if agent_id:
         data["agent_id"] = agent_id
     if agent_type:

@@ -5,13 +5,20 @@
 Both use a scripted model that asks for one delete per turn, read from the task text, so any process
 rebuilds the same agent; checkpoints, the policy and the model's recorded inputs live under ``workdir``.
 
-Run as ``python -c '...main()' resume --kind K --db URL --tickets PATH --workdir DIR PARKED_RUN``.
+Run as ``python -c '...main()' resume --kind K --db URL --tickets PATH --workdir DIR [--lease S] PARKED_RUN``.
+With ``$CG_TEST_KILL_IN_TOOL`` set to ``before`` or ``after``, the delete tool SIGKILLs its own process
+before or after it deletes (a resumer dying inside the tool). ``crossgate worker --app
+tests.adapters.langgraph.driver:worker_resumer`` resumes both kinds, with ``$CG_TEST_TICKETS`` and
+``$CG_TEST_WORKDIR`` naming the files.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
+import signal
 import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -35,10 +42,27 @@ ROOT = Path(__file__).resolve().parents[3]
 TASK_PREFIX = "Delete these spam tickets:"
 
 
+def task_text(ticket_ids: Sequence[object]) -> str:
+    """The task naming the tickets; an id that is not a string (a number, a bool) is written as JSON."""
+    return f"{TASK_PREFIX} {' '.join(i if isinstance(i, str) else json.dumps(i) for i in ticket_ids)}"
+
+
+def _ticket_id(token: str) -> object:
+    try:
+        value = json.loads(token)
+    except ValueError:
+        return token
+    return token if isinstance(value, str) else value
+
+
 def ticket_reply(messages: Sequence[BaseMessage]) -> AIMessage:
-    """One delete per turn, in the order the task lists them; a final text once each was answered."""
+    """One delete per turn, in the order the task lists them; a final text once each was answered.
+
+    Ids are sent as the task wrote them: ``t3`` as a string, ``5`` or ``true`` as a number or a bool
+    (a model sending the wrong type).
+    """
     task = next(str(m.content) for m in messages if isinstance(m, HumanMessage))
-    ids = task.removeprefix(TASK_PREFIX).split()
+    ids = [_ticket_id(t) for t in task.removeprefix(TASK_PREFIX).split()]
     answered = sum(1 for m in messages if isinstance(m, ToolMessage) and m.name == TOOL)
     if answered < len(ids):
         ticket = ids[answered]
@@ -51,7 +75,13 @@ def delete_tool(tickets: TicketStore) -> BaseTool:
 
     def delete_ticket(id: str) -> str:
         """Delete a ticket by id. This cannot be undone."""
-        return tickets.delete(id)
+        kill = os.environ.get("CG_TEST_KILL_IN_TOOL")
+        if kill == "before":
+            os.kill(os.getpid(), signal.SIGKILL)
+        result = tickets.delete(id)
+        if kill == "after":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return result
 
     return StructuredTool.from_function(delete_ticket, name=TOOL)
 
@@ -68,8 +98,11 @@ class _TicketDriver(TicketAgentDriver):
     kind: ClassVar[str]
     capabilities: ClassVar[frozenset[DecisionKind]] = frozenset(DecisionKind)
 
-    def __init__(self, queue: ReviewQueue, tickets: TicketStore, workdir: Path, db_url: str) -> None:
+    def __init__(
+        self, queue: ReviewQueue, tickets: TicketStore, workdir: Path, db_url: str, *, lease_seconds: float = 300.0
+    ) -> None:
         super().__init__(queue, tickets, workdir, db_url)
+        self.lease_seconds = lease_seconds
         self.checkpoints = workdir / f"{self.kind}-checkpoints.db"
         self.record = workdir / f"{self.kind}-model-inputs.jsonl"
 
@@ -83,13 +116,13 @@ class _TicketDriver(TicketAgentDriver):
     async def gate(self) -> AsyncIterator[tuple[Gate, Any]]:
         async with open_checkpointer(str(self.checkpoints)) as saver:
             graph = self.build(saver)
-            yield Gate(self.queue, graph), graph
+            yield Gate(self.queue, graph, lease_seconds=self.lease_seconds), graph
 
     async def start(
         self, ticket_ids: Sequence[str], *, run: str, requested_by: str | None = None
     ) -> Finished[object] | Parked:
         self.workdir.joinpath(f"{self.kind}-policy.json").write_text(self.queue.policy.model_dump_json())
-        task = f"{TASK_PREFIX} {' '.join(ticket_ids)}"
+        task = task_text(ticket_ids)
         async with self.gate() as (gate, graph):
             return await gate.run(graph, {"messages": [HumanMessage(task)]}, thread=run, requested_by=requested_by)
 
@@ -97,7 +130,7 @@ class _TicketDriver(TicketAgentDriver):
         async with self.gate() as (gate, _):
             return await gate.resume(parked_run)
 
-    def resume_command(self, parked_run: str) -> list[str]:
+    def resume_command(self, parked_run: str, *, lease_seconds: float | None = None) -> list[str]:
         code = (
             f"import sys; sys.path.insert(0, {str(ROOT)!r}); from tests.adapters.langgraph.driver import main; main()"
         )
@@ -114,6 +147,8 @@ class _TicketDriver(TicketAgentDriver):
             str(self.tickets.path),
             "--workdir",
             str(self.workdir),
+            "--lease",
+            str(lease_seconds or self.lease_seconds),
             parked_run,
         ]
 
@@ -158,6 +193,28 @@ class LangChainTicketDriver(_TicketDriver):
 DRIVERS: dict[str, type[_TicketDriver]] = {"langgraph": LangGraphTicketDriver, "langchain": LangChainTicketDriver}
 
 
+class WorkerResumer:
+    """What ``crossgate worker --app ...:worker_resumer`` drives: both ticket agents behind one gate."""
+
+    framework = "langgraph"
+
+    def __init__(self, queue: ReviewQueue) -> None:
+        self.queue = queue
+        self.tickets = TicketStore(Path(os.environ["CG_TEST_TICKETS"]))
+        self.workdir = Path(os.environ["CG_TEST_WORKDIR"])
+
+    async def resume(self, parked_run: str) -> Finished[object] | Parked:
+        parked = self.queue.get_parked(parked_run)
+        kind = "langchain" if parked.metadata.get("graph") == "tickets-agent" else "langgraph"
+        driver = DRIVERS[kind](self.queue, self.tickets, self.workdir, "")
+        return await driver.resume(parked_run)
+
+
+def worker_resumer(queue: ReviewQueue) -> WorkerResumer:
+    """The worker's ``--app`` entry point."""
+    return WorkerResumer(queue)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Resume a parked run in this process; print the outcome; exit 0 when it finished or parked."""
     parser = argparse.ArgumentParser(prog="langgraph-ticket-driver")
@@ -166,13 +223,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--db", required=True)
     parser.add_argument("--tickets", required=True, type=Path)
     parser.add_argument("--workdir", required=True, type=Path)
+    parser.add_argument("--lease", type=float, default=300.0)
     parser.add_argument("parked_run")
     args = parser.parse_args(argv)
     policy_file = args.workdir / f"{args.kind}-policy.json"
     policy = Policy.model_validate_json(policy_file.read_text()) if policy_file.exists() else Policy()
     queue = ReviewQueue(open_store(args.db), policy)
     try:
-        driver = DRIVERS[args.kind](queue, TicketStore(args.tickets), args.workdir, args.db)
+        driver = DRIVERS[args.kind](queue, TicketStore(args.tickets), args.workdir, args.db, lease_seconds=args.lease)
         outcome = asyncio.run(driver.resume(args.parked_run))
     finally:
         queue.close()

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
-from crossgate import AlreadyAppliedError, Approve, Edit, Reject, Respond, ReviewQueue
+from crossgate import Approve, Edit, Reject, Respond, ReviewQueue
 from crossgate.runs import Finished, Parked
 from crossgate_langgraph import Gate, gated_tool_wrapper, tool_calls_router
 from crossgate_langgraph.testing import ScriptedChatModel
@@ -81,12 +80,14 @@ async def test_parallel_calls_answered_all_at_once(queue, saver) -> None:
 
 
 async def test_several_gated_calls_in_one_task_never_run_a_tool_twice(queue, saver) -> None:
-    _, gate, outcome, tools, _ = await start(queue, saver, WRITE, SQL, router=False)
+    _, gate, outcome, tools, model = await start(queue, saver, WRITE, SQL, router=False)
     [first] = outcome.request_ids  # one task: the first interrupt stops the others
     queue.decide(first, Approve(), reviewer="ann")
     second = await gate.resume(outcome.parked_run)
     assert isinstance(second, Parked)
     queue.decide(second.request_ids[0], Approve(), reviewer="ann")
-    with pytest.raises(AlreadyAppliedError, match="tool_calls_router"):
-        await gate.resume(second.parked_run)
+    # The task re-runs the first call too: its decision was applied already, so it is not run again and
+    # the model is told what happened the first time.
+    assert isinstance(await gate.resume(second.parked_run), Finished)
     assert tools.names().count("write_file") == 1
+    assert "already ran for this call" in str(told(model)["call_write"].content)

@@ -1,0 +1,48 @@
+"""The authority: what can let a tool call run is signed with a key the gated agent never holds.
+
+The review server (and an operator's CLI) hold an :class:`Authority`, an Ed25519 private key, and sign
+each decision, standing rule, policy version and audit checkpoint as a JWS compact token (alg
+``EdDSA``, header ``kid``). The process where the tool runs holds only :class:`TrustedKeys`, public
+keys pinned in its own configuration and never read from the store, and verifies before it runs
+anything. A writer of the store who lacks the private key can refuse service but cannot make a tool run.
+
+Refusals are :class:`~crossgate.errors.SignatureError` with a ``reason``: ``malformed``, ``algorithm``,
+``unknown_key``, ``revoked_key``, ``bad_signature``, ``wrong_type`` or ``binding``. See docs/security.md.
+"""
+
+from crossgate.authority.claims import (
+    CheckpointClaims,
+    Claims,
+    DecisionClaims,
+    PolicyVersionClaims,
+    ReviewerKind,
+    StandingRuleClaims,
+    decision_claims,
+    json_digest,
+    policy_digest,
+    policy_version_claims,
+    standing_rule_claims,
+)
+from crossgate.authority.keyring import Keyring, default_directory
+from crossgate.authority.keys import Authority, PublicKey, TrustedKeys
+from crossgate.errors import SignatureError
+
+__all__ = [
+    "Authority",
+    "CheckpointClaims",
+    "Claims",
+    "DecisionClaims",
+    "Keyring",
+    "PolicyVersionClaims",
+    "PublicKey",
+    "ReviewerKind",
+    "SignatureError",
+    "StandingRuleClaims",
+    "TrustedKeys",
+    "decision_claims",
+    "default_directory",
+    "json_digest",
+    "policy_digest",
+    "policy_version_claims",
+    "standing_rule_claims",
+]

@@ -1,0 +1,126 @@
+"""Benchmark: what signing and verifying a decision adds, per decision, in microseconds.
+
+    python -m tests.benchmarks.bench_authority
+
+One approve decision recorded by a real ReviewQueue (MemoryStore) on a call with ten arguments:
+
+- fingerprint: ``fingerprint(tool, args)`` of the call alone, the baseline every adapter already pays;
+- sign: ``decision_claims`` + ``Authority.sign`` (what the server will do when it records a decision);
+- verify: ``TrustedKeys.verify_decision`` with the request id, fingerprint, stored decision and ``now``
+  (what the adapter will do right before the tool runs);
+- Ed25519 alone: the raw ``cryptography`` sign and verify of a token-sized message, the floor;
+- round trip: submit + decide + mark applied through the queue on a MemoryStore, for scale.
+
+The rows alternate in short rounds in one process, so machine noise hits all alike; the table gives
+medians over rounds and ratios to the fingerprint. Target (issue 14): sign + verify under 200 µs.
+Environment: ``CG_BENCH_DECISIONS`` (operations per round, default 2000), ``CG_BENCH_ROUNDS`` (default 7).
+Not collected by pytest.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from crossgate import Approve, MemoryStore, Policy, ReviewQueue, ToolCall
+from crossgate.authority import Authority, decision_claims
+from crossgate.fingerprint import fingerprint
+
+DECISIONS = int(os.environ.get("CG_BENCH_DECISIONS", "2000"))
+ROUNDS = int(os.environ.get("CG_BENCH_ROUNDS", "7"))
+TARGET_US = 200.0
+ARGS = {f"field_{i}": f"value {i} " * 3 for i in range(8)} | {"id": "t3", "count": 12}
+
+
+def call(i: int = 0) -> ToolCall:
+    """The call every row works on (ten arguments)."""
+    return ToolCall(framework="langgraph", tool="delete_ticket", args={**ARGS, "id": f"t{i}"}, run="run-1")
+
+
+def per_op_us(operation: Callable[[], object], n: int) -> float:
+    """Mean CPU microseconds of ``operation`` over ``n`` calls (CPU time: the machine is shared)."""
+    start = time.process_time_ns()
+    for _ in range(n):
+        operation()
+    return (time.process_time_ns() - start) / n / 1000
+
+
+def main() -> None:
+    """Measure each row in alternating rounds and print medians and ratios."""
+    queue = ReviewQueue(MemoryStore(), Policy())
+    submitted = queue.submit(call()).request
+    assert submitted is not None
+    request = queue.decide(submitted.id, Approve(), reviewer="ana", channel="page")
+    decision = request.decision
+    assert decision is not None
+    authority = Authority.generate()
+    trusted = authority.trusted_keys()
+    token = authority.sign(decision_claims(request, decision))
+    now = queue.now()
+    counter = iter(range(10**9))
+
+    def round_trip() -> None:
+        pending = queue.submit(call(next(counter))).request
+        assert pending is not None
+        decided = queue.decide(pending.id, Approve(), reviewer="ana")
+        queue.mark_applied(decided, args=decided.approved_args())
+
+    def sign_and_verify() -> None:
+        signed = authority.sign(decision_claims(request, decision))
+        trusted.verify_decision(
+            signed, request_id=request.id, fingerprint=request.fingerprint, decision=decision, now=now
+        )
+
+    raw_key = Ed25519PrivateKey.generate()
+    raw_public = raw_key.public_key()
+    message = token.rsplit(".", 1)[0].encode("ascii")
+
+    def raw_ed25519() -> None:
+        raw_public.verify(raw_key.sign(message), message)
+
+    rows: dict[str, tuple[Callable[[], object], int]] = {
+        "fingerprint": (lambda: fingerprint(request.call.tool, request.call.args), DECISIONS),
+        "Ed25519 alone (sign+verify)": (raw_ed25519, DECISIONS),
+        "sign": (lambda: authority.sign(decision_claims(request, decision)), DECISIONS),
+        "verify": (
+            lambda: trusted.verify_decision(
+                token, request_id=request.id, fingerprint=request.fingerprint, decision=decision, now=now
+            ),
+            DECISIONS,
+        ),
+        "sign+verify": (sign_and_verify, DECISIONS),
+        "round trip (memory store)": (round_trip, max(1, DECISIONS // 10)),
+    }
+    for operation, _ in rows.values():  # warm up
+        per_op_us(operation, 20)
+    samples: dict[str, list[float]] = {name: [] for name in rows}
+    for _ in range(ROUNDS):
+        for name, (operation, n) in rows.items():
+            samples[name].append(per_op_us(operation, n))
+    medians = {name: statistics.median(values) for name, values in samples.items()}
+    base = medians["fingerprint"]
+    print(f"authority, {DECISIONS} decisions per round, {ROUNDS} rounds (median µs per operation)")
+    print(f"{'':<28}{'µs':>10}{'× fingerprint':>16}")
+    for name, value in medians.items():
+        print(f"{name:<28}{value:>10.1f}{value / base:>16.1f}")
+    both = medians["sign+verify"]
+    share = 100 * both / medians["round trip (memory store)"]
+    verdict = "ok" if both < TARGET_US else "over target"
+    print(
+        f"sign+verify per decision: {both:.1f} µs (target < {TARGET_US:.0f} µs: {verdict}); "
+        f"{share:.0f}% of a memory-store round trip"
+    )
+    floor = medians["Ed25519 alone (sign+verify)"]
+    print(f"of which Ed25519 itself: {floor:.1f} µs; crossgate's own share: {both - floor:.1f} µs")
+
+
+if __name__ == "__main__":
+    main()
