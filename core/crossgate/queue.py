@@ -42,11 +42,11 @@ from crossgate.model import (
     NewEvent,
     RememberScope,
     RequestStatus,
-    StandingRule,
     ToolCall,
     Verdict,
     VerdictKind,
 )
+from crossgate.policy.index import StandingRuleIndex
 from crossgate.policy.rules import Policy
 from crossgate.stores.base import Page, RequestQuery, Store
 from crossgate.waiting import WaitRegistry
@@ -93,7 +93,7 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
         self._waits = WaitRegistry(store)
         # The active standing rules as of an audit head: every rule change appends its event in the
         # same transaction, so an unchanged head (from any process) means unchanged rules.
-        self._rules_cache: tuple[tuple[int, str], list[StandingRule]] | None = None
+        self._rules_cache: tuple[tuple[int, str], StandingRuleIndex] | None = None
 
     def close(self) -> None:
         """Stop the wake-up watcher and close the store."""
@@ -105,14 +105,14 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
         """The policy's verdict for ``call`` with the current standing rules; records nothing."""
         return self.policy.evaluate(call, self._active_rules(), now=self.now())
 
-    def _active_rules(self) -> list[StandingRule]:
+    def _active_rules(self) -> StandingRuleIndex:
         # The head is read before the rules: a rule added in between is cached under the older head,
         # which no longer matches on the next call, so a stale list is never kept.
         head = self.store.audit_head()
         cached = self._rules_cache
         if cached is not None and cached[0] == head:
             return cached[1]
-        rules = self.store.list_rules()
+        rules = StandingRuleIndex(self.store.list_rules())  # indexed by tool once per change, not per call
         self._rules_cache = (head, rules)
         return rules
 

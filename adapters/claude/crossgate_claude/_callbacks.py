@@ -227,33 +227,37 @@ class Binding:
             request = await self._wait(rid, self.gate.hold)
         if not request.is_open:
             return hook_output("ask", request.reason)
+        self.parked.append(self._park(call, request, stored=submission.stored, run=run, cwd=data.get("cwd")))
+        return hook_output("defer", request.reason)
+
+    def _park(self, call: ToolCall, request: ApprovalRequest, *, stored: bool, run: str, cwd: Any) -> ParkedRun:
+        """Park the session on the call about to be deferred, with its request when that is not stored yet."""
+        tool_use_id = call.call_id or ""
         state = {
-            "session_id": session,
+            "session_id": call.session,
             "tool_use_id": tool_use_id,
             "tool": call.tool,
             "input": call.args,
-            "cwd": data.get("cwd"),
+            "cwd": cwd,
             "agent": self.agents.cli_agent,  # a resume runs the main thread as the same agent
-            "request_id": rid,  # a retried call's request is not the one its tool_use_id names
+            "request_id": request.id,  # a retried call's request is not the one its tool_use_id names
             "context": self.context,  # the app's context, for the calls of the resumed session
         }
         try:
-            parked = self.queue.park(
+            return self.queue.park(
                 framework=FRAMEWORK,
                 run=run,
-                request_ids=[rid],
+                request_ids=[request.id],
                 state=json.dumps(state, sort_keys=True),
                 metadata={"tool_use_id": tool_use_id, "tool": call.tool, "requested_by": self.requested_by},
-                new_requests=[] if submission.stored else [request],
+                new_requests=[] if stored else [request],
             )
         except Exception:
             # The call will be denied; a request nobody can resume must not stay pending.
-            if submission.stored:
+            if stored:
                 with contextlib.suppress(Exception):
-                    self.queue.cancel(rid, reason="crossgate could not park this call, so it was not run.")
+                    self.queue.cancel(request.id, reason="crossgate could not park this call, so it was not run.")
             raise
-        self.parked.append(parked)
-        return hook_output("defer", request.reason)
 
     def _queue_behind(
         self, call: ToolCall, behind: ParkedRun, rid: str, existing: ApprovalRequest | None

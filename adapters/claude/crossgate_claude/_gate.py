@@ -13,7 +13,15 @@ from typing import Any
 
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage, Transport
 
-from crossgate import AdapterError, ConfigurationError, ConflictError, ParkedRunStatus, ReviewQueue
+from crossgate import (
+    AdapterError,
+    ConfigurationError,
+    ConflictError,
+    InvalidArgumentsError,
+    ParkedRunStatus,
+    ReviewQueue,
+)
+from crossgate.fingerprint import require_json
 from crossgate.model import JsonObject
 from crossgate.runs import Finished, Parked
 from crossgate_claude._agents import Agents
@@ -75,7 +83,7 @@ class Gate:
         self.defer = defer
         self.subagent_hold = subagent_hold
         self.agent = agent
-        self.context: JsonObject = dict(context or {})
+        self.context: JsonObject = app_context(context)
         self.args_schemas: dict[str, JsonObject] = dict(args_schemas or {})
         self.hook_timeout = hook_timeout if hook_timeout is not None else 30.0 + (hold if defer and hold else 0.0)
         if defer and hold and self.hook_timeout <= hold:
@@ -193,7 +201,7 @@ class Gate:
             agents,
             defer=self.defer,
             requested_by=requested_by,
-            context=dict(parked_context) if parked_context is not None else {**self.context, **(context or {})},
+            context=dict(parked_context) if parked_context is not None else {**self.context, **app_context(context)},
             servers=known_servers(base.mcp_servers),
             schemas=Schemas(given=self.args_schemas),
         )
@@ -276,6 +284,19 @@ class Gate:
                 return outcome
         remaining = None if deadline is None else max(0.0, deadline - loop.time())
         return await self.resume(outcome.parked_run, options=options, wait=remaining)
+
+
+def app_context(context: JsonObject | None) -> JsonObject:
+    """The app's call context as given, checked to be a JSON object (it is parked and put in every call)."""
+    if context is None:
+        return {}
+    if not isinstance(context, dict):
+        raise ConfigurationError(f"a call context must be a JSON object, got {type(context).__name__}")
+    try:
+        require_json(context)
+    except InvalidArgumentsError as exc:
+        raise ConfigurationError(f"a call context must be a JSON object: {exc}") from exc
+    return dict(context)
 
 
 def _parked_agent(state: str) -> str | None:

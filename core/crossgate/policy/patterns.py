@@ -89,6 +89,14 @@ def check_regex(pattern: str) -> None:
     _regex(pattern)
 
 
+def check_glob(pattern: str, *, path: bool = False) -> None:
+    """Compile the glob (or path glob) now, so the first call it meets does not pay for it; raise ``PatternError``."""
+    if path:
+        _path(pattern)
+    elif GLOB_CHARS.intersection(pattern):
+        _glob(pattern)
+
+
 def regex_search(pattern: str, text: str) -> bool:
     """True if the regular expression ``pattern`` matches somewhere in ``text``."""
     return _regex(pattern).search(text)
@@ -96,7 +104,7 @@ def regex_search(pattern: str, text: str) -> bool:
 
 def glob_match(pattern: str, text: str) -> bool:
     """True if ``text`` matches the glob as a whole (``fnmatchcase``'s meaning, in linear time)."""
-    if not GLOB_CHARS.intersection(pattern):
+    if "*" not in pattern and "?" not in pattern and "[" not in pattern:  # a name: the common case, kept cheap
         return text == pattern
     return _glob(pattern).fullmatch(text)
 

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from crossgate.fingerprint import canonical_json
 from crossgate.model import Event, StandingRule, ToolCall, Verdict, VerdictKind
+from crossgate.policy.index import StandingRuleIndex
 from crossgate.policy.rules import Policy
 
 CALL_EVENTS = {"submitted": VerdictKind.ASK, "auto_allowed": VerdictKind.ALLOW, "auto_denied": VerdictKind.DENY}
@@ -81,13 +82,14 @@ def replay(
 ) -> ReplayReport:
     """Evaluate every distinct call in ``events`` under ``current`` and ``candidate``; records nothing."""
     count, calls = calls_in(events)
+    standing = StandingRuleIndex(standing_rules)  # once, not per call
     replayed = [
         ReplayedCall(
             call=call,
             seen=times,
             then=then,
-            current=current.evaluate(call, standing_rules, now=now),
-            candidate=candidate.evaluate(call, standing_rules, now=now),
+            current=current.evaluate(call, standing, now=now),
+            candidate=candidate.evaluate(call, standing, now=now),
         )
         for call, times, then in calls
     ]

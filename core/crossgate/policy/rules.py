@@ -38,8 +38,10 @@ from crossgate.model import (
     Verdict,
     VerdictKind,
 )
+from crossgate.policy.index import StandingRuleIndex, ToolIndex
 from crossgate.policy.patterns import (
     PatternError,
+    check_glob,
     check_regex,
     glob_match,
     path_match,
@@ -90,6 +92,11 @@ class ArgCondition(BaseModel):
                 check_regex(self.pattern)
             except PatternError as exc:
                 raise ValueError(f"bad regular expression for {self.arg!r}: {exc}") from None
+        if self.kind in (MatchKind.GLOB, MatchKind.PATH) and self.pattern is not None:
+            try:
+                check_glob(self.pattern, path=self.kind is MatchKind.PATH)
+            except PatternError as exc:
+                raise ValueError(f"bad {self.kind.value} pattern for {self.arg!r}: {exc}") from None
         return self
 
     def matches(self, args: dict[str, Any]) -> bool:
@@ -173,6 +180,12 @@ class PolicyRule(BaseModel):
     def _check(self) -> PolicyRule:
         if not self.allowed_decisions:
             raise ValueError(f"rule {self.name!r}: allowed_decisions cannot be empty")
+        for field, globs in (("tool", (self.tool,)), ("agents", self.agents)):
+            for glob in globs:
+                try:
+                    check_glob(glob)
+                except PatternError as exc:
+                    raise ValueError(f"{field}: bad glob {glob!r}: {exc}") from None
         unknown = [f for f in self.frameworks if f not in FRAMEWORKS]
         if unknown:
             raise ValueError(
@@ -182,8 +195,10 @@ class PolicyRule(BaseModel):
 
     def matches(self, call: ToolCall) -> bool:
         """True if this rule covers ``call``."""
-        if not glob_match(self.tool, call.tool):
-            return False
+        return glob_match(self.tool, call.tool) and self.matches_beyond_tool(call)
+
+    def matches_beyond_tool(self, call: ToolCall) -> bool:
+        """True if ``call`` passes everything but the tool glob (frameworks, agents, conditions)."""
         if self.frameworks and call.framework not in self.frameworks:
             return False
         if self.agents and (call.agent is None or not any(glob_match(a, call.agent) for a in self.agents)):
@@ -209,7 +224,11 @@ class PolicyRule(BaseModel):
 
 def standing_rule_matches(rule: StandingRule, call: ToolCall, now: datetime) -> bool:
     """True if the standing rule is active at ``now`` and covers ``call``."""
-    if not rule.is_active(now) or not glob_match(rule.tool, call.tool):
+    return glob_match(rule.tool, call.tool) and _standing_matches_beyond_tool(rule, call, now)
+
+
+def _standing_matches_beyond_tool(rule: StandingRule, call: ToolCall, now: datetime) -> bool:
+    if not rule.is_active(now):
         return False
     if rule.framework is not None and rule.framework != call.framework:
         return False
@@ -261,18 +280,23 @@ class Policy(BaseModel):
         return self
 
     def evaluate(
-        self, call: ToolCall, standing_rules: Iterable[StandingRule] = (), *, now: datetime | None = None
+        self,
+        call: ToolCall,
+        standing_rules: Iterable[StandingRule] | StandingRuleIndex = (),
+        *,
+        now: datetime | None = None,
     ) -> Verdict:
         """The verdict for ``call``; pure given the same rules, standing rules and ``now``.
 
-        ``now`` only decides which standing rules have expired; it defaults to the current time.
+        ``now`` only decides which standing rules have expired; it defaults to the current time. Only the
+        rules whose tool glob matches the call's tool are tested (see :mod:`crossgate.policy.index`); pass a
+        :class:`StandingRuleIndex` to have the standing rules looked up the same way.
         """
         at = now or datetime.now(UTC)
-        matched = [r for r in self.rules if r.matches(call)]
+        matched = [r for r in _index_of(self.rules).candidates(call.tool) if r.matches_beyond_tool(call)]
         # Oldest first, so the verdict does not depend on the order a store happens to list standing rules in.
-        standing = sorted(
-            (s for s in standing_rules if standing_rule_matches(s, call, at)), key=lambda s: (s.created_at, s.id)
-        )
+        index = standing_rules if isinstance(standing_rules, StandingRuleIndex) else StandingRuleIndex(standing_rules)
+        standing = [s for s in index.candidates(call.tool) if _standing_matches_beyond_tool(s, call, at)]
         if (deny := _first(matched, VerdictKind.DENY)) is not None:
             return _from_rule(deny)
         if (standing_deny := _first_standing(standing, VerdictKind.DENY)) is not None:
@@ -321,6 +345,23 @@ class ToolRules:
     rules: tuple[PolicyRule, ...]
     default_reachable: bool
     """False when one of ``rules`` matches every call of the tool, so the policy's default never decides."""
+
+
+# A policy's rule index, by the identity of its rules tuple (kept alive here, so the id is not reused):
+# policies are immutable, and a copy with other rules has another tuple.
+_INDEXES: dict[int, tuple[tuple[PolicyRule, ...], ToolIndex[PolicyRule]]] = {}
+_INDEX_LIMIT = 64
+
+
+def _index_of(rules: tuple[PolicyRule, ...]) -> ToolIndex[PolicyRule]:
+    entry = _INDEXES.get(id(rules))
+    if entry is not None and entry[0] is rules:
+        return entry[1]
+    index = ToolIndex(rules)
+    if len(_INDEXES) >= _INDEX_LIMIT:
+        _INDEXES.clear()
+    _INDEXES[id(rules)] = (rules, index)
+    return index
 
 
 def _first(rules: Sequence[PolicyRule], kind: VerdictKind) -> PolicyRule | None:

@@ -10,7 +10,7 @@ import json
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions
 
-from crossgate import Approve, ArgCondition, MatchKind, PolicyRule, ReviewQueue, VerdictKind
+from crossgate import Approve, ArgCondition, ConfigurationError, MatchKind, PolicyRule, ReviewQueue, VerdictKind
 from crossgate.runs import Finished, Parked
 from crossgate_claude import Gate
 from tests.adapters.claude.fake_cli import World
@@ -63,3 +63,10 @@ async def test_the_app_cannot_say_who_the_run_acts_for_nor_which_server_offers_a
     request = queue.get(parked.request_ids[0])
     assert "requested_by" not in request.call.context
     assert (request.call.context["mcp_server"], request.call.context["tenant"]) == ("tickets", "acme")
+
+
+async def test_a_context_that_is_not_a_json_object_is_refused(queue: ReviewQueue) -> None:
+    with pytest.raises(ConfigurationError, match="call context must be a JSON object"):
+        Gate(queue, context={"when": object()})  # type: ignore[dict-item]
+    with pytest.raises(ConfigurationError, match="call context must be a JSON object"):
+        Gate(queue).options(call_context=["tenant"])  # type: ignore[arg-type]

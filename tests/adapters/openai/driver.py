@@ -54,11 +54,16 @@ class OpenAITicketDriver(TicketAgentDriver):
         return ticket_agent(self.tickets, model)
 
     async def start(
-        self, ticket_ids: Sequence[str], *, run: str, requested_by: str | None = None
+        self,
+        ticket_ids: Sequence[str],
+        *,
+        run: str,
+        requested_by: str | None = None,
+        call_context: dict[str, Any] | None = None,
     ) -> Finished[object] | Parked:
         self._file("plan", run).write_text(json.dumps(list(ticket_ids)), encoding="utf-8")
         self.workdir.joinpath("openai-policy.json").write_text(self.queue.policy.model_dump_json(), encoding="utf-8")
-        return await self.gate.run(self.agent(run), TASK, run=run, requested_by=requested_by)
+        return await self.gate.run(self.agent(run), TASK, run=run, requested_by=requested_by, call_context=call_context)
 
     async def resume(self, parked_run: str) -> Finished[object] | Parked:
         run = self.queue.get_parked(parked_run).run
@@ -92,6 +97,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--tickets", required=True, type=Path)
     parser.add_argument("--workdir", required=True, type=Path)
     parser.add_argument("--run", help="the run to start (start only)")
+    parser.add_argument("--call-context", type=json.loads, help="the app's call context, JSON (start only)")
     parser.add_argument("target", nargs="+", help="ticket ids to ask for (start), or the parked run (resume)")
     args = parser.parse_args(argv)
     policy_file = args.workdir / "openai-policy.json"
@@ -100,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         driver = OpenAITicketDriver(queue, TicketStore(args.tickets), args.workdir, args.db)
         if args.command == "start":
-            outcome = asyncio.run(driver.start(args.target, run=args.run or "run"))
+            outcome = asyncio.run(driver.start(args.target, run=args.run or "run", call_context=args.call_context))
         else:
             outcome = asyncio.run(driver.resume(args.target[0]))
     finally:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from crossgate import ParkedRunStatus, RequestStatus, ReviewQueue
+from crossgate import ParkedRunStatus, RequestStatus, ReviewQueue, open_store
 from tests.adapters.openai.conftest import REJECTION
 from tests.adapters.openai.driver import OpenAITicketDriver
 from tests.conformance.tickets import TicketStore
@@ -59,3 +59,25 @@ def test_park_decide_and_resume_in_separate_processes(queue: ReviewQueue, ticket
     assert tickets.delete_runs() == 1
     decided = [e for e in queue.events() if e.kind == "decided"]
     assert [(e.actor, e.channel) for e in decided] == [("ann", "cli"), ("ann", "cli")]
+
+
+@pytest.mark.slow
+def test_the_app_context_of_a_run_parked_in_one_process_holds_in_the_process_that_resumes_it(
+    tickets: TicketStore, tmp_path: Path
+) -> None:
+    from tests.adapters.openai.test_call_context import ACME_KEEPS_T1, POLICY
+
+    db = str(tmp_path / "crossgate.db")
+    queue = ReviewQueue(open_store(db), POLICY)
+    driver = OpenAITicketDriver(queue, tickets, tmp_path, db)
+    (tmp_path / "openai-policy.json").write_text(POLICY.model_dump_json(), encoding="utf-8")
+    start = [*driver.resume_command("unused")[:3], "start", "--db", db, "--tickets", str(tickets.path)]
+    start += ["--workdir", str(tmp_path), "--run", "acme", "--call-context", '{"tenant": "acme"}', "t3", "t1"]
+    first = json.loads(run(start))
+    [t3_request] = first["request_ids"]
+    run([CROSSGATE, "--db", db, "approve", t3_request, "--reviewer", "ann"])
+    done = json.loads(run(driver.resume_command(first["parked_run"])))  # no context given to this process
+    assert done == {"finished": "acme"}, "t1 was asked about: the resumed run lost its tenant"
+    assert tickets.ids() == ["t1", "t2"]
+    assert driver.tool_results("acme") == ["deleted ticket t3", f"crossgate did not run delete_ticket: {ACME_KEEPS_T1}"]
+    queue.close()
