@@ -262,7 +262,13 @@ async def _until_runs_end(runs: Awaitable[list[Finished[object]]], review: async
     gathered = asyncio.ensure_future(runs)
     watched: set[asyncio.Future[Any]] = {gathered} | ({review} if review is not None else set())
     while True:
-        done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+        try:
+            done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # Ctrl-C: stop the runs and take their cancellation, so none is left unread
+            gathered.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await gathered
+            raise
         if gathered in done:
             return gathered.result()
         if review is not None and review in done:

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import shlex
+import signal
 import socket
 import subprocess
 import sys
@@ -152,3 +153,25 @@ def test_make_demo_passes_port_through() -> None:
         ["make", "-n", "demo", "PORT=8123", "AUTO=1"], cwd=ROOT, capture_output=True, text=True, timeout=60
     )
     assert "examples/demo.py --auto --port 8123" in done.stdout, done.stdout + done.stderr
+
+
+def test_ctrl_c_stops_the_demo_quietly_and_removes_its_folder() -> None:
+    demo = subprocess.Popen(
+        [sys.executable, str(EXAMPLES / "demo.py"), "--port", "0", "--synthetic"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert demo.stdout is not None
+        lines = [demo.stdout.readline() for _ in range(6)]  # the address, database, command, three agents
+        database = Path(_printed("".join(lines), "database:"))
+        assert database.exists()
+        demo.send_signal(signal.SIGINT)
+        _, err = demo.communicate(timeout=60)
+    finally:
+        demo.kill()
+    assert demo.returncode == 0
+    assert "Traceback" not in err and "never retrieved" not in err, err
+    assert not database.parent.exists()

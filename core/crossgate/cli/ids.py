@@ -4,7 +4,8 @@ Every command that takes a request, standing rule or parked run id resolves it h
 argument types below, before the command runs. An id that exists is taken as it is; otherwise a prefix
 that matches one id stands for it, and a prefix that matches several is a usage error (exit 2) that lists
 them, so nothing is decided on a guess. A prefix that matches nothing is left as given: the command then
-reports "no request with id …" as it always did.
+reports "no request with id …" as it always did. Only an id that is not found exactly is looked up as a
+prefix, which reads the ids of every request (a page at a time): instant for a full id, linear for a start.
 """
 
 from __future__ import annotations
