@@ -72,9 +72,13 @@ class Gate:
         *graphs: Graph,
         owner: str | None = None,
         agent: str | None = None,
+        context: JsonObject | None = None,
         lease_seconds: float = 300.0,
     ) -> None:
         self.queue = queue
+        self.context: JsonObject = dict(context or {})
+        """App context (a tenant, say) for every call of every run, as ``crossgate_openai.Gate(context=)``;
+        ``run(call_context=...)`` adds to it for one run."""
         self.owner = owner or f"langgraph-gate@{socket.gethostname()}:{os.getpid()}"
         self.agent = agent
         """Agent name of the calls (default: the graph's name); must match an ``agent`` given to
@@ -109,7 +113,7 @@ class Gate:
         thread: str,
         wait: float = 0.0,
         requested_by: str | None = None,
-        context: JsonObject | None = None,
+        call_context: JsonObject | None = None,
     ) -> Finished[Any] | Parked:
         """Run ``graph`` on ``thread`` until it ends or pauses for approval.
 
@@ -117,12 +121,13 @@ class Gate:
         seconds for every decision and resumes in place when all arrived. ``requested_by`` is who the
         run acts for: every request of the run carries it (nodes' ``request_approval`` gets it through
         the config; it is parked with the thread for later resumes), and the queue refuses a decision by
-        that reviewer. ``context`` is the run's app context (a tenant, say): every call of the run carries
-        it in ``ToolCall.context``, where policy rules can test it; it is parked with the thread too.
+        that reviewer. ``call_context`` adds to the gate's ``context`` for this run (a tenant, say): every
+        call of the run carries it in ``ToolCall.context``, where policy rules can test it; it is parked
+        with the thread too.
         Every call is named after ``Gate(agent=...)``, else the graph's ``name``.
         """
         self.add_graph(graph)
-        scope = Scope(requested_by, dict(context or {}))
+        scope = Scope(requested_by, {**self.context, **(call_context or {})})
         async with self._lock(thread):
             if self.queue.parked_runs(statuses=(ParkedRunStatus.PARKED, ParkedRunStatus.RESUMING), run=thread):
                 raise ConflictError(f"thread {thread} is parked waiting for decisions; resume it instead")
@@ -135,13 +140,13 @@ class Gate:
         return outcome
 
     async def park(
-        self, graph: Graph, *, thread: str, requested_by: str | None = None, context: JsonObject | None = None
+        self, graph: Graph, *, thread: str, requested_by: str | None = None, call_context: JsonObject | None = None
     ) -> Finished[Any] | Parked:
         """Park a thread that is already paused without a parked run (say, the process died right
         after the pause); submitting finds existing requests, so this is safe to repeat.
 
         ``requested_by`` is who the run acts for, as in :meth:`run`; when None, the person the thread's
-        stored requests were made for is kept. ``context`` is the run's app context, as in :meth:`run`.
+        stored requests were made for is kept. ``call_context`` is the run's app context, as in :meth:`run`.
         """
         self.add_graph(graph)
         async with self._lock(thread):
@@ -150,7 +155,9 @@ class Gate:
             snapshot = await graph.aget_state(thread_config(thread))
             if snapshot.created_at is None:
                 raise ConflictError(f"thread {thread} never started in this graph's checkpointer")
-            return await self._settle(graph, thread, snapshot, Scope(requested_by, dict(context or {})))
+            return await self._settle(
+                graph, thread, snapshot, Scope(requested_by, {**self.context, **(call_context or {})})
+            )
 
     async def resume(self, parked_run: str, *, partial: bool = False) -> Finished[Any] | Parked:
         """Resume a parked thread once its requests are decided; a parked run is resumed once.

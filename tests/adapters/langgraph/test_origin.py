@@ -170,14 +170,14 @@ async def test_a_tenant_deny_holds_for_context_given_to_the_run(saver, kind: str
     else:
         graph, start = build(kind, queue, refunds.tool(), model, saver), {"messages": [("user", "refund")]}
     gate = Gate(queue, graph)
-    done = await gate.run(graph, start, thread="acme", context={"tenant": "acme"})
+    done = await gate.run(graph, start, thread="acme", call_context={"tenant": "acme"})
     assert isinstance(done, Finished)
     assert refunds.ran == []
     if kind == "node":
         assert done.result["outcome"] == "Refunds for acme are frozen."
     else:
         assert "Refunds for acme are frozen." in told(model)
-    other = await gate.run(graph, start, thread="globex", context={"tenant": "globex"})
+    other = await gate.run(graph, start, thread="globex", call_context={"tenant": "globex"})
     assert isinstance(other, Finished)
     assert refunds.ran == [ARGS], "another tenant's refund runs"
 
@@ -199,7 +199,7 @@ async def test_the_runs_context_is_parked_and_restored_on_resume(saver, kind: st
         graph, start = node_graph(queue, refunds, saver), {}
     else:
         graph, start = build(kind, queue, refunds.tool(), model, saver), {"messages": [("user", "refund")]}
-    parked = await Gate(queue, graph).run(graph, start, thread="ctx", context={"tenant": "acme"})
+    parked = await Gate(queue, graph).run(graph, start, thread="ctx", call_context={"tenant": "acme"})
     assert isinstance(parked, Parked)
     [request_id] = parked.request_ids
     request = queue.get(request_id)
@@ -221,7 +221,7 @@ async def test_context_given_twice_with_two_values_is_refused(saver) -> None:
     refunds = Refunds()
     graph = node_graph(queue, refunds, saver, context={"tenant": "globex"})
     with pytest.raises(ConfigurationError, match="one context"):
-        await Gate(queue, graph).run(graph, {}, thread="n", context={"tenant": "acme"})
+        await Gate(queue, graph).run(graph, {}, thread="n", call_context={"tenant": "acme"})
     assert refunds.ran == []
 
 
