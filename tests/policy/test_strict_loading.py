@@ -82,3 +82,30 @@ def test_context_keys_are_declared_at_the_top(tmp_path: Path) -> None:
     file = tmp_path / "p.yaml"
     file.write_text("context_keys: [tenant]\nrules:\n  - {name: r, verdict: ask, context: {tenant: acme}}\n")
     assert load_policy(file).context_keys == ("tenant",)
+
+
+@pytest.mark.parametrize(
+    ("name", "template"),
+    [
+        (
+            "p.json",
+            '{{"rules": [{{"name": "r", "verdict": "deny", "tool": "t", '
+            '"where": [{{"arg": "a", "kind": "equals", "value": {}}}]}}]}}',
+        ),
+        ("p.yaml", "rules:\n  - {{name: r, verdict: deny, tool: t, where: [{{arg: a, kind: equals, value: {}}}]}}\n"),
+        ("p.toml", "x = {}\n"),
+    ],
+)
+def test_a_policy_nested_thousands_deep_is_one_line_not_a_recursion_error(
+    tmp_path: Path, name: str, template: str
+) -> None:
+    deep = "[" * 3000 + "1" + "]" * 3000
+    assert _refused(tmp_path, name, template.format(deep)) == "nested more than 72 levels deep"
+
+
+def test_a_condition_value_as_deep_as_arguments_may_be_still_loads(tmp_path: Path) -> None:
+    value = "[" * 60 + "1" + "]" * 60
+    file = tmp_path / "p.json"
+    condition = f'{{"arg": "a", "kind": "equals", "value": {value}}}'
+    file.write_text(f'{{"rules": [{{"name": "r", "verdict": "deny", "tool": "t", "where": [{condition}]}}]}}')
+    assert load_policy(file).rules[0].name == "r"

@@ -13,6 +13,7 @@ import yaml
 from pydantic import ValidationError
 
 from crossgate.errors import ConfigurationError
+from crossgate.fingerprint import MAX_JSON_DEPTH
 from crossgate.model import FRAMEWORKS
 from crossgate.policy.claude import import_claude_settings
 from crossgate.policy.langchain import import_interrupt_on
@@ -93,21 +94,46 @@ def policy_from_dict(data: Mapping[str, Any], *, source: str = "policy", base_di
         raise ConfigurationError(f"{source}: {_describe(exc)}") from None
 
 
+POLICY_DEPTH = MAX_JSON_DEPTH + 8
+"""How deep a policy file may nest: a condition's value may be as deep as arguments, plus the file's own levels."""
+
+
 def _parse(text: str, suffix: str, file: Path) -> Any:
     try:
         if suffix == ".toml":
-            return tomllib.loads(text)
-        if suffix == ".json":
+            data = tomllib.loads(text)
+        elif suffix == ".json":
             data = json.loads(text, object_pairs_hook=_JsonObject)
+        else:
+            data = yaml.load(text, Loader=_StrictLoader)
+        _refuse_deep_nesting(data, file)
+        if suffix == ".json":
             _refuse_repeated_keys(data, str(file))
-            return data
-        return yaml.load(text, Loader=_StrictLoader)
+        return data
+    except RecursionError:
+        raise ConfigurationError(f"{file}: nested more than {POLICY_DEPTH} levels deep") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigurationError(f"{file}: not valid TOML: {exc}") from None
     except json.JSONDecodeError as exc:
         raise ConfigurationError(f"{file}: not valid JSON: {exc}") from None
     except yaml.YAMLError as exc:
         raise ConfigurationError(f"{file}: not valid YAML: {_one_line(str(exc))}") from None
+
+
+def _refuse_deep_nesting(data: Any, file: Path) -> None:
+    # Iterative, so a file nested thousands deep is refused here rather than overflowing a later recursion.
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, Mapping):
+            children: Any = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth > POLICY_DEPTH:
+            raise ConfigurationError(f"{file}: nested more than {POLICY_DEPTH} levels deep")
+        stack.extend((child, depth + 1) for child in children)
 
 
 class _StrictLoader(yaml.SafeLoader):
