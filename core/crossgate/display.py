@@ -47,6 +47,27 @@ def visible(text: str) -> str:
     return "".join(_escape(ch) if _is_hidden(ch) else ch for ch in text)
 
 
+def visible_parts(text: str) -> list[tuple[str, str | None]]:
+    """``text`` cut into runs for a channel that marks hidden characters (a web page's ``<mark>``).
+
+    Each run is ``(shown, code)``: plain text with ``code`` None, or one hidden character's escape with its
+    code point (``("\\u3164", "U+3164")``). Joined, the shown parts are :func:`visible` of ``text``.
+    """
+    parts: list[tuple[str, str | None]] = []
+    plain: list[str] = []
+    for ch in text:
+        if _is_hidden(ch):
+            if plain:
+                parts.append(("".join(plain), None))
+                plain = []
+            parts.append((_escape(ch), _code(ch)))
+        else:
+            plain.append(ch)
+    if plain:
+        parts.append(("".join(plain), None))
+    return parts
+
+
 def visible_lines(text: str) -> str:
     """:func:`visible`, line by line: line feeds stay line breaks (pretty-printed JSON, a message on a page)."""
     return "\n".join(visible(line) for line in text.split("\n"))

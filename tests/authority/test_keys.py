@@ -245,3 +245,10 @@ def test_a_keyring_whose_current_key_is_revoked_is_refused(tmp_path: Path) -> No
     (tmp_path / "keyring.json").write_text(json.dumps(document))
     with pytest.raises(ConfigurationError, match="is revoked"):
         Keyring.open(tmp_path)
+
+
+def test_a_key_directory_the_os_refuses_is_one_configuration_error(tmp_path: Path) -> None:
+    for directory in (tmp_path / ("x" * 300), Path("/proc/no-keys-here")):
+        with pytest.raises(ConfigurationError) as caught:
+            Keyring.init(directory)
+        assert "\n" not in str(caught.value) and "cannot write the key directory" in str(caught.value)

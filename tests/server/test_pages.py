@@ -110,10 +110,13 @@ async def test_hidden_characters_reach_the_reviewer_escaped(signed_in: httpx.Asy
     listing = (await signed_in.get("/")).text
     fragment = (await signed_in.get("/partials/pending")).text
     page = (await signed_in.get(f"/requests/{request.id}")).text
-    for html in (listing, fragment, page):
-        assert not any(ch in html for ch in RAW), html
+    for marked in (listing, fragment, page):
+        assert not any(ch in marked for ch in RAW), marked
+        html = re.sub(r'<mark class="hidden-char" title="U\+[0-9A-F]+">(.*?)</mark>', r"\1", marked)
         assert "t3\\u202e\\u200b\\u001b[2K" in html  # the arguments' JSON, hidden characters escaped
         assert '<span class="tool">delete_ticket\\x1b[2K\\u202e</span>' in html
+    # the rows mark each escape as the page's script would (no script needed to see them)
+    assert '<mark class="hidden-char" title="U+202E">\\u202e</mark>' in listing
     assert "<title>delete_ticket\\x1b[2K\\u202e · crossgate</title>" in page
     assert '<pre class="json" id="args-json">{\n  &quot;id&quot;: &quot;t3\\u202e\\u200b\\u001b[2K&quot;,\n' in page
     # the edit form starts from the exact arguments, carried as data, not from the escaped text
@@ -122,7 +125,9 @@ async def test_hidden_characters_reach_the_reviewer_escaped(signed_in: httpx.Asy
     assert json.loads(data.group(1))["args"] == HIDDEN_ARGS
 
     queue.cancel(request.id, actor="alice")
-    history = (await signed_in.get("/history")).text
+    history = re.sub(
+        r'<mark class="hidden-char" title="U\+[0-9A-F]+">(.*?)</mark>', r"\1", (await signed_in.get("/history")).text
+    )
     assert not any(ch in history for ch in RAW)
     assert "t3\\u202e\\u200b\\u001b[2K" in history
     closed = (await signed_in.get(f"/requests/{request.id}")).text

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
@@ -119,7 +120,11 @@ class Keyring:
     @classmethod
     def init(cls, directory: str | os.PathLike[str], *, force: bool = False, clock: Clock = utc_now) -> Keyring:
         """Create a key directory with one fresh key; refuse to replace an existing one without ``force``."""
-        target = Path(directory)
+        with _file_errors(directory):
+            return cls._init(Path(directory), force=force, clock=clock)
+
+    @classmethod
+    def _init(cls, target: Path, *, force: bool, clock: Clock) -> Keyring:
         previous = None
         if (target / KEYRING_FILE).exists():
             if not force:
@@ -174,6 +179,10 @@ class Keyring:
 
     def rotate(self, *, clock: Clock = utc_now) -> PublicKey:
         """Add a fresh key and make it current; the old public key stays, its private key file goes."""
+        with _file_errors(self.directory):
+            return self._rotate(clock)
+
+    def _rotate(self, clock: Clock) -> PublicKey:
         old = self.current
         authority = Authority.generate()
         _write_private(self.private_path(authority.kid), authority.private_pem())
@@ -192,9 +201,10 @@ class Keyring:
         if kid == self.current:
             raise ConflictError(f"key {kid} is the current signing key; run crossgate keys rotate first")
         revoked = (*self.file.revoked, RevokedEntry(kid=kid, revoked_at=clock()))
-        self.file = self.file.model_copy(update={"revoked": revoked})
-        self._save()
-        _remove(self.private_path(kid))
+        with _file_errors(self.directory):
+            self.file = self.file.model_copy(update={"revoked": revoked})
+            self._save()
+            _remove(self.private_path(kid))
 
     def pin_text(self) -> str:
         """What an agent pins: every live key and every revoked kid, with comments (``crossgate keys show``)."""
@@ -214,6 +224,17 @@ class Keyring:
         temporary.write_text(self.file.model_dump_json(indent=2) + "\n", encoding="utf-8")
         temporary.chmod(0o644)
         os.replace(temporary, path)
+
+
+@contextlib.contextmanager
+def _file_errors(directory: str | os.PathLike[str]) -> Iterator[None]:
+    """The key files' OS errors (a path too long, no permission, a full disk) as one ConfigurationError line."""
+    try:
+        yield
+    except OSError as exc:
+        shown = str(directory)
+        shown = shown if len(shown) <= 120 else f"{shown[:119]}…"
+        raise ConfigurationError(f"cannot write the key directory {shown}: {exc.strerror or exc}") from None
 
 
 def _write_private(path: Path, pem: bytes) -> None:

@@ -11,7 +11,15 @@ from datetime import UTC, datetime
 from crossgate.display import visible_lines
 from crossgate.model import ApprovalRequest, DecisionKind, Event, ParkedRun, ParkedRunStatus
 from crossgate.server.listing import Filters
-from crossgate.server.views import FRAMEWORK_LABELS, compact_args, e, event_detail, framework_badge, when_short
+from crossgate.server.views import (
+    FRAMEWORK_LABELS,
+    compact_args,
+    e,
+    event_detail,
+    framework_badge,
+    marked,
+    when_short,
+)
 
 
 def pending_list(
@@ -33,9 +41,9 @@ def pending_list(
     now = datetime.now(UTC)
     rows = "".join(
         f"""<div class="req-row" data-id="{e(r.id)}">{_pick(r, blocked.get(r.id))}<a class="req" href="/requests/{e(r.id)}" data-id="{e(r.id)}" data-framework="{e(r.call.framework)}">
-<div class="req-head">{framework_badge(r.call.framework)}<span class="tool">{e(r.call.tool)}</span>{_flag(r)}
+<div class="req-head">{framework_badge(r.call.framework)}<span class="tool">{marked(r.call.tool)}</span>{_flag(r)}
 <span class="age">{relative_time(r.created_at, now)}{_time_left(r, now)}</span></div>
-<code class="args">{e(compact_args(r.call.args))}</code>
+<code class="args">{marked(compact_args(r.call.args))}</code>
 <div class="req-foot"><span>{e(r.call.agent or "no agent")}</span><span>run {e(r.call.run or "—")}</span>
 {f'<span class="requester">requested by {e(r.requested_by)}</span>' if r.requested_by else ""}<span class="reason">{e(r.reason)}</span></div></a>{_row_actions(r, blocked.get(r.id))}</div>"""
         for r in requests
@@ -202,7 +210,7 @@ def history_page(
         body.append(
             f'<tr data-id="{e(request.id)}"><td>{when_short(request.decided_at or request.created_at)}</td>'
             f"<td>{framework_badge(request.call.framework)}</td>"
-            f'<td><a href="/requests/{e(request.id)}">{e(request.call.tool)}</a><br><code class="args">{e(compact_args(request.call.args, 60))}</code></td>'
+            f'<td><a href="/requests/{e(request.id)}">{e(request.call.tool)}</a><br><code class="args">{marked(compact_args(request.call.args, 60))}</code></td>'
             f"<td>{e(request.call.agent or '—')}</td><td>{detail}</td><td>{who}</td>"
             f'<td class="ran ran-{ran.replace(" ", "-")}">{ran}</td></tr>'
         )

@@ -11,7 +11,7 @@ from html import escape
 from typing import Any
 
 from crossgate.coverage import remember_coverage
-from crossgate.display import visible_lines
+from crossgate.display import visible_lines, visible_parts
 from crossgate.model import (
     ApprovalRequest,
     DecisionKind,
@@ -119,6 +119,16 @@ def when_short(moment: datetime | None) -> str:
         return "—"
     utc = moment.astimezone(UTC)
     return f'<time datetime="{e(utc.isoformat(timespec="seconds"))}" title="{e(utc.isoformat(timespec="seconds"))}">{e(utc.strftime("%b %d, %H:%M:%S"))}</time>'
+
+
+def marked(value: object) -> str:
+    """:func:`e` for one line of model text, with each hidden character's escape marked as the page marks it."""
+    return "".join(
+        escape(shown, quote=True)
+        if code is None
+        else f'<mark class="hidden-char" title="{code}">{escape(shown)}</mark>'
+        for shown, code in visible_parts("" if value is None else str(value))
+    )
 
 
 def compact_args(args: dict[str, Any], limit: int = 90) -> str:
