@@ -23,6 +23,7 @@ from crossgate.errors import (
     ConflictError,
     DecisionNotAllowedError,
     FingerprintMismatchError,
+    InvalidDecisionError,
     RequestCancelledError,
     RequestExpiredError,
 )
@@ -446,6 +447,8 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
     def cancel(self, request_id: str, *, reason: str = CANCEL_MESSAGE, actor: str | None = None) -> ApprovalRequest:
         """Close a pending request without a decision; the SDK gets a rejection carrying ``reason``."""
         self.limits.check_text(reason, "the reason", self.limits.message_bytes)
+        if not reason.strip():  # the model reads it as the call's rejection, which needs words
+            raise InvalidDecisionError("a cancellation needs a reason: it is what the model reads")
         request = self.get(request_id)
         check_open(request, self.now())
         closed = self._close(request, RequestStatus.CANCELLED, reason, actor=actor)

@@ -418,3 +418,11 @@ def test_show_says_who_approved_a_request_that_needs_two(clock: FakeClock) -> No
     assert cli.json("approve", rid, "--reviewer", "bob")["status"] == "decided"
     assert cli.json("show", rid)["approvers"] == ["ann", "bob"]
     queue.close()
+
+
+def test_a_blank_cancel_reason_is_refused_and_the_request_stays_pending(cli: Cli) -> None:
+    rid = cli.submit()["id"]
+    result = cli("cancel", rid, "--reason", "   ")
+    assert result.exit_code == 5 and "a cancellation needs a reason" in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.splitlines()) == 1
+    assert cli.json("show", rid)["status"] == "pending"

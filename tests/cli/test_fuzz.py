@@ -59,9 +59,13 @@ VALUES = st.one_of(
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cli]:
-    db = Path(tmp_path_factory.mktemp("cli-fuzz")) / "q.db"
-    queue = ReviewQueue(open_store(str(db)))
-    yield Cli(queue, CliRunner())
+    folder = Path(tmp_path_factory.mktemp("cli-fuzz"))
+    queue = ReviewQueue(open_store(str(folder / "q.db")))
+    # A fuzzed path argument (keys --dir 0, a default key directory) lands in this folder, not the checkout.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        patch.setenv("CROSSGATE_AUTHORITY_DIR", str(folder / "authority"))
+        yield Cli(queue, CliRunner())
     queue.close()
 
 
