@@ -83,7 +83,7 @@ def test_a_unique_prefix_stands_for_its_id_in_every_command(cli: Cli, two_alike:
     a, b, c = two_alike
     assert cli.json("show", "req_oa")["id"] == c
     assert cli.json("show", "req_lg_3222a")["id"] == a
-    assert [e["request_id"] for e in cli.json("events", "--request", "req_lg_3222b")] == [b]
+    assert [e["request_id"] for e in cli.json("events", "--request", "req_lg_3222b")["items"]] == [b]
     assert cli.ok("approve", "req_lg_3222a", "req_oa", "--reviewer", "ann").stdout.split("\n")[:2] == [
         f"approved {a} (delete_ticket) as ann",
         f"approved {c} (delete_ticket) as ann",
