@@ -53,8 +53,8 @@ class Cli:
         """What the store holds, read through the CLI: every request, every event, every rule."""
         return (
             self.json("list", "--status", "all", "--limit", "500"),
-            self.json("events"),
-            self.json("rules", "list", "--all"),
+            self.json("events")["items"],
+            self.json("rules", "list", "--all")["items"],
         )
 
 

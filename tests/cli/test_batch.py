@@ -24,7 +24,7 @@ def pending(cli: Cli, n: int) -> list[str]:
 
 
 def decided_actors(cli: Cli, rid: str) -> list[tuple[str, str]]:
-    return [(e["actor"], e["channel"]) for e in cli.json("events", "--request", rid) if e["kind"] == "decided"]
+    return [(e["actor"], e["channel"]) for e in cli.json("events", "--request", rid)["items"] if e["kind"] == "decided"]
 
 
 def test_a_failing_id_in_the_middle_leaves_the_others_decided(cli: Cli) -> None:
@@ -84,7 +84,7 @@ def test_all_decided_exits_0_and_remember_applies_to_each(cli: Cli, queue: Revie
     ids = [str(cli.submit("delete_ticket", f'{{"id": "t{i}"}}', "--run", f"r{i}")["id"]) for i in range(3)]
     out = cli.json("approve", *ids, "--remember", "run", "--reviewer", "ann")
     assert [r["ok"] for r in out] == [True, True, True]
-    rules = {r["source_request"]: r for r in cli.json("rules", "list")}
+    rules = {r["source_request"]: r for r in cli.json("rules", "list")["items"]}
     assert set(rules) == set(ids)
     assert [rules[rid]["run"] for rid in ids] == ["r0", "r1", "r2"]
     assert all(item["request"]["standing_rule"]["id"] == rules[item["request_id"]]["id"] for item in out)

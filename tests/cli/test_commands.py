@@ -54,14 +54,14 @@ def test_submit_prints_the_policy_allow_without_a_request(policy_cli: Cli) -> No
     assert out.keys() >= REQUIRED_KEYS
     assert out["fingerprint"] == fingerprint("read_file", {"path": "a.txt"})
     assert policy_cli.json("list", "--status", "all")["items"] == []
-    assert [e["kind"] for e in policy_cli.json("events")] == ["auto_allowed"]
+    assert [e["kind"] for e in policy_cli.json("events")["items"]] == ["auto_allowed"]
 
 
 def test_submit_prints_the_policy_deny_with_its_reason(policy_cli: Cli) -> None:
     result = policy_cli("submit", "--framework", "langgraph", "--tool", "drop_table", "--args", "{}")
     assert result.exit_code == 6, "a denied call is not accepted (exit codes: README)"
     assert result.stdout.strip() == "denied by policy (rule no-drops): Never drop tables."
-    assert [e["kind"] for e in policy_cli.json("events")] == ["auto_denied"]
+    assert [e["kind"] for e in policy_cli.json("events")["items"]] == ["auto_denied"]
 
 
 def test_list_filters_by_status_framework_tool_agent_and_run(cli: Cli) -> None:
@@ -125,7 +125,7 @@ def test_approve_records_reviewer_channel_and_note(cli: Cli) -> None:
     assert out["decision"]["note"] == "spam ticket"
     assert out["decision"]["fingerprint"] == out["fingerprint"]
     assert out["standing_rule"] is None
-    decided = [e for e in cli.json("events", "--request", rid) if e["kind"] == "decided"]
+    decided = [e for e in cli.json("events", "--request", rid)["items"] if e["kind"] == "decided"]
     assert [(e["actor"], e["channel"]) for e in decided] == [("ann", "cli")]
 
 
@@ -178,7 +178,7 @@ def test_edit_records_the_new_arguments_and_the_diff(cli: Cli) -> None:
     assert out["decision"]["args"] == {"id": "t3", "soft": True}
     assert out["args"] == {"id": "t3"}  # the proposal stays as it was
     assert cli.queue.get(rid).approved_args() == {"id": "t3", "soft": True}
-    decided = next(e for e in cli.json("events", "--request", rid) if e["kind"] == "decided")
+    decided = next(e for e in cli.json("events", "--request", rid)["items"] if e["kind"] == "decided")
     assert decided["payload"]["diff"]["added"] == {"soft": True}
 
 
@@ -222,7 +222,7 @@ def test_cancel_closes_the_request_with_a_rejection(cli: Cli) -> None:
     out = cli.json("cancel", rid, "--reviewer", "ann")
     assert out["status"] == "cancelled"
     assert out["resolution"] == {"kind": "reject", "message": CANCEL_MESSAGE, "fingerprint": out["fingerprint"]}
-    cancelled = [e for e in cli.json("events", "--request", rid) if e["kind"] == "cancelled"]
+    cancelled = [e for e in cli.json("events", "--request", rid)["items"] if e["kind"] == "cancelled"]
     assert [(e["actor"], e["payload"]["reason"]) for e in cancelled] == [("ann", CANCEL_MESSAGE)]
     assert cli.ok("cancel", cli.submit()["id"]).stdout.startswith("cancelled req_")
 
@@ -232,7 +232,7 @@ def test_expire_closes_only_overdue_requests(cli: Cli, clock: FakeClock) -> None
     clock.advance(1800)
     young = cli.submit("delete_ticket", '{"id": "t2"}')["id"]
     clock.advance(1801)
-    expired = cli.json("expire")
+    expired = cli.json("expire")["items"]
     assert [r["id"] for r in expired] == [old]
     assert expired[0]["resolution"]["message"] == EXPIRY_MESSAGE
     assert cli.json("show", young)["status"] == "pending"
@@ -243,16 +243,16 @@ def test_rules_add_list_and_revoke(cli: Cli) -> None:
     rule = cli.json("rules", "add", "--tool", "read_*", "--effect", "allow", "--reviewer", "ann")
     assert (rule["tool"], rule["effect"], rule["scope"], rule["created_by"]) == ("read_*", "allow", "forever", "ann")
     assert cli.submit("read_file", '{"path": "a"}')["verdict"] == "allow"
-    assert [r["id"] for r in cli.json("rules", "list")] == [rule["id"]]
+    assert [r["id"] for r in cli.json("rules", "list")["items"]] == [rule["id"]]
     listed = cli.ok("rules", "list").stdout
     assert rule["id"] in listed and "active" in listed
 
     revoked = cli.json("rules", "revoke", rule["id"], "--reviewer", "ann")
     assert revoked["revoked_by"] == "ann"
-    assert cli.json("rules", "list") == []
-    assert [r["id"] for r in cli.json("rules", "list", "--all")] == [rule["id"]]
+    assert cli.json("rules", "list")["items"] == []
+    assert [r["id"] for r in cli.json("rules", "list", "--all")["items"]] == [rule["id"]]
     assert cli.submit("read_file", '{"path": "a"}')["verdict"] == "ask"
-    kinds = [(e["kind"], e["channel"]) for e in cli.json("events") if e["kind"].startswith("rule_")]
+    kinds = [(e["kind"], e["channel"]) for e in cli.json("events")["items"] if e["kind"].startswith("rule_")]
     assert kinds == [("rule_added", "cli"), ("rule_revoked", "cli")]
 
 
@@ -280,10 +280,10 @@ def test_events_lists_the_log_or_one_request(cli: Cli) -> None:
     first = cli.submit()["id"]
     second = cli.submit("delete_ticket", '{"id": "t4"}')["id"]
     cli.ok("approve", first, "--reviewer", "ann")
-    everything = cli.json("events")
+    everything = cli.json("events")["items"]
     assert [(e["seq"], e["kind"]) for e in everything] == [(1, "submitted"), (2, "submitted"), (3, "decided")]
-    assert [e["kind"] for e in cli.json("events", "--request", second)] == ["submitted"]
-    assert [e["seq"] for e in cli.json("events", "--after", "1", "--limit", "1")] == [2]
+    assert [e["kind"] for e in cli.json("events", "--request", second)["items"]] == ["submitted"]
+    assert [e["seq"] for e in cli.json("events", "--after", "1", "--limit", "1")["items"]] == [2]
     table = cli.ok("events").stdout.splitlines()
     assert table[0].split() == ["SEQ", "AT", "KIND", "REQUEST", "ACTOR", "CHANNEL"]
     assert len(table) == 4

@@ -92,6 +92,6 @@ def test_a_process_killed_right_after_remembering_keeps_the_standing_rule(tmp_pa
     rid = json.loads(submitted.stdout)["id"]
     printed = killed_after(db, "approve", rid, "--remember", "forever", "--reviewer", "ann")
     rule_id = printed["standing_rule"]["id"]
-    rules = json.loads(crossgate(db, "rules", "list", "--json").stdout)
+    rules = json.loads(crossgate(db, "rules", "list", "--json").stdout)["items"]
     assert [r["id"] for r in rules] == [rule_id]
     assert_audit_intact(db, 3)

@@ -131,7 +131,7 @@ def test_a_10_mb_value_is_refused_in_one_line(world: Cli, argv: list[str]) -> No
     before = stored(world.queue)
     result = world(*(a.replace("{id}", submission.request.id) for a in argv))
     if argv[0] == "submit":  # a model's call over the limit is denied, and recorded without its arguments
-        assert result.exit_code == 0 and "denied by policy" in result.stdout
+        assert result.exit_code == 6 and "denied by policy" in result.stdout  # 6: a denied submit
         assert "x" * 1000 not in str(world.queue.events()[-1].payload)
         return
     assert result.exit_code == 5, result.stderr[:500]

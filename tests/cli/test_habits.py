@@ -83,7 +83,7 @@ def test_a_unique_prefix_stands_for_its_id_in_every_command(cli: Cli, two_alike:
     a, b, c = two_alike
     assert cli.json("show", "req_oa")["id"] == c
     assert cli.json("show", "req_lg_3222a")["id"] == a
-    assert [e["request_id"] for e in cli.json("events", "--request", "req_lg_3222b")] == [b]
+    assert [e["request_id"] for e in cli.json("events", "--request", "req_lg_3222b")["items"]] == [b]
     assert cli.ok("approve", "req_lg_3222a", "req_oa", "--reviewer", "ann").stdout.split("\n")[:2] == [
         f"approved {a} (delete_ticket) as ann",
         f"approved {c} (delete_ticket) as ann",
@@ -169,3 +169,16 @@ def test_a_parked_run_is_found_by_its_start_too(cli: Cli, submit_call: Callable[
     ambiguous = cli("runs", "show", first.id[:common])
     assert ambiguous.exit_code == USAGE
     assert "2 parked run ids" in ambiguous.stderr and first.id in ambiguous.stderr and second.id in ambiguous.stderr
+
+
+def test_every_list_command_prints_one_envelope(cli: Cli, submit_call: Callable[..., str]) -> None:
+    for n in range(3):
+        submit_call(args={"id": f"t{n}"})
+    for argv in (["list"], ["events"], ["expire"], ["rules", "list"], ["runs", "list"]):
+        listed = cli.json(*argv)
+        assert set(listed) == {"items", "next_cursor"} and isinstance(listed["items"], list), argv
+    first = cli.json("events", "--limit", "2")
+    assert len(first["items"]) == 2 and first["next_cursor"] == str(first["items"][-1]["seq"])
+    rest = cli.json("events", "--after", first["next_cursor"])
+    assert rest["next_cursor"] is None
+    assert [e["seq"] for e in first["items"] + rest["items"]] == [e["seq"] for e in cli.json("events")["items"]]

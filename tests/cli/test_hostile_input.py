@@ -71,7 +71,7 @@ def test_integers_beyond_64_bits_are_usage_errors(cli: Cli, pending: str, argv: 
 
 
 def test_the_largest_64_bit_seq_is_answered(cli: Cli, pending: str) -> None:
-    assert cli.json("events", "--after", str(MAX_INT64)) == []
+    assert cli.json("events", "--after", str(MAX_INT64))["items"] == []
 
 
 def test_a_real_command_line_with_a_huge_after_exits_2(tmp_path: Path) -> None:
@@ -155,7 +155,7 @@ def test_a_call_over_the_argument_limit_is_denied_and_recorded_without_its_argum
     assert result["verdict"] == "deny" and result["id"] is None
     assert "arguments are 5009 bytes as JSON, over the limit of 2000 bytes" in result["verdict_reason"]
     assert small.json("list", "--status", "all")["items"] == []
-    (event,) = small.json("events")
+    (event,) = small.json("events")["items"]
     assert event["kind"] == "auto_denied" and "args" not in event["payload"]
     assert event["payload"]["tool"] == "delete_ticket" and "x" * 100 not in json.dumps(event)
     assert small.ok("audit", "verify").stdout.startswith("audit log intact")

@@ -44,10 +44,10 @@ def state(queue: ReviewQueue) -> tuple[Any, ...]:
 
 def test_list_and_show_never_print_the_sdk_state(cli: Cli, queue: ReviewQueue) -> None:
     first, second = parked(cli, queue, "thread-1"), failed(cli, queue)
-    listed = cli.json("runs", "list")
+    listed = cli.json("runs", "list")["items"]
     assert [(r["id"], r["status"]) for r in listed] == [(first, "parked"), (second, "failed")]
     assert all("state" not in r for r in listed)
-    assert [r["id"] for r in cli.json("runs", "list", "--status", "failed")] == [second]
+    assert [r["id"] for r in cli.json("runs", "list", "--status", "failed")["items"]] == [second]
     table = cli.ok("runs", "list").stdout
     assert second in table and "TimeoutError: model" in table and "secret" not in table
     shown = cli.json("runs", "show", second)

@@ -39,7 +39,7 @@ def test_a_request_travels_through_separate_processes(tmp_path: Path) -> None:
     assert approved.returncode == 0 and approved.stdout.startswith(f"approved {rid} (delete_ticket) as ann")
     shown = as_json(crossgate("--db", db, "show", rid, "--json", cwd=tmp_path))
     assert (shown["status"], shown["reviewer"], shown["decision"]["channel"]) == ("decided", "ann", "cli")
-    assert len(as_json(crossgate("--db", db, "rules", "list", "--json", cwd=tmp_path))) == 1
+    assert len(as_json(crossgate("--db", db, "rules", "list", "--json", cwd=tmp_path))["items"]) == 1
     verified = crossgate("--db", db, "audit", "verify", cwd=tmp_path)
     assert (verified.returncode, verified.stdout) == (0, "audit log intact: 3 events verified\n")
 

@@ -10,7 +10,7 @@ from crossgate.cli.context import queue_of
 from crossgate.cli.exit_codes import FAILURE, one_line
 from crossgate.cli.ids import RequestOption
 from crossgate.cli.options import JsonFlag
-from crossgate.cli.output import event_json, print_events, print_json, say
+from crossgate.cli.output import event_json, list_json, print_events, print_json, say
 from crossgate.display import visible
 from crossgate.limits import MAX_INT64
 
@@ -35,7 +35,8 @@ def events(
         queue.get(request_id)  # an unknown id is an error, not an empty log
     found = queue.events(after=after, limit=limit, request_id=request_id)
     if as_json:
-        print_json([event_json(e) for e in found])
+        more = limit is not None and len(found) == limit and found
+        print_json(list_json([event_json(e) for e in found], str(found[-1].seq) if more else None))
     else:
         print_events(found)
 

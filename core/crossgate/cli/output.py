@@ -42,6 +42,15 @@ def _time(moment: datetime | None) -> str | None:
     return moment.isoformat() if moment is not None else None
 
 
+def list_json(items: Sequence[Any], next_cursor: str | None = None) -> dict[str, Any]:
+    """The one envelope of every list command's ``--json``: ``{"items": [...], "next_cursor": ...}``.
+
+    ``next_cursor`` is what continues the listing (``--cursor`` for requests, ``--after`` for events), or
+    None when nothing follows.
+    """
+    return {"items": list(items), "next_cursor": next_cursor}
+
+
 def request_json(request: ApprovalRequest) -> dict[str, Any]:
     """The JSON form of a request: the call flattened, the decision and who made it."""
     call = request.call

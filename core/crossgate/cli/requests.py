@@ -11,6 +11,7 @@ from crossgate.cli.exit_codes import DENIED
 from crossgate.cli.ids import RequestId
 from crossgate.cli.options import JsonFlag, Reviewer, StatusFilter, check_cursor, json_args, validated
 from crossgate.cli.output import (
+    list_json,
     print_json,
     print_request,
     print_requests,
@@ -82,7 +83,7 @@ def list_requests(
     )
     page = queue_of(ctx).list_requests(query)
     if as_json:
-        print_json({"items": [request_json(r) for r in page.items], "next_cursor": page.next_cursor})
+        print_json(list_json([request_json(r) for r in page.items], page.next_cursor))
     else:
         print_requests(page.items, page.next_cursor)
 
@@ -120,7 +121,7 @@ def expire(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     while batch := queue.expire_overdue():  # the store hands out overdue requests in batches
         expired.extend(batch)
     if as_json:
-        print_json([request_json(r) for r in expired])
+        print_json(list_json([request_json(r) for r in expired]))
         return
     for request in expired:
         say(f"expired {request.id} ({request.call.tool})")

@@ -9,7 +9,7 @@ import typer
 from crossgate.cli.context import CHANNEL, queue_of, reviewer_name
 from crossgate.cli.ids import RuleId
 from crossgate.cli.options import Effect, JsonFlag, MatchOpt, PatternOpt, Reviewer, json_args, patterns, validated
-from crossgate.cli.output import print_json, print_rules, rule_json, say
+from crossgate.cli.output import list_json, print_json, print_rules, rule_json, say
 from crossgate.fingerprint import fingerprint
 from crossgate.model import RememberMatch, RememberScope, StandingRule, VerdictKind
 
@@ -25,7 +25,7 @@ def list_rules(
     """List standing rules, oldest first."""
     rules = queue_of(ctx).rules(include_revoked=include_revoked)
     if as_json:
-        print_json([rule_json(r) for r in rules])
+        print_json(list_json([rule_json(r) for r in rules]))
     else:
         print_rules(rules)
 

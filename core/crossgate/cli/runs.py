@@ -12,6 +12,7 @@ from crossgate.cli.context import queue_of, reviewer_name
 from crossgate.cli.ids import ParkedId
 from crossgate.cli.options import JsonFlag, Reviewer
 from crossgate.cli.output import (
+    list_json,
     parked_run_json,
     print_json,
     print_parked_run,
@@ -38,7 +39,7 @@ def list_runs(
     """List parked runs, oldest first: status, requests, resume attempts, lease and outcome."""
     runs = queue_of(ctx).parked_runs(statuses=tuple(status or ParkedRunStatus), framework=framework)
     if as_json:
-        print_json([parked_run_json(r) for r in runs])
+        print_json(list_json([parked_run_json(r) for r in runs]))
     else:
         print_parked_runs(runs)
 
