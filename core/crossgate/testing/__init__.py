@@ -15,14 +15,15 @@ never imports this package. See docs/adapters.md.
 from crossgate.testing.clock import FakeClock
 from crossgate.testing.contract import Contract, ContractOverrideError, contract_override
 from crossgate.testing.fixtures import QueueFactory
+from crossgate.testing.queue import QueueContract
 from crossgate.testing.stores import StoreContract
-from crossgate.testing.tickets import DEFAULT_TICKETS, TicketStore
+from crossgate.testing.tickets import TicketStore
 
 __all__ = [
     "Contract",
     "ContractOverrideError",
-    "DEFAULT_TICKETS",
     "FakeClock",
+    "QueueContract",
     "QueueFactory",
     "StoreContract",
     "TicketStore",
