@@ -12,20 +12,24 @@ Needs pytest (and pytest-asyncio for the async tests): install ``crossgate[testi
 never imports this package. See docs/adapters.md.
 """
 
+from crossgate.testing.adapters import AdapterContract
 from crossgate.testing.clock import FakeClock
 from crossgate.testing.contract import Contract, ContractOverrideError, contract_override
+from crossgate.testing.driver import TicketAgentDriver
 from crossgate.testing.fixtures import QueueFactory
 from crossgate.testing.queue import QueueContract
 from crossgate.testing.stores import StoreContract
 from crossgate.testing.tickets import TicketStore
 
 __all__ = [
+    "AdapterContract",
     "Contract",
     "ContractOverrideError",
     "FakeClock",
     "QueueContract",
     "QueueFactory",
     "StoreContract",
+    "TicketAgentDriver",
     "TicketStore",
     "contract_override",
 ]
