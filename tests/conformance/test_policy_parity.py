@@ -38,8 +38,8 @@ from crossgate import (
     VerdictKind,
 )
 from crossgate.runs import Finished
-from tests.conformance.harness import TOOL, TicketAgentDriver
-from tests.conformance.tickets import TicketStore
+from crossgate.testing import TicketStore
+from crossgate.testing.driver import TOOL, TicketAgentDriver
 
 pytestmark = pytest.mark.slow
 

@@ -20,11 +20,11 @@ from claude_agent_sdk import ClaudeAgentOptions, ResultMessage
 
 from crossgate import DecisionKind, Policy, ReviewQueue, open_store
 from crossgate.runs import Finished, Parked
+from crossgate.testing import TicketStore
+from crossgate.testing.driver import TOOL, TicketAgentDriver
 from crossgate_claude import Gate
 from crossgate_claude.testing import MessagesAPI, all_tool_results, cli_env, recorded, result_text, tool_uses
 from tests.adapters.claude.conftest import ticket_server
-from tests.conformance.harness import TOOL, TicketAgentDriver
-from tests.conformance.tickets import TicketStore
 
 ROOT = Path(__file__).resolve().parents[3]
 RUN_MARK = "RUN "

@@ -1,7 +1,7 @@
 """``requested_by``: the person a session acts for cannot approve its calls, deferred or held, in any resume.
 
 Through the SDK's real client against the in-process CLI double; the real CLI runs the same scenario in
-tests/conformance/test_adapter_scenarios.py.
+``AdapterContract`` (tests/adapters/claude/test_contract.py).
 """
 
 from __future__ import annotations

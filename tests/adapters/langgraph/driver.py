@@ -1,4 +1,4 @@
-"""LangGraph and LangChain ticket drivers for the shared conformance scenarios (tests/conformance/harness.py).
+"""LangGraph and LangChain ticket drivers for ``AdapterContract`` (``crossgate.testing.TicketAgentDriver``).
 
 ``LangGraphTicketDriver``: a hand-built graph (model node, ``ToolNode`` with crossgate's tool wrapper).
 ``LangChainTicketDriver``: ``create_agent`` with ``crossgate_middleware`` (per_call mode).
@@ -34,10 +34,10 @@ from langgraph.prebuilt import ToolNode
 
 from crossgate import DecisionKind, Policy, ReviewQueue, open_store
 from crossgate.runs import Finished, Parked
+from crossgate.testing import TicketStore
+from crossgate.testing.driver import TOOL, TicketAgentDriver
 from crossgate_langgraph import Gate, crossgate_middleware, gated_tool_wrapper, open_checkpointer, tool_calls_router
 from crossgate_langgraph.testing import ScriptedChatModel, recorded_inputs, tool_call
-from tests.conformance.harness import TOOL, TicketAgentDriver
-from tests.conformance.tickets import TicketStore
 
 ROOT = Path(__file__).resolve().parents[3]
 TASK_PREFIX = "Delete these spam tickets:"

@@ -1,4 +1,4 @@
-"""The OpenAI Agents SDK ticket driver for the shared conformance scenarios (tests/conformance/harness.py).
+"""The OpenAI Agents SDK ticket driver for ``AdapterContract`` (``crossgate.testing.TicketAgentDriver``).
 
 The agent is the seed's delete-ticket agent on a ``PlannedModel`` that asks for one delete per turn.
 Everything a fresh process needs to resume is on files under ``workdir``: the plan (which tickets the
@@ -23,10 +23,9 @@ from agents import Agent, set_tracing_disabled
 
 from crossgate import DecisionKind, Policy, ReviewQueue, open_store
 from crossgate.runs import Finished, Parked
+from crossgate.testing import TicketAgentDriver, TicketStore
 from crossgate_openai import CAPABILITIES, FRAMEWORK, Gate
 from tests.adapters.openai.scripted import PlannedModel, delete_call, read_record, ticket_agent, tool_results
-from tests.conformance.harness import TicketAgentDriver
-from tests.conformance.tickets import TicketStore
 
 ROOT = Path(__file__).resolve().parents[3]
 TASK = "Delete the spam tickets."
