@@ -44,6 +44,7 @@ DRIVERS = {
     "claude": ("tests.adapters.claude.driver", "ClaudeTicketDriver"),
     "langgraph": ("tests.adapters.langgraph.driver", "LangGraphTicketDriver"),
     "langchain": ("tests.adapters.langgraph.driver", "LangChainTicketDriver"),
+    "pydantic-ai": ("tests.adapters.pydantic_ai.driver", "PydanticAITicketDriver"),
 }
 ASK_DELETES = PolicyRule(name="ask-deletes", verdict=VerdictKind.ASK, tool=TOOL, reason="Deleting cannot be undone.")
 ASK_POLICY = Policy(rules=(ASK_DELETES,))
