@@ -5,7 +5,9 @@ asks for one delete per turn. Everything a fresh process needs to resume is on f
 the plan, the policy, and the model's recorded inputs, which ``tool_results`` reads.
 
 ``python -c '...main()' resume --db URL --tickets PATH --workdir DIR PARKED_RUN`` resumes a parked run in
-another process (see ``resume_command``); ``... start ... --run RUN t3 t1`` starts one there.
+another process (see ``resume_command``); ``... start ... --run RUN t3 t1`` starts one there. With
+``$CG_TEST_KILL_IN_TOOL`` set to ``before`` or ``after``, the delete tool SIGKILLs its own process before or
+after it deletes (a resumer dying inside the tool).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,7 +49,13 @@ def ticket_agent(tickets: TicketStore, model: Model, *, name: str = AGENT) -> Ag
     @agent.tool_plain(name=TOOL)
     def delete_ticket(id: str) -> str:
         """Delete a ticket by id. This cannot be undone."""
-        return tickets.delete(id)
+        kill = os.environ.get("CG_TEST_KILL_IN_TOOL")
+        if kill == "before":
+            os.kill(os.getpid(), signal.SIGKILL)
+        result = tickets.delete(id)
+        if kill == "after":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return result
 
     return agent
 
