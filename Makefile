@@ -5,8 +5,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-ADAPTERS := adapters/openai/pyproject.toml adapters/claude/pyproject.toml adapters/langgraph/pyproject.toml
-EDITABLES := -e "core[server,postgres]" -e adapters/openai -e adapters/claude -e "adapters/langgraph[langchain,postgres]"
+ADAPTERS := adapters/openai/pyproject.toml adapters/claude/pyproject.toml adapters/langgraph/pyproject.toml adapters/pydantic-ai/pyproject.toml
+EDITABLES := -e "core[server,postgres]" -e adapters/openai -e adapters/claude -e "adapters/langgraph[langchain,postgres]" -e adapters/pydantic-ai
 
 .PHONY: demo test lint typecheck unit bench install clean
 

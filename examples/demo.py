@@ -1,4 +1,4 @@
-"""The crossgate demo: three agents, one per SDK, feeding one review queue under one policy.
+"""The crossgate demo: four agents, one per SDK, feeding one review queue under one policy.
 
     python examples/demo.py            # prints the review page's address; decide there, watch the runs finish
     python examples/demo.py --auto     # a scripted reviewer decides through the HTTP API (or CROSSGATE_DEMO_AUTO=1)
@@ -6,7 +6,8 @@
 Everything is offline: scripted models, a local server on 127.0.0.1, a SQLite queue in a temporary folder.
 Each agent asks to delete one ticket; the policy (examples/policy.yaml) sends every delete to a person.
 In ``--auto`` mode the reviewer approves the first, edits the second to the ticket that really is the
-duplicate, and rejects the third with a message, then the demo checks which tickets are left.
+duplicate, rejects the third with a message, and approves the fourth, then the demo checks which tickets
+are left.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from crossgate.stores import open_store
 AUTO_ENV = "CROSSGATE_DEMO_AUTO"
 POLICY = Path(__file__).parent / "policy.yaml"
 EXPECTED_LEFT = ["T-202", "T-303"]
-"""After --auto: T-101 approved and deleted, T-202 edited to T-204 (deleted instead), T-303 rejected."""
+"""After --auto: T-101 and T-404 approved and deleted, T-202 edited to T-204 (deleted instead), T-303 rejected."""
 
 Reviewer = Callable[[str, str], Awaitable[None]]
 """A reviewer that works against the running server: ``(base_url, token)``; cancelled when the runs end."""
@@ -58,7 +59,7 @@ class DemoReport:
 
     @property
     def as_expected(self) -> bool:
-        return self.tickets_left == EXPECTED_LEFT and sorted(self.deletes_run) == ["T-101", "T-204"]
+        return self.tickets_left == EXPECTED_LEFT and sorted(self.deletes_run) == ["T-101", "T-204", "T-404"]
 
 
 async def drive(agent: DemoAgent, queue: ReviewQueue, run: str, *, key: str = "") -> Finished[object]:
@@ -288,7 +289,7 @@ def terminal_command(database: Path) -> str:
 def _print_report(report: DemoReport, specs: Sequence[AgentSpec]) -> None:
     print("All runs finished:")
     for spec in specs:
-        print(f"  {spec.key:<10} {report.results[spec.key]}")
+        print(f"  {spec.key:<11} {report.results[spec.key]}")
     left = ", ".join(report.tickets_left) or "none"
     print(f"  tickets left: {left}; deletes that ran: {', '.join(report.deletes_run) or 'none'}")
 

@@ -94,12 +94,14 @@ SPECS = (
     AgentSpec("openai", "openai-agents", "support-openai", "T-101", "approve"),
     AgentSpec("claude", "claude-agent-sdk", "support-claude", "T-202", "edit", edit_to="T-204"),
     AgentSpec("langgraph", "langgraph", "support-langgraph", "T-303", "reject"),
+    AgentSpec("pydantic-ai", "pydantic-ai", "support-pydantic-ai", "T-404", "approve"),
 )
 TICKETS = (
     ("T-101", "Duplicate of T-100"),
     ("T-202", "Printer on floor 2 (still open)"),
     ("T-204", "Printer on floor 2 (duplicate)"),
     ("T-303", "VPN drops every hour"),
+    ("T-404", "Newsletter bounce, duplicate of T-400"),
 )
 
 
@@ -155,6 +157,7 @@ REAL_AGENTS: dict[str, str] = {
     "openai": "demo_sdk_agents:openai_agent",
     "claude": "demo_sdk_agents:claude_agent",
     "langgraph": "demo_sdk_agents:langgraph_agent",
+    "pydantic-ai": "demo_sdk_agents:pydantic_ai_agent",
 }
 """Spec key -> factory ``module:function`` (in examples/) taking (queue, tickets, spec, workdir).
 

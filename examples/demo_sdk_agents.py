@@ -5,6 +5,7 @@
   scripted Messages API of ``crossgate_claude.testing`` (on 127.0.0.1).
 - LangGraph: ``crossgate_langgraph.Gate`` around a one-node graph that calls ``request_approval``, with a
   SQLite checkpointer.
+- Pydantic AI: ``crossgate_pydantic_ai.Gate`` around an ``Agent`` driven by the SDK's ``FunctionModel``.
 
 Each factory returns None when its SDK or adapter is not installed; the demo then uses the stand-in.
 """
@@ -205,6 +206,48 @@ class LangGraphDemoAgent:
         return str(outcome.result.get("outcome", "")) if isinstance(outcome, Finished) else ""
 
 
+class PydanticAIDemoAgent:
+    """A triage agent on Pydantic AI whose ``delete_ticket`` goes through crossgate's toolset."""
+
+    framework = "pydantic-ai"
+    label = "pydantic-ai via crossgate_pydantic_ai (FunctionModel)"
+
+    def __init__(self, queue: ReviewQueue, tickets: DemoTickets, spec: AgentSpec) -> None:
+        from pydantic_ai import Agent
+
+        from crossgate_pydantic_ai import Gate
+        from crossgate_pydantic_ai.testing import Call, planned_model
+
+        # The scripted model reads its turn from the history, so a process that only resumes needs nothing else.
+        call = Call("delete_ticket", json.dumps({"id": spec.ticket, "reason": "duplicate"}), f"call_{spec.key}")
+        self.agent: Any = Agent(planned_model([[call]]), name=spec.agent, instructions="Delete duplicate tickets.")
+
+        @self.agent.tool_plain
+        def delete_ticket(id: str, reason: str = "") -> str:
+            """Delete a ticket by id. This cannot be undone."""
+            return tickets.delete(id)
+
+        self.gate = Gate(queue, agent=self.agent)
+
+    async def start(self, run: str) -> Finished[object] | Parked:
+        outcome = await self.gate.run(self.agent, "Delete the duplicate ticket.", run=run)
+        return _final(run, outcome, self._text(outcome))
+
+    async def resume(self, parked_run: str) -> Finished[object] | Parked:
+        outcome = await self.gate.resume(parked_run)
+        return _final(outcome.run, outcome, self._text(outcome))
+
+    @staticmethod
+    def _text(outcome: Finished[Any] | Parked) -> str:
+        if not isinstance(outcome, Finished):
+            return ""
+        for message in reversed(outcome.result.all_messages()):  # what the tool returned, as the model saw it
+            for part in getattr(message, "parts", []):
+                if part.part_kind == "tool-return" and part.tool_name == "delete_ticket":
+                    return str(part.content)
+        return str(outcome.result.output)
+
+
 def openai_agent(queue: ReviewQueue, tickets: DemoTickets, spec: AgentSpec, workdir: Path) -> OpenAIDemoAgent:
     return OpenAIDemoAgent(queue, tickets, spec)
 
@@ -215,3 +258,7 @@ def claude_agent(queue: ReviewQueue, tickets: DemoTickets, spec: AgentSpec, work
 
 def langgraph_agent(queue: ReviewQueue, tickets: DemoTickets, spec: AgentSpec, workdir: Path) -> LangGraphDemoAgent:
     return LangGraphDemoAgent(queue, tickets, spec, workdir)
+
+
+def pydantic_ai_agent(queue: ReviewQueue, tickets: DemoTickets, spec: AgentSpec, workdir: Path) -> PydanticAIDemoAgent:
+    return PydanticAIDemoAgent(queue, tickets, spec)

@@ -20,8 +20,14 @@ SUBCLASSES = {
     "tests/adapters/openai/test_contract.py": "AdapterContract",
     "tests/adapters/claude/test_contract.py": "AdapterContract",
     "tests/adapters/langgraph/test_contract.py": "AdapterContract",
+    "tests/adapters/pydantic_ai/test_contract.py": "AdapterContract",
 }
-DRIVERS = ["tests/adapters/openai/driver.py", "tests/adapters/claude/driver.py", "tests/adapters/langgraph/driver.py"]
+DRIVERS = [
+    "tests/adapters/openai/driver.py",
+    "tests/adapters/claude/driver.py",
+    "tests/adapters/langgraph/driver.py",
+    "tests/adapters/pydantic_ai/driver.py",
+]
 
 
 def imported(path: Path) -> list[str]:

@@ -1,4 +1,4 @@
-"""The demo's non-interactive mode: server, three agents, a scripted reviewer over HTTP, all runs finished."""
+"""The demo's non-interactive mode: server, four agents, a scripted reviewer over HTTP, all runs finished."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def _events(workdir: Path) -> list[tuple[str, str | None, dict[str, object]]]:
 
 
 @pytest.mark.claude_cli
-def test_demo_auto_with_the_three_adapters(tmp_path: Path) -> None:
+def test_demo_auto_with_the_four_adapters(tmp_path: Path) -> None:
     env = {**os.environ, "CROSSGATE_DEMO_AUTO": "1"}
     done = subprocess.run(
         [sys.executable, str(EXAMPLES / "demo.py"), "--port", "0", "--workdir", str(tmp_path)],
@@ -42,15 +42,19 @@ def test_demo_auto_with_the_three_adapters(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
     assert "review page http://127.0.0.1:" in out
-    for label in ("via crossgate_openai", "via crossgate_claude", "via crossgate_langgraph"):
+    adapters = ("openai", "claude", "langgraph", "pydantic_ai")
+    for label in (f"via crossgate_{name}" for name in adapters):
         assert label in out, f"{label} missing: the demo fell back to a stand-in\n{out}{done.stderr}"
-    assert "tickets left: T-202, T-303; deletes that ran: T-101, T-204" in out
+    [report] = [line for line in out.splitlines() if "tickets left:" in line]
+    left, ran = report.split("tickets left: ", 1)[1].split("; deletes that ran: ")
+    assert left == "T-202, T-303"
+    assert sorted(ran.split(", ")) == ["T-101", "T-204", "T-404"], "the runs finish in any order"
     events = _events(tmp_path)
     decided = [(channel, payload["kind"]) for kind, channel, payload in events if kind == "decided"]
-    assert sorted(decided) == [("api", "approve"), ("api", "edit"), ("api", "reject")]
+    assert sorted(decided) == [("api", "approve"), ("api", "approve"), ("api", "edit"), ("api", "reject")]
     frameworks = {payload["framework"] for kind, _, payload in events if kind == "submitted"}
-    assert frameworks == {"openai-agents", "claude-agent-sdk", "langgraph"}
-    assert sum(1 for kind, *_ in events if kind == "run_resumed") == 3
+    assert frameworks == {"openai-agents", "claude-agent-sdk", "langgraph", "pydantic-ai"}
+    assert sum(1 for kind, *_ in events if kind == "run_resumed") == 4
 
 
 async def test_demo_auto_with_stand_in_agents(tmp_path: Path) -> None:
@@ -61,9 +65,10 @@ async def test_demo_auto_with_stand_in_agents(tmp_path: Path) -> None:
         "openai": "deleted ticket T-101",
         "claude": "deleted ticket T-204",
         "langgraph": "Do not delete this ticket: the customer still needs it. Close it instead.",
+        "pydantic-ai": "deleted ticket T-404",
     }
     executed = [payload["ran"] for kind, _, payload in _events(tmp_path) if kind == "executed"]
-    assert sorted(executed) == [False, True, True]
+    assert sorted(executed) == [False, True, True, True]
 
 
 async def test_a_failing_reviewer_fails_the_demo_instead_of_hanging_it(tmp_path: Path) -> None:
@@ -100,12 +105,12 @@ async def test_the_demo_prints_its_database_and_a_terminal_command_that_decides(
         argv[0] = str(crossgate)
         db = ["--db", printed["database"]]
         for _ in range(300):  # bounded: the stand-in agents submit within moments
-            if len(json.loads((await _run([str(crossgate), *db, "list", "--json"])).stdout)["items"]) == 3:
+            if len(json.loads((await _run([str(crossgate), *db, "list", "--json"])).stdout)["items"]) == 4:
                 break
             await asyncio.sleep(0.1)
-        walked = await _run(argv, stdin="a\na\na\n")
+        walked = await _run(argv, stdin="a\na\na\na\n")
         assert walked.returncode == 0, walked.stderr
-        assert "3 approved, 0 edited, 0 rejected, 0 skipped" in walked.stdout
+        assert "4 approved, 0 edited, 0 rejected, 0 skipped" in walked.stdout
 
     report = await demo.run_demo(
         reviewer=terminal_reviewer, port=0, synthetic=True, on_ready=on_ready, wait_for_reviewer=True
@@ -113,10 +118,11 @@ async def test_the_demo_prints_its_database_and_a_terminal_command_that_decides(
     assert printed["command"] == shlex.join(
         ["crossgate", "--db", printed["database"], "--policy", str(EXAMPLES / "policy.yaml"), "review"]
     )
-    assert sorted(report.deletes_run) == ["T-101", "T-202", "T-303"], "every run went on after the terminal's approvals"
+    every = ["T-101", "T-202", "T-303", "T-404"]
+    assert sorted(report.deletes_run) == every, "every run went on after the terminal's approvals"
     out = capsys.readouterr().out
     finished = [line for line in out.splitlines() if line.strip().startswith("finished ")]
-    assert len(finished) == 3, "each run's result is printed as it finishes"
+    assert len(finished) == 4, "each run's result is printed as it finishes"
     assert out.index(finished[-1]) < out.index("All runs finished:")
     assert not Path(printed["database"]).parent.exists(), "the demo's own temporary folder is removed on exit"
 

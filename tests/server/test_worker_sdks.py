@@ -1,4 +1,4 @@
-"""The worker resumes parked runs of all three real adapters once reviewers decided them over HTTP."""
+"""The worker resumes parked runs of all four real adapters once reviewers decided them over HTTP."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from tests.server.demo_loader import EXAMPLES, load_demo
 pytestmark = [pytest.mark.slow, pytest.mark.claude_cli]
 
 
-async def test_worker_resumes_openai_claude_and_langgraph_runs(tmp_path: Path) -> None:
+async def test_worker_resumes_the_runs_of_every_adapter(tmp_path: Path) -> None:
     load_demo()
     import demo_agents
     import demo_sdk_agents
@@ -33,11 +33,13 @@ async def test_worker_resumes_openai_claude_and_langgraph_runs(tmp_path: Path) -
         demo_sdk_agents.openai_agent(queue, tickets, specs["openai"], tmp_path),
         demo_sdk_agents.claude_agent(queue, tickets, specs["claude"], tmp_path),
         demo_sdk_agents.langgraph_agent(queue, tickets, specs["langgraph"], tmp_path),
+        demo_sdk_agents.pydantic_ai_agent(queue, tickets, specs["pydantic-ai"], tmp_path),
     ]
     try:
         for key, agent in zip(specs, agents, strict=True):
             assert isinstance(await agent.start(f"w-{key}"), Parked)
-        assert {p.framework for p in queue.parked_runs()} == {"openai-agents", "claude-agent-sdk", "langgraph"}
+        frameworks = {p.framework for p in queue.parked_runs()}
+        assert frameworks == {"openai-agents", "claude-agent-sdk", "langgraph", "pydantic-ai"}
         worker = Worker(queue, agents, poll_seconds=0.1)
         assert await worker.run_once() == [], "nothing is decided yet, so nothing resumes"
         app = create_app(queue, make_settings())
@@ -53,9 +55,10 @@ async def test_worker_resumes_openai_claude_and_langgraph_runs(tmp_path: Path) -
             ("claude-agent-sdk", "finished"),
             ("langgraph", "finished"),
             ("openai-agents", "finished"),
+            ("pydantic-ai", "finished"),
         ]
         assert tickets.ids() == ["T-202", "T-303"]
-        assert sorted(tickets.delete_runs()) == ["T-101", "T-204"]
+        assert sorted(tickets.delete_runs()) == ["T-101", "T-204", "T-404"]
         statuses = {p.status for p in queue.parked_runs(statuses=tuple(ParkedRunStatus))}
         assert statuses == {ParkedRunStatus.RESUMED}
         assert await worker.run_once() == [], "a parked run is resumed once"
@@ -88,6 +91,7 @@ def test_worker_command_resumes_runs_another_process_started(tmp_path: Path) -> 
         demo_sdk_agents.openai_agent(queue, tickets, specs["openai"], tmp_path),
         demo_sdk_agents.claude_agent(queue, tickets, specs["claude"], tmp_path),
         demo_sdk_agents.langgraph_agent(queue, tickets, specs["langgraph"], tmp_path),
+        demo_sdk_agents.pydantic_ai_agent(queue, tickets, specs["pydantic-ai"], tmp_path),
     ]
 
     async def start_all() -> None:
@@ -98,7 +102,7 @@ def test_worker_command_resumes_runs_another_process_started(tmp_path: Path) -> 
     agents[1].close()  # the starting process is gone; the worker brings its own Messages API
     for request in queue.pending():
         framework = request.call.framework
-        if framework == "openai-agents":
+        if framework in ("openai-agents", "pydantic-ai"):
             queue.decide(request.id, Approve(), reviewer="ann")
         elif framework == "claude-agent-sdk":
             queue.decide(request.id, Edit(args={**request.call.args, "id": "T-204"}), reviewer="ann")
@@ -112,7 +116,7 @@ def test_worker_command_resumes_runs_another_process_started(tmp_path: Path) -> 
     )
     assert done.returncode == 0, done.stdout + done.stderr
     finished = sorted(line.split()[1] for line in done.stdout.splitlines() if line.startswith("finished"))
-    assert finished == ["claude-agent-sdk", "langgraph", "openai-agents"], done.stdout + done.stderr
+    assert finished == ["claude-agent-sdk", "langgraph", "openai-agents", "pydantic-ai"], done.stdout + done.stderr
     assert tickets.ids() == ["T-202", "T-303"]
-    assert sorted(tickets.delete_runs()) == ["T-101", "T-204"]
+    assert sorted(tickets.delete_runs()) == ["T-101", "T-204", "T-404"]
     queue.close()

@@ -1,0 +1,209 @@
+"""``Gate``: run a Pydantic AI agent behind crossgate, park it on deferred approvals, resume it anywhere."""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
+from pydantic_ai.agent import AgentRunResult
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+
+from crossgate import (
+    AdapterError,
+    ApprovalRequest,
+    Approve,
+    ConfigurationError,
+    Edit,
+    ParkedRun,
+    Reject,
+    Respond,
+    ReviewQueue,
+)
+from crossgate.clock import new_id
+from crossgate.model import JsonObject
+from crossgate.runs import Finished, Parked, resume_leased
+from crossgate_pydantic_ai._capabilities import FRAMEWORK
+from crossgate_pydantic_ai._steps import RunScope, app_context, close_unrun
+from crossgate_pydantic_ai._toolset import Gating
+
+Outcome = Finished[AgentRunResult[Any]] | Parked
+
+
+class Gate:
+    """Run Pydantic AI agents behind a crossgate ``ReviewQueue``: finish, or park until reviewers decide.
+
+    ``run`` wraps the agent's toolset for that run (the agent itself is not changed), and returns
+    ``Finished`` or ``Parked``. A parked run's message history is kept in the queue's store, never handed
+    to clients. ``resume`` takes a parked run forward once its requests are decided, in any process:
+
+        outcome = await Gate(open_queue(), agent=build_agent()).resume(parked_run_id)
+
+    A gate bound to an agent with ``agent=`` is a ``crossgate.runs.Resumer`` that ``crossgate worker`` can
+    drive. ``context`` is the app's context for every call of the gate's runs (a JSON object), which
+    policy ``context:`` conditions test; ``run(call_context=...)`` adds to it for one run. It is parked
+    with the run and read back on resume, as ``requested_by`` is.
+    """
+
+    framework = FRAMEWORK
+
+    def __init__(
+        self,
+        queue: ReviewQueue,
+        *,
+        agent: Agent[Any, Any] | None = None,
+        owner: str | None = None,
+        lease_seconds: float = 300.0,
+        context: JsonObject | None = None,
+    ) -> None:
+        self.queue = queue
+        self.agent = agent
+        self.context: JsonObject = app_context(context)
+        self.owner = owner or f"{FRAMEWORK}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.lease_seconds = lease_seconds
+
+    async def run(
+        self,
+        agent: Agent[Any, Any],
+        prompt: str,
+        *,
+        run: str | None = None,
+        session: str | None = None,
+        deps: Any = None,
+        requested_by: str | None = None,
+        call_context: JsonObject | None = None,
+    ) -> Outcome:
+        """Run ``agent`` on ``prompt`` until it finishes or a call needs a reviewer, which parks it.
+
+        ``run`` names the crossgate run (a fresh id when None); ``session`` groups runs for standing rules
+        of scope session. ``requested_by`` is who the run acts for: every request of the run carries it,
+        its resumes keep it, and the queue refuses a decision by that person. ``deps`` are the agent's
+        dependencies (pass them again to ``resume``); ``call_context`` is crossgate's app context.
+        """
+        name = _agent_name(agent)
+        scope = RunScope(run or new_id("run"), session, requested_by, {**self.context, **app_context(call_context)})
+        return await self._drive(agent, name, scope, prompt=prompt, deps=deps)
+
+    async def resume(self, parked_run: str, *, agent: Agent[Any, Any] | None = None, deps: Any = None) -> Outcome:
+        """Take a parked run forward once every request of it is decided (or expired); resume it once.
+
+        A run with a request still pending stays parked and is returned as ``Parked`` unchanged. Unknown
+        ids raise NotFoundError; a run resumed before raises ParkedRunClaimedError. Who the run acts for
+        and its app context are read from the parked run, never from the caller.
+        """
+        agent = agent or self.agent
+        if agent is None:
+            raise ConfigurationError("resume needs the agent: Gate(queue, agent=...) or resume(..., agent=...)")
+        name = _agent_name(agent)
+        parked = self.queue.get_parked(parked_run)
+        if parked.framework != FRAMEWORK:
+            raise ConfigurationError(f"parked run {parked.id} belongs to {parked.framework}, not {FRAMEWORK}")
+        if parked.metadata.get("agent") != name:
+            raise ConfigurationError(f"parked run {parked.id} ran agent {parked.metadata.get('agent')!r}, not {name!r}")
+        self.queue.expire_overdue()
+        requests = [self.queue.get(r) for r in parked.request_ids]
+        if any(r.is_open for r in requests):
+            return Parked(parked.run, parked.id, parked.request_ids)
+        # Load before claiming: a history this SDK cannot read must not use up the parked run.
+        history = ModelMessagesTypeAdapter.validate_json(parked.state)
+        meta = parked.metadata
+        context = meta.get("context")
+        scope = RunScope(
+            parked.run,
+            _text(meta.get("session")),
+            _text(meta.get("requested_by")),
+            dict(context) if isinstance(context, dict) else {},
+        )
+
+        async def body(_claimed: ParkedRun) -> Outcome:
+            results = self._results(requests)
+            return await self._drive(agent, name, scope, history=history, results=results, deps=deps)
+
+        return await resume_leased(self.queue, parked, owner=self.owner, lease_seconds=self.lease_seconds, body=body)
+
+    def _results(self, requests: Sequence[ApprovalRequest]) -> DeferredToolResults:
+        """The SDK's answer for every parked call; decisions that run nothing are recorded here."""
+        results = DeferredToolResults()
+        for request in requests:
+            call_id = request.call.call_id or ""
+            resolution = request.resolution()
+            if isinstance(resolution, Approve):
+                results.approvals[call_id] = ToolApproved()
+            elif isinstance(resolution, Edit):
+                results.approvals[call_id] = ToolApproved(override_args=dict(resolution.args))
+            elif isinstance(resolution, Respond):
+                close_unrun(self.queue, request, resolution.content)
+                results.calls[call_id] = resolution.content
+            elif isinstance(resolution, Reject):
+                close_unrun(self.queue, request, resolution.message)
+                results.approvals[call_id] = ToolDenied(resolution.message)
+            else:  # never reached: an open request keeps the run parked
+                raise AdapterError(f"request {request.id} has no decision to resume with")
+        return results
+
+    async def _drive(
+        self,
+        agent: Agent[Any, Any],
+        name: str,
+        scope: RunScope,
+        *,
+        prompt: str | None = None,
+        history: list[ModelMessage] | None = None,
+        results: DeferredToolResults | None = None,
+        deps: Any = None,
+    ) -> Outcome:
+        result = await agent.run(
+            prompt,
+            message_history=history,
+            deferred_tool_results=results,
+            output_type=_with_deferred(agent.output_type),
+            deps=deps,
+            capabilities=[Gating(self.queue, name, scope)],
+        )
+        output = result.output
+        if not isinstance(output, DeferredToolRequests):
+            return Finished(scope.run, result)
+        if output.calls:
+            tools = sorted({c.tool_name for c in output.calls})
+            raise AdapterError(
+                f"the run deferred external calls ({', '.join(tools)}); crossgate answers approvals only"
+            )
+        asked = []
+        for part in output.approvals:
+            submission = scope.asked.get(part.tool_call_id)
+            if submission is None or submission.request is None:
+                raise AdapterError(f"the SDK paused {part.tool_name} ({part.tool_call_id}) without asking crossgate")
+            asked.append(submission)
+        parked = self.queue.park(
+            framework=FRAMEWORK,
+            run=scope.run,
+            request_ids=[s.request.id for s in asked if s.request is not None],
+            state=result.all_messages_json().decode(),
+            metadata={
+                "agent": name,
+                "session": scope.session,
+                "requested_by": scope.requested_by,
+                "context": scope.context,
+            },
+            new_requests=[s.request for s in asked if s.request is not None and not s.stored],
+        )
+        return Parked(scope.run, parked.id, parked.request_ids)
+
+
+def _with_deferred(output_type: Any) -> Any:
+    """The agent's output types plus ``DeferredToolRequests``, so a gated call pauses the run."""
+    types = list(output_type) if isinstance(output_type, (list, tuple)) else [output_type]
+    return types if DeferredToolRequests in types else [*types, DeferredToolRequests]
+
+
+def _agent_name(agent: Agent[Any, Any]) -> str:
+    if not agent.name:
+        raise ConfigurationError("give the agent a name (Agent(..., name=...)): parked runs resume by it")
+    return agent.name
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
