@@ -115,6 +115,7 @@ async def run_checked(
     body: Callable[[JsonObject], Awaitable[T]],
     *,
     actor: str,
+    call: ToolCall | None = None,
     summary: Callable[[T], str | None] = str,
 ) -> ToolAnswer[T]:
     """Run ``body`` for a reviewed call only if its decision allows it now; record what happened.
@@ -122,26 +123,32 @@ async def run_checked(
     ``args`` are the arguments the model proposed; ``body`` gets the ones to run (the reviewer's, for
     an edit). Respond answers with the reviewer's content and reject with its message; neither runs
     the tool, and both are recorded as not run. ``summary`` turns the body's result into the recorded
-    result text. An exception from ``body`` is recorded as the tool's failure and raised again.
+    result text, recorded with ``call``'s fields when given. An exception from ``body`` is recorded as
+    the tool's failure and raised again.
     """
     applied = await apply_decision(queue, request, args, actor=actor)
     if applied.responded:
         await store_call(queue.record_outcome, request, ran=False, result=applied.message)
     if not applied.run:
         return ToolAnswer(ran=False, message=applied.message)
-    return await run_recorded(queue, request, dict(applied.args or {}), body, summary=summary)
+    return await run_recorded(queue, request, dict(applied.args or {}), body, call=call, summary=summary)
 
 
 async def run_recorded(
     queue: AdapterQueue,
-    request: ApprovalRequest | ToolCall,
+    request: ApprovalRequest | None,
     args: JsonObject,
     body: Callable[[JsonObject], Awaitable[T]],
     *,
+    call: ToolCall | None = None,
     summary: Callable[[T], str | None] = str,
 ) -> ToolAnswer[T]:
-    """Run ``body`` with ``args`` and record its outcome: for a marked-applied request, or a call the policy allowed."""
-    target, call = (request, None) if isinstance(request, ApprovalRequest) else (None, request)
+    """Run ``body`` with ``args`` and record its outcome.
+
+    For a request :func:`apply_decision` marked applied, or (``request`` None, ``call`` given) a call the
+    policy allowed outright, which has no request.
+    """
+    target = request
     try:
         result = await body(args)
     except Exception as exc:
@@ -158,6 +165,7 @@ def run_checked_sync(
     body: Callable[[JsonObject], T],
     *,
     actor: str,
+    call: ToolCall | None = None,
     summary: Callable[[T], str | None] = str,
 ) -> ToolAnswer[T]:
     """:func:`run_checked` for a synchronous ``body`` (a sync tool node), with no event loop needed."""
@@ -165,7 +173,7 @@ def run_checked_sync(
     async def run(run_args: JsonObject) -> T:
         return body(run_args)
 
-    return drive(run_checked(queue, request, args, run, actor=actor, summary=summary))
+    return drive(run_checked(queue, request, args, run, actor=actor, call=call, summary=summary))
 
 
 def drive(coroutine: Coroutine[Any, Any, T]) -> T:
