@@ -118,7 +118,7 @@ def test_a_pending_request_never_runs() -> None:
     queue, tool = _queue(), Tool()
     request = _asked(queue)
     answer = asyncio.run(run_checked(queue, request, {"id": "t3"}, tool, actor="kit"))
-    assert not answer.ran and tool.calls == [] and "no decision" in answer.message
+    assert not answer.ran and tool.calls == [] and "still pending" in answer.message
     assert queue.get(request.id).status is RequestStatus.PENDING
 
 

@@ -9,7 +9,6 @@ exactly once, right before the node runs the tool.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -23,20 +22,16 @@ from crossgate import (
     ApprovalRequest,
     Approve,
     ConfigurationError,
-    Edit,
     InvalidArgumentsError,
     Reject,
-    RequestCancelledError,
-    RequestExpiredError,
-    RequestStatus,
     ReviewQueue,
     ToolCall,
     VerdictKind,
     canonical_json,
 )
+from crossgate.adapter import apply_decision_sync, request_id
 from crossgate.decisions import validate_args
 from crossgate.model import Decision, JsonObject
-from crossgate.outcomes import already_applied_message
 from crossgate.schemas import decision_schema
 from crossgate_langgraph._arguments import refusal
 from crossgate_langgraph._origin import agent_in, context_in
@@ -93,8 +88,7 @@ CheckedDecision = Annotated[Decision, AfterValidator(_check_against_queue), With
 
 def graph_request_id(thread: str, checkpoint_ns: str, tool: str, call_id: str | None) -> str:
     """The request id of one approval inside one task of one thread; the same on every re-run."""
-    digest = hashlib.sha256(canonical_json(["graph", thread, checkpoint_ns, tool, call_id or ""]).encode()).hexdigest()
-    return f"req_lg_{digest[:32]}"
+    return request_id("lg", "graph", thread, checkpoint_ns, tool, call_id or "")
 
 
 def current_thread() -> tuple[str, str]:
@@ -252,22 +246,16 @@ def interrupt_value(request: ApprovalRequest) -> JsonObject:
 
 
 def _mark_applied(queue: ReviewQueue, request_id: str, call: ToolCall, decision: AnyDecision) -> AnyDecision:
-    """Apply ``decision`` exactly once; return what the node must do (a rejection if the policy now denies it)."""
-    request = queue.get(request_id)
-    if request.status is RequestStatus.DECIDED:
-        args = decision.args if isinstance(decision, Edit) else call.args if isinstance(decision, Approve) else None
-        try:
-            queue.mark_applied(request_id, args=args, actor="langgraph")
-        except (RequestCancelledError, RequestExpiredError):
-            # The policy denied the call after its approval, or the approval lapsed: the queue closed the
-            # request with the reason the model reads.
-            closed = queue.get(request_id).resolution()
-            if not isinstance(closed, Reject):
-                raise
-            return closed
-    elif request.status is RequestStatus.APPLIED and isinstance(decision, Approve | Edit):
-        # Applied by an earlier attempt (a resumer that died mid-tool, whose run another took over, or
-        # an earlier ask of the same node): never run twice; the node is told what happened then.
-        message = already_applied_message(call.tool, request_id, queue.outcome(request_id))
-        return Reject(message=message, fingerprint=call.fingerprint)
-    return decision
+    """Apply ``decision`` through the kit's check, exactly once; return what the node must do.
+
+    A decision that may not run now (applied by an earlier attempt, a lapsed approval, a policy deny
+    since, a reject) comes back as a ``Reject`` with what the model reads, its outcome recorded; a
+    respond is recorded here too (the reviewer's content is the tool's result).
+    """
+    applied = apply_decision_sync(queue, queue.get(request_id), call.args, actor="langgraph")
+    if applied.run:
+        return decision
+    if applied.responded:
+        queue.record_outcome(applied.request, ran=False, result=applied.message)
+        return decision
+    return Reject(message=applied.message, fingerprint=call.fingerprint)

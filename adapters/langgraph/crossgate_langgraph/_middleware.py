@@ -29,9 +29,7 @@ from langgraph.config import get_config
 from langgraph.types import Command
 
 from crossgate import (
-    AlreadyAppliedError,
     ConflictError,
-    CrossgateError,
     DecisionKind,
     InvalidArgumentsError,
     Reject,
@@ -40,12 +38,11 @@ from crossgate import (
     RequestStatus,
     Respond,
     ReviewQueue,
-    StoreError,
     ToolCall,
     VerdictKind,
 )
+from crossgate.adapter import apply_decision_sync
 from crossgate.model import ALL_DECISIONS, JsonObject
-from crossgate.outcomes import already_applied_message
 from crossgate.policy import Policy
 from crossgate.queue import REQUESTED_BY
 from crossgate_langgraph._approval import requested_by_in
@@ -260,34 +257,13 @@ class CrossgateGuard(AgentMiddleware[Any, Any]):
         if refused is not None:
             return self._message(call, refused, error=True), request_id
         decision = reviewed.resolution()
-        if decision is None:
-            return self._message(call, f"Not run: request {request_id} is still pending.", error=True), request_id
         if isinstance(decision, Reject | Respond):
+            # Marked applied and recorded by the gate when it resumed the run (the SDK answered the model).
             text = decision.message if isinstance(decision, Reject) else decision.content
             return self._message(call, text, error=isinstance(decision, Reject)), request_id
-        try:
-            self.queue.mark_applied(request_id, args=call.args, actor="langchain")
-        except StoreError:
-            # Not an answer about this call: the run fails and the decision stays unused, rather than
-            # the model being told the call did not run.
-            raise
-        except AlreadyAppliedError:
-            # Applied by an earlier attempt (a resumer that died mid-tool, whose run this one took over):
-            # never run twice; the model is told what happened then, from the audit log.
-            text = already_applied_message(call.tool, request_id, self.queue.outcome(request_id))
-            self.queue.record_outcome(
-                request_id, ran=False, error=f"not run again: request {request_id} was applied before"
-            )
-            return self._message(call, text, error=True), request_id
-        except (RequestCancelledError, RequestExpiredError) as exc:
-            # The policy denied the call after its approval, or the approval lapsed: the closed request's
-            # reason is what the model reads (as in every adapter).
-            text = self.queue.get(request_id).closed_reason or f"Not run: {exc}"
-            self.queue.record_outcome(request_id, ran=False, result=text)
-            return self._message(call, text, error=True), request_id
-        except CrossgateError as exc:
-            self.queue.record_outcome(request_id, ran=False, error=str(exc))
-            return self._message(call, f"Not run: {exc}", error=True), request_id
+        applied = apply_decision_sync(self.queue, reviewed, call.args, actor="langchain")
+        if not applied.run:
+            return self._message(call, applied.message, error=True), request_id
         return None, request_id
 
     def _record(self, request_id: str | None, result: ToolResult) -> ToolResult:

@@ -67,10 +67,7 @@ def gated_tool_wrapper(
             if request_id is not None:
                 queue.record_outcome(request_id, ran=True, result=_text(result))
             return result
-        if request_id is not None:
-            queue.record_outcome(
-                request_id, ran=False, result=decision.message if isinstance(decision, Reject) else None
-            )
+        # Not run: the kit's check recorded the outcome when it applied the decision.
         if isinstance(decision, Reject):
             return ToolMessage(
                 content=decision.message, name=call.tool, tool_call_id=tool_call.get("id") or "", status="error"

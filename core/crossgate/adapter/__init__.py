@@ -10,8 +10,9 @@ else it needs is here, and nothing else decides whether a reviewed tool runs:
   lapsed approval and a call the policy denies now), runs the body only for approve or edit (with the
   edited arguments), answers respond with the reviewer's content and reject with its message, and
   records the outcome. Its :class:`ToolAnswer` is what the model is told. :func:`run_checked_sync`
-  is the same for a synchronous body; :func:`apply_decision` is the check alone, for an SDK that runs
-  the tool itself after a permission answer (record the outcome when the SDK reports it);
+  is the same for a synchronous body; :func:`apply_decision` (and ``apply_decision_sync``) is the
+  check alone, for an SDK that runs the tool itself after a permission answer (record the outcome
+  when the SDK reports it);
   :func:`run_recorded` runs and records a call the policy allowed outright.
 - :func:`resume_leased` is the resume sequence: claim the parked run (taking over one whose resumer
   died once its lease ran out), run the adapter's body (apply each decision through ``run_checked``,
@@ -30,6 +31,7 @@ from crossgate.adapter._check import (
     Application,
     ToolAnswer,
     apply_decision,
+    apply_decision_sync,
     run_checked,
     run_checked_sync,
     run_recorded,
@@ -45,6 +47,7 @@ __all__ = [
     "Application",
     "ToolAnswer",
     "apply_decision",
+    "apply_decision_sync",
     "find_request",
     "request_id",
     "resume_leased",

@@ -21,7 +21,7 @@ from crossgate.outcomes import already_applied_message
 
 T = TypeVar("T")
 
-NO_DECISION = "crossgate has no decision for this {tool} call yet, so it was not run."
+NO_DECISION = "crossgate did not run {tool}: request {request} is still pending, so nothing may run yet."
 OTHER_ARGUMENTS = (
     "crossgate did not run {tool}: request {request} was reviewed for other arguments than the ones about to run."
 )
@@ -61,18 +61,20 @@ class ToolAnswer(Generic[T]):
 async def apply_decision(
     queue: AdapterQueue, request: ApprovalRequest, args: JsonObject | None, *, actor: str
 ) -> Application:
-    """Decide whether ``request``'s call runs now with ``args`` (the arguments the SDK is about to run).
+    """Decide whether ``request``'s call runs now; ``args`` are the arguments the SDK holds for it.
 
-    ``args`` None skips the binding check, for a call the SDK will not run whatever crossgate says (a
-    native rejection). Raises StoreError (nothing decided: the run fails and can be retried, rather
+    ``args`` must be the ones reviewed, or (an SDK that substitutes an edit itself) the approved ones;
+    either way, what may run is ``Application.args``, the approved arguments. ``args`` None skips this
+    binding check, for a call the SDK will not run whatever crossgate says (a native rejection).
+    Raises StoreError (nothing decided: the run fails and can be retried, rather
     than the model being told the call did not run).
     """
     tool = request.call.tool
-    if args is not None and fingerprint(tool, args) != request.fingerprint:
+    if args is not None and fingerprint(tool, args) not in (request.fingerprint, request.approved_fingerprint()):
         return await _refused(queue, request, OTHER_ARGUMENTS.format(tool=tool, request=request.id), error=True)
     resolution = request.resolution()
     if resolution is None:
-        return await _refused(queue, request, NO_DECISION.format(tool=tool))
+        return await _refused(queue, request, NO_DECISION.format(tool=tool, request=request.id))
     run_args = request.approved_args()
     try:
         await store_call(queue.mark_applied, request, args=run_args, actor=actor)
@@ -98,6 +100,13 @@ async def apply_decision(
         return await _refused(queue, request, resolution.message)
     assert isinstance(resolution, Approve | Edit)
     return Application(request=request, run=True, args=run_args)
+
+
+def apply_decision_sync(
+    queue: AdapterQueue, request: ApprovalRequest, args: JsonObject | None, *, actor: str
+) -> Application:
+    """:func:`apply_decision` for synchronous SDK code (a sync tool node or middleware hook)."""
+    return drive(apply_decision(queue, request, args, actor=actor))
 
 
 async def _refused(queue: AdapterQueue, request: ApprovalRequest, message: str, *, error: bool = False) -> Application:
