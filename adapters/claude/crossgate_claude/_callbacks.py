@@ -36,12 +36,11 @@ from crossgate import (
     ParkedRun,
     RequestQuery,
     RequestStatus,
-    ReviewQueue,
     ToolCall,
     VerdictKind,
     fingerprint,
 )
-from crossgate.adapter import apply_decision
+from crossgate.adapter import AdapterQueue, apply_decision, find_request
 from crossgate.decisions import validate_args
 from crossgate.model import JsonObject
 from crossgate.queue import REQUESTED_BY
@@ -130,7 +129,7 @@ class Binding:
     """tool_use_id -> the request of the queued call it makes again (see ``QUEUED_BEHIND``)."""
 
     @property
-    def queue(self) -> ReviewQueue:
+    def queue(self) -> AdapterQueue:
         return self.gate.queue
 
     # PreToolUse ---------------------------------------------------------------------------------
@@ -185,7 +184,7 @@ class Binding:
             self.queue.record_outcome(None, ran=False, error=invalid, call=call)
             return hook_output("deny", invalid)
         rid = self.retries.get(tool_use_id) or request_id(session, tool_use_id)
-        existing = self.queue.store.get_request(rid)
+        existing = find_request(self.queue, rid)
         verdict = None
         if existing is None:
             verdict = self.queue.evaluate(call)
@@ -364,7 +363,7 @@ class Binding:
             self.queue.record_outcome(None, ran=False, result=refusal, call=call)
             return deny(refusal or UNKNOWN_AGENT)
         rid = self.retries.get(tool_use_id) or request_id(session, tool_use_id)
-        if self.queue.store.get_request(rid) is None:
+        if find_request(self.queue, rid) is None:
             verdict = self.queue.evaluate(call)
             if verdict.kind is VerdictKind.ALLOW:
                 return PermissionResultAllow()  # the hook recorded the policy's allow
@@ -461,7 +460,7 @@ class Binding:
 
     def _record_outcome(self, data: dict[str, Any], tool_use_id: str, *, failure: str | None = None) -> None:
         session = str(data.get("session_id") or self.sessions.get(tool_use_id) or self.session or "") or None
-        request = self.queue.store.get_request(self.retries.get(tool_use_id) or request_id(session, tool_use_id))
+        request = find_request(self.queue, self.retries.get(tool_use_id) or request_id(session, tool_use_id))
         if request is None:
             return
         name = self._name(tool_use_id, str(data.get("tool_name")), data.get("mcp_server"))

@@ -20,9 +20,8 @@ from crossgate import (
     InvalidArgumentsError,
     ParkedRun,
     ParkedRunStatus,
-    ReviewQueue,
 )
-from crossgate.adapter import resume_leased
+from crossgate.adapter import AdapterQueue, resume_leased
 from crossgate.fingerprint import require_json
 from crossgate.model import JsonObject
 from crossgate.runs import Finished, Parked
@@ -60,7 +59,7 @@ class Gate:
 
     def __init__(
         self,
-        queue: ReviewQueue,
+        queue: AdapterQueue,
         *,
         options: ClaudeAgentOptions | None = None,
         hold: float | None = 0.0,

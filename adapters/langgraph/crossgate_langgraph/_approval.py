@@ -24,12 +24,11 @@ from crossgate import (
     ConfigurationError,
     InvalidArgumentsError,
     Reject,
-    ReviewQueue,
     ToolCall,
     VerdictKind,
     canonical_json,
 )
-from crossgate.adapter import apply_decision_sync, request_id
+from crossgate.adapter import AdapterQueue, apply_decision_sync, find_request, request_id
 from crossgate.decisions import validate_args
 from crossgate.model import Decision, JsonObject
 from crossgate.schemas import decision_schema
@@ -48,7 +47,7 @@ REQUESTED_BY_KEY: Final = "crossgate_requested_by"
 
 @dataclass(frozen=True, slots=True)
 class _Asking:
-    queue: ReviewQueue
+    queue: AdapterQueue
     request_id: str
     fingerprint: str
 
@@ -70,7 +69,7 @@ def _check_against_queue(decision: AnyDecision) -> AnyDecision:
             "the decision names other arguments than the ones this node is about to run "
             f"(decision fingerprint {str(decision.fingerprint)[:12]}…, call {asking.fingerprint[:12]}…)"
         )
-    request = asking.queue.store.get_request(asking.request_id)
+    request = find_request(asking.queue, asking.request_id)
     if request is None:
         raise ValueError(f"crossgate has no request {asking.request_id}")
     recorded = request.resolution()
@@ -133,7 +132,7 @@ def acting_for(requested_by: str | None) -> str | None:
 
 
 def request_approval(
-    queue: ReviewQueue,
+    queue: AdapterQueue,
     tool: str,
     args: Mapping[str, Any],
     *,
@@ -185,7 +184,7 @@ def request_approval(
 
 
 def ask(
-    queue: ReviewQueue,
+    queue: AdapterQueue,
     call: ToolCall,
     *,
     args_schema: JsonObject | None = None,
@@ -245,7 +244,7 @@ def interrupt_value(request: ApprovalRequest) -> JsonObject:
     }
 
 
-def _mark_applied(queue: ReviewQueue, request_id: str, call: ToolCall, decision: AnyDecision) -> AnyDecision:
+def _mark_applied(queue: AdapterQueue, request_id: str, call: ToolCall, decision: AnyDecision) -> AnyDecision:
     """Apply ``decision`` through the kit's check, exactly once; return what the node must do.
 
     A decision that may not run now (applied by an earlier attempt, a lapsed approval, a policy deny

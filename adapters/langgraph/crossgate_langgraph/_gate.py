@@ -36,11 +36,10 @@ from crossgate import (
     RequestExpiredError,
     RequestStatus,
     Respond,
-    ReviewQueue,
     VerdictKind,
     fingerprint,
 )
-from crossgate.adapter import apply_decision_sync, resume_leased
+from crossgate.adapter import AdapterQueue, apply_decision_sync, find_request, resume_leased
 from crossgate.model import JsonObject
 from crossgate.runs import Finished, Parked
 from crossgate_langgraph._arguments import args_json_schema, tool_args
@@ -71,7 +70,7 @@ class Gate:
 
     def __init__(
         self,
-        queue: ReviewQueue,
+        queue: AdapterQueue,
         *graphs: Graph,
         owner: str | None = None,
         agent: str | None = None,
@@ -380,7 +379,7 @@ class Gate:
         named = set()
         for pending in interrupts:
             if interrupt_shape(pending.value) == "crossgate":
-                stored = self.queue.store.get_request(str(pending.value["request_id"]))
+                stored = find_request(self.queue, str(pending.value["request_id"]))
                 if stored is not None and stored.requested_by is not None:
                     named.add(stored.requested_by)
         if requested_by is not None:

@@ -37,11 +37,10 @@ from crossgate import (
     RequestExpiredError,
     RequestStatus,
     Respond,
-    ReviewQueue,
     ToolCall,
     VerdictKind,
 )
-from crossgate.adapter import apply_decision_sync
+from crossgate.adapter import AdapterQueue, apply_decision_sync, find_request
 from crossgate.model import ALL_DECISIONS, JsonObject
 from crossgate.policy import Policy
 from crossgate.queue import REQUESTED_BY
@@ -55,7 +54,7 @@ InterruptMode = Literal["per_call", "batched"]
 
 
 def crossgate_middleware(
-    queue: ReviewQueue,
+    queue: AdapterQueue,
     tools: Sequence[BaseTool],
     *,
     interrupt_mode: InterruptMode = "per_call",
@@ -145,14 +144,14 @@ def _call_for(request: ToolCallRequest, origin: _Origin) -> tuple[ToolCall, str,
     return call, agent_request_id(thread, turn, call_id), siblings, refused
 
 
-def _when(queue: ReviewQueue, origin: _Origin) -> Callable[[ToolCallRequest], bool]:
+def _when(queue: AdapterQueue, origin: _Origin) -> Callable[[ToolCallRequest], bool]:
     def when(request: ToolCallRequest) -> bool:
         call, request_id, siblings, refused = _call_for(request, origin)
         # Once a turn has paused, the calls it paused for are fixed: on resume the middleware asks this
         # predicate again, and a different answer (a standing rule added or revoked meanwhile) would
         # skip a reviewer's answer or, in batched mode, misalign the decisions with the calls.
-        if any(queue.store.get_request(r) is not None for r in siblings):
-            return queue.store.get_request(request_id) is not None
+        if any(find_request(queue, r) is not None for r in siblings):
+            return find_request(queue, request_id) is not None
         if refused is not None:
             return False  # nothing to review: CrossgateGuard refuses the call and tells the model why
         if queue.evaluate(call).kind is not VerdictKind.ASK:
@@ -163,7 +162,7 @@ def _when(queue: ReviewQueue, origin: _Origin) -> Callable[[ToolCallRequest], bo
     return when
 
 
-def _describe(queue: ReviewQueue, origin: _Origin, tool: BaseTool) -> Callable[..., str]:
+def _describe(queue: AdapterQueue, origin: _Origin, tool: BaseTool) -> Callable[..., str]:
     def describe(tool_call: Any, state: Any, runtime: Any) -> str:
         try:
             config = get_config()
@@ -195,7 +194,7 @@ def _describe(queue: ReviewQueue, origin: _Origin, tool: BaseTool) -> Callable[.
 class CrossgateGuard(AgentMiddleware[Any, Any]):
     """Runs a tool only when crossgate allows it: by policy, or by a recorded approve or edit of these arguments."""
 
-    def __init__(self, queue: ReviewQueue, *, agent: str | None = None, context: JsonObject | None = None) -> None:
+    def __init__(self, queue: AdapterQueue, *, agent: str | None = None, context: JsonObject | None = None) -> None:
         super().__init__()
         self.queue = queue
         self.agent = agent
@@ -225,7 +224,7 @@ class CrossgateGuard(AgentMiddleware[Any, Any]):
     def _verdict(
         self, request: ToolCallRequest, call: ToolCall, request_id: str, refused: str | None
     ) -> tuple[ToolMessage | None, str | None]:
-        reviewed = self.queue.store.get_request(request_id)
+        reviewed = find_request(self.queue, request_id)
         if reviewed is None and refused is not None:
             self.queue.record_outcome(None, ran=False, error=refused, call=call)
             return self._message(call, refused, error=True), None

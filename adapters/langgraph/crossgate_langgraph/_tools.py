@@ -10,7 +10,8 @@ from langgraph.graph import END
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command, Send
 
-from crossgate import Approve, Edit, InvalidArgumentsError, Reject, ReviewQueue, ToolCall
+from crossgate import Approve, Edit, InvalidArgumentsError, Reject, ToolCall
+from crossgate.adapter import AdapterQueue
 from crossgate.model import JsonObject
 from crossgate_langgraph._approval import ask
 from crossgate_langgraph._arguments import args_json_schema, refusal, tool_args
@@ -20,7 +21,7 @@ Execute = Callable[[ToolCallRequest], ToolResult]
 
 
 def gated_tool_wrapper(
-    queue: ReviewQueue, *, agent: str | None = None, context: JsonObject | None = None, framework: str = "langgraph"
+    queue: AdapterQueue, *, agent: str | None = None, context: JsonObject | None = None, framework: str = "langgraph"
 ) -> Callable[[ToolCallRequest, Execute], ToolResult]:
     """A ``wrap_tool_call`` for ``ToolNode(tools, wrap_tool_call=...)`` that asks crossgate first.
 

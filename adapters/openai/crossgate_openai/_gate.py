@@ -33,10 +33,9 @@ from crossgate import (
     ParkedRun,
     Reject,
     Respond,
-    ReviewQueue,
     VerdictKind,
 )
-from crossgate.adapter import apply_decision, resume_leased
+from crossgate.adapter import AdapterQueue, apply_decision, resume_leased
 from crossgate.clock import new_id
 from crossgate.fingerprint import require_json
 from crossgate.model import JsonObject
@@ -95,7 +94,7 @@ class Gate:
 
     def __init__(
         self,
-        queue: ReviewQueue,
+        queue: AdapterQueue,
         *,
         agent: Agent[Any] | None = None,
         run_config: RunConfig | None = None,

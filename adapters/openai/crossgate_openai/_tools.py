@@ -44,14 +44,13 @@ from crossgate import (
     InvalidArgumentsError,
     Policy,
     RequestStatus,
-    ReviewQueue,
     StoreError,
     ToolCall,
     Verdict,
     VerdictKind,
     parse_args,
 )
-from crossgate.adapter import find_request, run_checked, run_recorded
+from crossgate.adapter import AdapterQueue, find_request, run_checked, run_recorded
 from crossgate.decisions import validate_args
 from crossgate.model import JsonObject
 from crossgate.queue import REQUESTED_BY
@@ -82,7 +81,7 @@ NOT_THROUGH_GATE = (
 class GateBinding:
     """The queue the gated tools of one ``Gate`` consult; shared by every tool that gate installed."""
 
-    queue: ReviewQueue
+    queue: AdapterQueue
 
 
 def malformed_message(tool: str, error: InvalidArgumentsError) -> str:
