@@ -29,12 +29,12 @@ from crossgate import (
     canonical_json,
 )
 from crossgate.adapter import AdapterQueue, apply_decision_sync, find_request, request_id
-from crossgate.decisions import validate_args
+from crossgate.decisions import AnyDecision, validate_args
 from crossgate.model import Decision, JsonObject
 from crossgate.schemas import decision_schema
 from crossgate_langgraph._arguments import refusal
 from crossgate_langgraph._origin import agent_in, context_in
-from crossgate_langgraph._shapes import APPROVAL_INTERRUPT, AnyDecision
+from crossgate_langgraph._shapes import APPROVAL_INTERRUPT
 
 DECISION_SCHEMA: Final[dict[str, Any]] = decision_schema()
 """JSON Schema of a neutral decision (one ``oneOf`` branch per ``kind``, no ``$ref``): the

@@ -24,7 +24,8 @@ else it needs is here, and nothing else decides whether a reviewed tool runs:
 
 Porting an adapter: name its calls with ``request_id``, submit asks with ``request_id=``, and route
 every reviewed call through ``run_checked`` (or ``apply_decision``) and every resume through
-``resume_leased``; keep ``agent`` a string name, and the decision union is ``crossgate.Decision``.
+``resume_leased``; keep ``agent`` a string name, and the decision union is ``crossgate.decisions.AnyDecision``
+(``crossgate.Decision`` is the same union, tagged for pydantic to parse).
 """
 
 from crossgate.adapter._check import (
