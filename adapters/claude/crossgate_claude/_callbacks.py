@@ -36,30 +36,30 @@ from crossgate import (
     ParkedRun,
     RequestQuery,
     RequestStatus,
-    ReviewQueue,
     ToolCall,
     VerdictKind,
     fingerprint,
 )
+from crossgate.adapter import AdapterQueue, apply_decision, find_request
 from crossgate.decisions import validate_args
-from crossgate.errors import AlreadyAppliedError, ConflictError, RequestCancelledError, RequestExpiredError
 from crossgate.model import JsonObject
-from crossgate.outcomes import already_applied_message
 from crossgate.queue import REQUESTED_BY
 from crossgate.stores.base import MAX_PAGE_SIZE
 from crossgate_claude._agents import SUBAGENT_TOOLS, UNKNOWN_AGENT, Agents, Caller, UnnamedCaller
 from crossgate_claude._names import ToolName, UnknownServer, name_tool
 from crossgate_claude._schemas import Schemas
 from crossgate_claude._translate import (
+    ASK_USER_QUESTION,
     FRAMEWORK,
     PermissionResult,
+    answered_questions,
     capabilities,
     deny,
     hook_output,
     jsonable,
     request_id,
+    session_rules,
     to_call,
-    to_permission_result,
 )
 
 if TYPE_CHECKING:
@@ -129,7 +129,7 @@ class Binding:
     """tool_use_id -> the request of the queued call it makes again (see ``QUEUED_BEHIND``)."""
 
     @property
-    def queue(self) -> ReviewQueue:
+    def queue(self) -> AdapterQueue:
         return self.gate.queue
 
     # PreToolUse ---------------------------------------------------------------------------------
@@ -184,7 +184,7 @@ class Binding:
             self.queue.record_outcome(None, ran=False, error=invalid, call=call)
             return hook_output("deny", invalid)
         rid = self.retries.get(tool_use_id) or request_id(session, tool_use_id)
-        existing = self.queue.store.get_request(rid)
+        existing = find_request(self.queue, rid)
         verdict = None
         if existing is None:
             verdict = self.queue.evaluate(call)
@@ -363,7 +363,7 @@ class Binding:
             self.queue.record_outcome(None, ran=False, result=refusal, call=call)
             return deny(refusal or UNKNOWN_AGENT)
         rid = self.retries.get(tool_use_id) or request_id(session, tool_use_id)
-        if self.queue.store.get_request(rid) is None:
+        if find_request(self.queue, rid) is None:
             verdict = self.queue.evaluate(call)
             if verdict.kind is VerdictKind.ALLOW:
                 return PermissionResultAllow()  # the hook recorded the policy's allow
@@ -393,7 +393,7 @@ class Binding:
             request = await self._wait(rid, hold)
         if request.is_open:
             self.queue.cancel(rid, reason=HELD_TOO_LONG.format(seconds=hold or 0.0), actor="crossgate")
-        return self._answer(rid)
+        return await self._answer(rid, call)
 
     async def _wait(self, rid: str, hold: float | None) -> ApprovalRequest:
         """Wait for a decision while the CLI is held; if the CLI or the client gives up, nothing runs."""
@@ -405,28 +405,22 @@ class Binding:
                 self.queue.record_outcome(rid, ran=False, result=SESSION_ENDED)
             raise
 
-    def _answer(self, rid: str) -> PermissionResult:
+    async def _answer(self, rid: str, call: ToolCall) -> PermissionResult:
+        """The CLI's answer from the kit's check (which marks the decision applied, exactly once, before the
+        CLI runs anything: a crash after this point runs nothing twice); the CLI runs the tool itself, and
+        PostToolUse records its outcome."""
         request = self.queue.get(rid)
-        result = to_permission_result(request)
-        if request.status is RequestStatus.DECIDED:
-            args = request.approved_args()
-            try:
-                # Exactly once, and before the CLI runs anything: a crash after this point runs nothing twice.
-                self.queue.mark_applied(rid, args=args, actor=FRAMEWORK)
-            except AlreadyAppliedError:
-                result = deny(already_applied_message(request.call.tool, rid, self.queue.outcome(rid)))
-            except (RequestCancelledError, RequestExpiredError):
-                # The policy denied the call after its approval, or the approval lapsed: the closed request
-                # carries the reason the model reads.
-                result = to_permission_result(self.queue.get(rid))
-            except ConflictError as exc:
-                result = deny(f"This decision cannot be applied ({_short(exc)}), so the tool call was not run.")
-        elif request.status is RequestStatus.APPLIED:
-            # Applied by an earlier attempt: say what happened then, from the audit log.
-            result = deny(already_applied_message(request.call.tool, rid, self.queue.outcome(rid)))
-        if isinstance(result, PermissionResultDeny):
-            self.queue.record_outcome(rid, ran=False, result=result.message)
-        return result
+        applied = await apply_decision(self.queue, request, call.args, actor=FRAMEWORK)
+        if applied.run:
+            return PermissionResultAllow(
+                updated_input=dict(applied.args or {}), updated_permissions=session_rules(request)
+            )
+        if applied.responded and request.call.tool == ASK_USER_QUESTION:
+            # The CLI shows AskUserQuestion's answers to the model as the tool's result.
+            return PermissionResultAllow(updated_input=answered_questions(request.call.args, applied.message))
+        if applied.responded:  # the queue refuses respond for other tools (their capabilities); fail closed
+            self.queue.record_outcome(request, ran=False, result=applied.message)
+        return deny(applied.message)
 
     # PostToolUse --------------------------------------------------------------------------------
     async def post_tool_use(self, data: Any, tool_use_id: str | None, _context: Any) -> dict[str, Any]:
@@ -466,7 +460,7 @@ class Binding:
 
     def _record_outcome(self, data: dict[str, Any], tool_use_id: str, *, failure: str | None = None) -> None:
         session = str(data.get("session_id") or self.sessions.get(tool_use_id) or self.session or "") or None
-        request = self.queue.store.get_request(self.retries.get(tool_use_id) or request_id(session, tool_use_id))
+        request = find_request(self.queue, self.retries.get(tool_use_id) or request_id(session, tool_use_id))
         if request is None:
             return
         name = self._name(tool_use_id, str(data.get("tool_name")), data.get("mcp_server"))

@@ -18,9 +18,10 @@ from crossgate import (
     ConfigurationError,
     ConflictError,
     InvalidArgumentsError,
+    ParkedRun,
     ParkedRunStatus,
-    ReviewQueue,
 )
+from crossgate.adapter import AdapterQueue, resume_leased
 from crossgate.fingerprint import require_json
 from crossgate.model import JsonObject
 from crossgate.runs import Finished, Parked
@@ -58,7 +59,7 @@ class Gate:
 
     def __init__(
         self,
-        queue: ReviewQueue,
+        queue: AdapterQueue,
         *,
         options: ClaudeAgentOptions | None = None,
         hold: float | None = 0.0,
@@ -141,6 +142,8 @@ class Gate:
         stored decision. ``options`` (default: the gate's) must offer the parked session's tools. A run
         whose request is still pending comes back as ``Parked`` unchanged; a run resumed before raises
         ``ParkedRunClaimedError``. Who the run acts for is read from the parked run, never from the caller.
+        The resume holds the run under a lease (``crossgate.adapter.resume_leased``): a resumer that dies
+        mid-resume leaves it to the next one once the lease runs out, and a failing one marks it failed.
         """
         parked = self.queue.get_parked(parked_run)
         if parked.framework != FRAMEWORK:
@@ -152,8 +155,8 @@ class Gate:
         if parked.status is ParkedRunStatus.PARKED and not self.queue.is_ready(parked):
             return Parked(run=parked.run, parked_run=parked.id, request_ids=parked.request_ids)
         owner = f"{FRAMEWORK}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        claimed = self.queue.claim_parked(parked_run, owner=owner, lease_seconds=self.lease_seconds)
-        try:
+
+        async def body(claimed: ParkedRun) -> Finished[ResultMessage] | Parked:
             state = json.loads(claimed.state)
             session, tool_use_id = str(state["session_id"]), str(state["tool_use_id"])
             overrides: dict[str, Any] = dict(run_as)
@@ -174,14 +177,9 @@ class Gate:
             if isinstance(state.get("request_id"), str):  # a retried call waits on its queued request
                 binding.retries[tool_use_id] = state["request_id"]
             result = await self._turn(bound, binding, None)
-        except BaseException as exc:
-            with contextlib.suppress(Exception):
-                self.queue.finish_parked(
-                    parked_run, owner=owner, status=ParkedRunStatus.FAILED, outcome=str(exc) or type(exc).__name__
-                )
-            raise
-        self.queue.finish_parked(parked_run, owner=owner, outcome=result.stop_reason or result.subtype)
-        return await self._outcome(result, wait, base)
+            return await self._outcome(result, wait, base)
+
+        return await resume_leased(self.queue, parked, owner=owner, lease_seconds=self.lease_seconds, body=body)
 
     # internals ----------------------------------------------------------------------------------
     def _bind(

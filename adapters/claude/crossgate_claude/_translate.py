@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -13,14 +12,11 @@ from claude_agent_sdk.types import PermissionRuleValue
 
 from crossgate import (
     ApprovalRequest,
-    Approve,
     DecisionKind,
-    Edit,
-    Reject,
     RememberMatch,
     RememberScope,
-    Respond,
     ToolCall,
+    adapter,
 )
 from crossgate_claude._names import ToolName
 
@@ -66,8 +62,7 @@ def request_id(session: str | None, tool_use_id: str) -> str:
     The CLI re-asks permission for the same ``tool_use_id`` when a deferred session is resumed, so the
     re-asked call must find the request the first ask created.
     """
-    digest = hashlib.sha256(f"{session or ''}\x00{tool_use_id}".encode()).hexdigest()
-    return f"req_claude_{digest[:24]}"
+    return adapter.request_id("claude", session or "", tool_use_id)
 
 
 def to_call(
@@ -103,23 +98,6 @@ def jsonable(value: Any) -> Any:
 def deny(message: str) -> PermissionResultDeny:
     """A denial the model reads verbatim (never ``interrupt``: the CLI would drop the message)."""
     return PermissionResultDeny(message=message)
-
-
-def to_permission_result(request: ApprovalRequest) -> PermissionResult:
-    """The SDK answer for a request that is no longer pending (decided, expired or cancelled)."""
-    resolution = request.resolution()
-    if resolution is None:
-        return deny("crossgate has no decision for this tool call yet, so it was not run.")
-    if isinstance(resolution, Approve | Edit):
-        args = request.approved_args()
-        return PermissionResultAllow(updated_input=dict(args or {}), updated_permissions=session_rules(request))
-    if isinstance(resolution, Reject):
-        return deny(resolution.message)
-    if isinstance(resolution, Respond) and request.call.tool == ASK_USER_QUESTION:
-        # The CLI shows AskUserQuestion's answers to the model as the tool's result.
-        return PermissionResultAllow(updated_input=answered_questions(request.call.args, resolution.content))
-    # The queue refuses respond for other tools (their capabilities exclude it); fail closed anyway.
-    return deny(resolution.content if isinstance(resolution, Respond) else "This tool call was not run.")
 
 
 def session_rules(request: ApprovalRequest) -> list[PermissionUpdate] | None:

@@ -9,7 +9,6 @@ exactly once, right before the node runs the tool.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -23,24 +22,19 @@ from crossgate import (
     ApprovalRequest,
     Approve,
     ConfigurationError,
-    Edit,
     InvalidArgumentsError,
     Reject,
-    RequestCancelledError,
-    RequestExpiredError,
-    RequestStatus,
-    ReviewQueue,
     ToolCall,
     VerdictKind,
     canonical_json,
 )
-from crossgate.decisions import validate_args
+from crossgate.adapter import AdapterQueue, apply_decision_sync, find_request, request_id
+from crossgate.decisions import AnyDecision, validate_args
 from crossgate.model import Decision, JsonObject
-from crossgate.outcomes import already_applied_message
 from crossgate.schemas import decision_schema
 from crossgate_langgraph._arguments import refusal
 from crossgate_langgraph._origin import agent_in, context_in
-from crossgate_langgraph._shapes import APPROVAL_INTERRUPT, AnyDecision
+from crossgate_langgraph._shapes import APPROVAL_INTERRUPT
 
 DECISION_SCHEMA: Final[dict[str, Any]] = decision_schema()
 """JSON Schema of a neutral decision (one ``oneOf`` branch per ``kind``, no ``$ref``): the
@@ -53,7 +47,7 @@ REQUESTED_BY_KEY: Final = "crossgate_requested_by"
 
 @dataclass(frozen=True, slots=True)
 class _Asking:
-    queue: ReviewQueue
+    queue: AdapterQueue
     request_id: str
     fingerprint: str
 
@@ -75,7 +69,7 @@ def _check_against_queue(decision: AnyDecision) -> AnyDecision:
             "the decision names other arguments than the ones this node is about to run "
             f"(decision fingerprint {str(decision.fingerprint)[:12]}…, call {asking.fingerprint[:12]}…)"
         )
-    request = asking.queue.store.get_request(asking.request_id)
+    request = find_request(asking.queue, asking.request_id)
     if request is None:
         raise ValueError(f"crossgate has no request {asking.request_id}")
     recorded = request.resolution()
@@ -93,8 +87,7 @@ CheckedDecision = Annotated[Decision, AfterValidator(_check_against_queue), With
 
 def graph_request_id(thread: str, checkpoint_ns: str, tool: str, call_id: str | None) -> str:
     """The request id of one approval inside one task of one thread; the same on every re-run."""
-    digest = hashlib.sha256(canonical_json(["graph", thread, checkpoint_ns, tool, call_id or ""]).encode()).hexdigest()
-    return f"req_lg_{digest[:32]}"
+    return request_id("lg", "graph", thread, checkpoint_ns, tool, call_id or "")
 
 
 def current_thread() -> tuple[str, str]:
@@ -139,7 +132,7 @@ def acting_for(requested_by: str | None) -> str | None:
 
 
 def request_approval(
-    queue: ReviewQueue,
+    queue: AdapterQueue,
     tool: str,
     args: Mapping[str, Any],
     *,
@@ -191,7 +184,7 @@ def request_approval(
 
 
 def ask(
-    queue: ReviewQueue,
+    queue: AdapterQueue,
     call: ToolCall,
     *,
     args_schema: JsonObject | None = None,
@@ -251,23 +244,17 @@ def interrupt_value(request: ApprovalRequest) -> JsonObject:
     }
 
 
-def _mark_applied(queue: ReviewQueue, request_id: str, call: ToolCall, decision: AnyDecision) -> AnyDecision:
-    """Apply ``decision`` exactly once; return what the node must do (a rejection if the policy now denies it)."""
-    request = queue.get(request_id)
-    if request.status is RequestStatus.DECIDED:
-        args = decision.args if isinstance(decision, Edit) else call.args if isinstance(decision, Approve) else None
-        try:
-            queue.mark_applied(request_id, args=args, actor="langgraph")
-        except (RequestCancelledError, RequestExpiredError):
-            # The policy denied the call after its approval, or the approval lapsed: the queue closed the
-            # request with the reason the model reads.
-            closed = queue.get(request_id).resolution()
-            if not isinstance(closed, Reject):
-                raise
-            return closed
-    elif request.status is RequestStatus.APPLIED and isinstance(decision, Approve | Edit):
-        # Applied by an earlier attempt (a resumer that died mid-tool, whose run another took over, or
-        # an earlier ask of the same node): never run twice; the node is told what happened then.
-        message = already_applied_message(call.tool, request_id, queue.outcome(request_id))
-        return Reject(message=message, fingerprint=call.fingerprint)
-    return decision
+def _mark_applied(queue: AdapterQueue, request_id: str, call: ToolCall, decision: AnyDecision) -> AnyDecision:
+    """Apply ``decision`` through the kit's check, exactly once; return what the node must do.
+
+    A decision that may not run now (applied by an earlier attempt, a lapsed approval, a policy deny
+    since, a reject) comes back as a ``Reject`` with what the model reads, its outcome recorded; a
+    respond is recorded here too (the reviewer's content is the tool's result).
+    """
+    applied = apply_decision_sync(queue, queue.get(request_id), call.args, actor="langgraph")
+    if applied.run:
+        return decision
+    if applied.responded:
+        queue.record_outcome(applied.request, ran=False, result=applied.message)
+        return decision
+    return Reject(message=applied.message, fingerprint=call.fingerprint)

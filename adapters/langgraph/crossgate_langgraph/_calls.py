@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -10,7 +9,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from crossgate import AdapterError, ToolCall, canonical_json
+from crossgate import AdapterError, ToolCall
+from crossgate.adapter import request_id
 from crossgate.model import JsonObject
 from crossgate.queue import REQUESTED_BY
 
@@ -24,8 +24,7 @@ def agent_request_id(thread: str, turn: int, call_id: str) -> str:
     The turn is part of it because scripted and some real models reuse call ids across turns, and a
     reused id must never find an earlier turn's decision.
     """
-    digest = hashlib.sha256(canonical_json(["agent", thread, turn, call_id]).encode()).hexdigest()
-    return f"req_lc_{digest[:32]}"
+    return request_id("lc", "agent", thread, turn, call_id)
 
 
 def turn_of(messages: Sequence[BaseMessage], call_id: str) -> tuple[int, AIMessage]:

@@ -31,15 +31,17 @@ from crossgate import (
     ParkedRun,
     ParkedRunClaimedError,
     ParkedRunStatus,
+    Reject,
     RequestCancelledError,
     RequestExpiredError,
     RequestStatus,
-    ReviewQueue,
+    Respond,
     VerdictKind,
     fingerprint,
 )
+from crossgate.adapter import AdapterQueue, apply_decision_sync, find_request, resume_leased
 from crossgate.model import JsonObject
-from crossgate.runs import Finished, Parked, resume_leased
+from crossgate.runs import Finished, Parked
 from crossgate_langgraph._arguments import args_json_schema, tool_args
 from crossgate_langgraph._calls import agent_call, agent_request_id, judged_call, last_tool_calls
 from crossgate_langgraph._parking import (
@@ -68,7 +70,7 @@ class Gate:
 
     def __init__(
         self,
-        queue: ReviewQueue,
+        queue: AdapterQueue,
         *graphs: Graph,
         owner: str | None = None,
         agent: str | None = None,
@@ -315,23 +317,21 @@ class Gate:
     def _apply_unrun(
         self, state: ParkState, answers: Mapping[str, Any], requests: Mapping[str, ApprovalRequest]
     ) -> None:
-        """Mark agent rejections and responses applied; the middleware delivers them without running a tool."""
+        """Apply agent rejections and responses through the kit's check (recorded as not run); the
+        middleware delivers them to the model without running a tool."""
         for entry in state.interrupts:
             if entry.id not in answers or entry.shape == "crossgate":
                 continue
             for request_id in entry.request_ids:
                 request = requests[request_id]
                 decision = request.resolution()
-                if (
-                    request.status is RequestStatus.DECIDED
-                    and decision is not None
-                    and decision.kind
-                    in (
-                        DecisionKind.REJECT,
-                        DecisionKind.RESPOND,
-                    )
-                ):
-                    self.queue.mark_applied(request_id, actor=self.owner)
+                if request.status is RequestStatus.DECIDED and isinstance(decision, Reject | Respond):
+                    # Read again: the decision is applied as stored now, and a store that cannot be read
+                    # fails the resume before anything is used up.
+                    current = self.queue.get(request_id)
+                    applied = apply_decision_sync(self.queue, current, None, actor=self.owner)
+                    if applied.responded:
+                        self.queue.record_outcome(request, ran=False, result=applied.message)
 
     def _config(self, graph: Graph, thread: str, scope: Scope) -> dict[str, Any]:
         return thread_config(thread, scope.requested_by, agent=self.agent or graph.name, context=scope.context)
@@ -379,7 +379,7 @@ class Gate:
         named = set()
         for pending in interrupts:
             if interrupt_shape(pending.value) == "crossgate":
-                stored = self.queue.store.get_request(str(pending.value["request_id"]))
+                stored = find_request(self.queue, str(pending.value["request_id"]))
                 if stored is not None and stored.requested_by is not None:
                     named.add(stored.requested_by)
         if requested_by is not None:

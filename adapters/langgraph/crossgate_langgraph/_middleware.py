@@ -29,9 +29,7 @@ from langgraph.config import get_config
 from langgraph.types import Command
 
 from crossgate import (
-    AlreadyAppliedError,
     ConflictError,
-    CrossgateError,
     DecisionKind,
     InvalidArgumentsError,
     Reject,
@@ -39,13 +37,11 @@ from crossgate import (
     RequestExpiredError,
     RequestStatus,
     Respond,
-    ReviewQueue,
-    StoreError,
     ToolCall,
     VerdictKind,
 )
+from crossgate.adapter import AdapterQueue, apply_decision_sync, find_request
 from crossgate.model import ALL_DECISIONS, JsonObject
-from crossgate.outcomes import already_applied_message
 from crossgate.policy import Policy
 from crossgate.queue import REQUESTED_BY
 from crossgate_langgraph._approval import requested_by_in
@@ -58,7 +54,7 @@ InterruptMode = Literal["per_call", "batched"]
 
 
 def crossgate_middleware(
-    queue: ReviewQueue,
+    queue: AdapterQueue,
     tools: Sequence[BaseTool],
     *,
     interrupt_mode: InterruptMode = "per_call",
@@ -148,14 +144,14 @@ def _call_for(request: ToolCallRequest, origin: _Origin) -> tuple[ToolCall, str,
     return call, agent_request_id(thread, turn, call_id), siblings, refused
 
 
-def _when(queue: ReviewQueue, origin: _Origin) -> Callable[[ToolCallRequest], bool]:
+def _when(queue: AdapterQueue, origin: _Origin) -> Callable[[ToolCallRequest], bool]:
     def when(request: ToolCallRequest) -> bool:
         call, request_id, siblings, refused = _call_for(request, origin)
         # Once a turn has paused, the calls it paused for are fixed: on resume the middleware asks this
         # predicate again, and a different answer (a standing rule added or revoked meanwhile) would
         # skip a reviewer's answer or, in batched mode, misalign the decisions with the calls.
-        if any(queue.store.get_request(r) is not None for r in siblings):
-            return queue.store.get_request(request_id) is not None
+        if any(find_request(queue, r) is not None for r in siblings):
+            return find_request(queue, request_id) is not None
         if refused is not None:
             return False  # nothing to review: CrossgateGuard refuses the call and tells the model why
         if queue.evaluate(call).kind is not VerdictKind.ASK:
@@ -166,7 +162,7 @@ def _when(queue: ReviewQueue, origin: _Origin) -> Callable[[ToolCallRequest], bo
     return when
 
 
-def _describe(queue: ReviewQueue, origin: _Origin, tool: BaseTool) -> Callable[..., str]:
+def _describe(queue: AdapterQueue, origin: _Origin, tool: BaseTool) -> Callable[..., str]:
     def describe(tool_call: Any, state: Any, runtime: Any) -> str:
         try:
             config = get_config()
@@ -198,7 +194,7 @@ def _describe(queue: ReviewQueue, origin: _Origin, tool: BaseTool) -> Callable[.
 class CrossgateGuard(AgentMiddleware[Any, Any]):
     """Runs a tool only when crossgate allows it: by policy, or by a recorded approve or edit of these arguments."""
 
-    def __init__(self, queue: ReviewQueue, *, agent: str | None = None, context: JsonObject | None = None) -> None:
+    def __init__(self, queue: AdapterQueue, *, agent: str | None = None, context: JsonObject | None = None) -> None:
         super().__init__()
         self.queue = queue
         self.agent = agent
@@ -228,7 +224,7 @@ class CrossgateGuard(AgentMiddleware[Any, Any]):
     def _verdict(
         self, request: ToolCallRequest, call: ToolCall, request_id: str, refused: str | None
     ) -> tuple[ToolMessage | None, str | None]:
-        reviewed = self.queue.store.get_request(request_id)
+        reviewed = find_request(self.queue, request_id)
         if reviewed is None and refused is not None:
             self.queue.record_outcome(None, ran=False, error=refused, call=call)
             return self._message(call, refused, error=True), None
@@ -260,34 +256,13 @@ class CrossgateGuard(AgentMiddleware[Any, Any]):
         if refused is not None:
             return self._message(call, refused, error=True), request_id
         decision = reviewed.resolution()
-        if decision is None:
-            return self._message(call, f"Not run: request {request_id} is still pending.", error=True), request_id
         if isinstance(decision, Reject | Respond):
+            # Marked applied and recorded by the gate when it resumed the run (the SDK answered the model).
             text = decision.message if isinstance(decision, Reject) else decision.content
             return self._message(call, text, error=isinstance(decision, Reject)), request_id
-        try:
-            self.queue.mark_applied(request_id, args=call.args, actor="langchain")
-        except StoreError:
-            # Not an answer about this call: the run fails and the decision stays unused, rather than
-            # the model being told the call did not run.
-            raise
-        except AlreadyAppliedError:
-            # Applied by an earlier attempt (a resumer that died mid-tool, whose run this one took over):
-            # never run twice; the model is told what happened then, from the audit log.
-            text = already_applied_message(call.tool, request_id, self.queue.outcome(request_id))
-            self.queue.record_outcome(
-                request_id, ran=False, error=f"not run again: request {request_id} was applied before"
-            )
-            return self._message(call, text, error=True), request_id
-        except (RequestCancelledError, RequestExpiredError) as exc:
-            # The policy denied the call after its approval, or the approval lapsed: the closed request's
-            # reason is what the model reads (as in every adapter).
-            text = self.queue.get(request_id).closed_reason or f"Not run: {exc}"
-            self.queue.record_outcome(request_id, ran=False, result=text)
-            return self._message(call, text, error=True), request_id
-        except CrossgateError as exc:
-            self.queue.record_outcome(request_id, ran=False, error=str(exc))
-            return self._message(call, f"Not run: {exc}", error=True), request_id
+        applied = apply_decision_sync(self.queue, reviewed, call.args, actor="langchain")
+        if not applied.run:
+            return self._message(call, applied.message, error=True), request_id
         return None, request_id
 
     def _record(self, request_id: str | None, result: ToolResult) -> ToolResult:

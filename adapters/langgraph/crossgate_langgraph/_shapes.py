@@ -20,8 +20,8 @@ from typing import Any, Literal
 from langgraph.types import Command, Interrupt
 
 from crossgate import Approve, DecisionKind, Edit, InvalidDecisionError, Reject, Respond, fingerprint
+from crossgate.decisions import AnyDecision
 
-AnyDecision = Approve | Edit | Reject | Respond
 Shape = Literal["crossgate", "tool_approval", "batched"]
 
 APPROVAL_INTERRUPT = "crossgate_approval"

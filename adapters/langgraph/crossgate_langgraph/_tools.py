@@ -10,7 +10,8 @@ from langgraph.graph import END
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command, Send
 
-from crossgate import Approve, Edit, InvalidArgumentsError, Reject, ReviewQueue, ToolCall
+from crossgate import Approve, Edit, InvalidArgumentsError, Reject, ToolCall
+from crossgate.adapter import AdapterQueue
 from crossgate.model import JsonObject
 from crossgate_langgraph._approval import ask
 from crossgate_langgraph._arguments import args_json_schema, refusal, tool_args
@@ -20,7 +21,7 @@ Execute = Callable[[ToolCallRequest], ToolResult]
 
 
 def gated_tool_wrapper(
-    queue: ReviewQueue, *, agent: str | None = None, context: JsonObject | None = None, framework: str = "langgraph"
+    queue: AdapterQueue, *, agent: str | None = None, context: JsonObject | None = None, framework: str = "langgraph"
 ) -> Callable[[ToolCallRequest, Execute], ToolResult]:
     """A ``wrap_tool_call`` for ``ToolNode(tools, wrap_tool_call=...)`` that asks crossgate first.
 
@@ -67,10 +68,7 @@ def gated_tool_wrapper(
             if request_id is not None:
                 queue.record_outcome(request_id, ran=True, result=_text(result))
             return result
-        if request_id is not None:
-            queue.record_outcome(
-                request_id, ran=False, result=decision.message if isinstance(decision, Reject) else None
-            )
+        # Not run: the kit's check recorded the outcome when it applied the decision.
         if isinstance(decision, Reject):
             return ToolMessage(
                 content=decision.message, name=call.tool, tool_call_id=tool_call.get("id") or "", status="error"

@@ -24,7 +24,6 @@ from agents import (
 
 from crossgate import (
     AdapterError,
-    AlreadyAppliedError,
     ApprovalRequest,
     Approve,
     ConfigurationError,
@@ -33,17 +32,16 @@ from crossgate import (
     InvalidArgumentsError,
     ParkedRun,
     Reject,
-    RequestStatus,
     Respond,
-    ReviewQueue,
     VerdictKind,
 )
+from crossgate.adapter import AdapterQueue, apply_decision, resume_leased
 from crossgate.clock import new_id
 from crossgate.fingerprint import require_json
 from crossgate.model import JsonObject
-from crossgate.runs import Finished, Parked, resume_leased
+from crossgate.runs import Finished, Parked
 from crossgate_openai._capabilities import CAPABILITIES, FRAMEWORK
-from crossgate_openai._scope import RunScope, request_id_for, run_scope
+from crossgate_openai._scope import RunScope, openai_request_id, run_scope
 from crossgate_openai._tools import (
     GateBinding,
     GatedInvoker,
@@ -96,7 +94,7 @@ class Gate:
 
     def __init__(
         self,
-        queue: ReviewQueue,
+        queue: AdapterQueue,
         *,
         agent: Agent[Any] | None = None,
         run_config: RunConfig | None = None,
@@ -200,7 +198,7 @@ class Gate:
         )
 
         async def body(_claimed: ParkedRun) -> Outcome:
-            self._apply_decisions(state, scope, requests)
+            await self._apply_decisions(state, scope, requests)
             return await self._drive(
                 agent, state, scope, wait=wait, context=None, stream=stream, already_answered=parked.request_ids
             )
@@ -258,7 +256,7 @@ class Gate:
             if any(r.is_open for r in requests):
                 new = [a.request for a in asks if not a.stored]
                 return self._park(agent, state, scope, request_ids, new, stream=stream)
-            self._apply_decisions(state, scope, requests)
+            await self._apply_decisions(state, scope, requests)
             answered.update(request_ids)
             start = state
 
@@ -317,7 +315,7 @@ class Gate:
                 description=tool.description or None,
                 requested_by=scope.requested_by,
                 capabilities=CAPABILITIES,
-                request_id=request_id_for(scope.run, agent_name, call_id),
+                request_id=openai_request_id(scope.run, agent_name, call_id),
             )
         except FingerprintMismatchError as exc:
             return _Answer(False, f"crossgate did not run {tool.name}: {exc}")
@@ -327,34 +325,30 @@ class Gate:
             return _Answer(True)
         return _Answer(False, deny_message(tool.name, submission.verdict))
 
-    def _apply_decisions(self, state: RunState[Any, Any], scope: RunScope, requests: Sequence[ApprovalRequest]) -> None:
+    async def _apply_decisions(
+        self, state: RunState[Any, Any], scope: RunScope, requests: Sequence[ApprovalRequest]
+    ) -> None:
         """Hand each decided request to the SDK's state (approve, or reject with its text)."""
         by_id = {r.id: r for r in requests}
         for item in state.get_interruptions():
-            request = by_id.get(request_id_for(scope.run, item.agent.name, str(item.call_id)))
+            request = by_id.get(openai_request_id(scope.run, item.agent.name, str(item.call_id)))
             if request is not None:
-                self._apply(state, item, request, scope)
+                await self._apply(state, item, request, scope)
 
-    def _apply(
+    async def _apply(
         self, state: RunState[Any, Any], item: ToolApprovalItem, request: ApprovalRequest, scope: RunScope
     ) -> None:
         resolution = request.resolution()
         if isinstance(resolution, (Approve, Edit, Respond)):
-            # Edit and respond are approved at the SDK level; the gated tool substitutes args or content.
+            # Edit and respond are approved at the SDK level; the gated tool applies them through the
+            # kit's check, which substitutes the arguments or the content.
             state.approve(item)
             scope.decided[request.id] = request
             return
-        if not isinstance(resolution, Reject):
-            return
-        state.reject(item, rejection_message=resolution.message)
-        if request.status is RequestStatus.APPLIED:
-            return
-        if request.status is RequestStatus.DECIDED:
-            try:
-                self.queue.mark_applied(request, actor=FRAMEWORK)
-            except AlreadyAppliedError:
-                return  # an earlier resume of this run recorded it (and its outcome) already
-        self.queue.record_outcome(request, ran=False, result=resolution.message)
+        if isinstance(resolution, Reject):
+            # The SDK rejects natively and runs nothing whatever crossgate says (no arguments to bind).
+            applied = await apply_decision(self.queue, request, None, actor=FRAMEWORK)
+            state.reject(item, rejection_message=applied.message)
 
     def _park(
         self,

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from crossgate.adapter import request_id
 
 if TYPE_CHECKING:
     from crossgate import ApprovalRequest, StoreError
@@ -55,7 +56,6 @@ def keep_failure(error: StoreError) -> None:
         scope.failures.append(error)
 
 
-def request_id_for(run: str, agent: str, call_id: str) -> str:
-    """The deterministic request id of one tool call, so a re-submitted call finds its request."""
-    digest = hashlib.sha256(f"{run}\x1f{agent}\x1f{call_id}".encode()).hexdigest()
-    return f"req_oa_{digest[:32]}"
+def openai_request_id(run: str, agent: str, call_id: str) -> str:
+    """The deterministic request id of one tool call (the kit's recipe), so a re-submitted call finds its request."""
+    return request_id("oa", run, agent, call_id)

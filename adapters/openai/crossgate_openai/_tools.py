@@ -37,32 +37,25 @@ from agents import (
 from agents.tool_context import ToolContext
 
 from crossgate import (
-    AlreadyAppliedError,
     ApprovalRequest,
     Approve,
     ConfigurationError,
-    CrossgateError,
     Edit,
     InvalidArgumentsError,
-    NotFoundError,
     Policy,
-    Reject,
-    RequestCancelledError,
-    RequestExpiredError,
     RequestStatus,
-    Respond,
-    ReviewQueue,
     StoreError,
     ToolCall,
     Verdict,
     VerdictKind,
     parse_args,
 )
+from crossgate.adapter import AdapterQueue, find_request, run_checked, run_recorded
 from crossgate.decisions import validate_args
-from crossgate.outcomes import already_applied_message
+from crossgate.model import JsonObject
 from crossgate.queue import REQUESTED_BY
 from crossgate_openai._capabilities import FRAMEWORK
-from crossgate_openai._scope import RunScope, current_scope, keep_failure, request_id_for
+from crossgate_openai._scope import RunScope, current_scope, keep_failure, openai_request_id
 
 ToolInvoker = Callable[[ToolContext[Any], str], Awaitable[Any]]
 
@@ -88,7 +81,7 @@ NOT_THROUGH_GATE = (
 class GateBinding:
     """The queue the gated tools of one ``Gate`` consult; shared by every tool that gate installed."""
 
-    queue: ReviewQueue
+    queue: AdapterQueue
 
 
 def malformed_message(tool: str, error: InvalidArgumentsError) -> str:
@@ -197,14 +190,11 @@ class GatedInvoker:
     def _request(self, scope: RunScope | None, call_id: str) -> ApprovalRequest | None:
         if scope is None:
             return None
-        request_id = request_id_for(scope.run, self.agent, call_id)
+        request_id = openai_request_id(scope.run, self.agent, call_id)
         decided = scope.decided.pop(request_id, None)  # used once: a second invocation reads the stored request
         if decided is not None:
             return decided
-        try:
-            return self.binding.queue.get(request_id)
-        except NotFoundError:
-            return None
+        return find_request(self.binding.queue, request_id)
 
     async def _by_policy(self, ctx: ToolContext[Any], raw: str, call: ToolCall) -> Any:
         queue = self.binding.queue
@@ -224,60 +214,30 @@ class GatedInvoker:
 
     async def _by_decision(self, ctx: ToolContext[Any], raw: str, call: ToolCall, request: ApprovalRequest) -> Any:
         queue = self.binding.queue
-        resolution = request.resolution()
-        if request.fingerprint != call.fingerprint:
-            message = (
-                f"crossgate did not run {self.tool}: request {request.id} was reviewed for other arguments "
-                "than the ones about to run."
-            )
-            queue.record_outcome(request, ran=False, error=message)
-            return message
-        if not isinstance(resolution, (Approve, Edit, Respond)):
-            message = resolution.message if isinstance(resolution, Reject) else "no decision yet"
-            queue.record_outcome(request, ran=False, result=message)
-            return message
-        run_args = request.approved_args()
-        if self.is_agent_tool and request.status is RequestStatus.APPLIED and _resumes_nested_run(ctx):
+        if (
+            self.is_agent_tool
+            and request.status is RequestStatus.APPLIED
+            and request.fingerprint == call.fingerprint
+            and isinstance(request.resolution(), Approve | Edit)
+            and _resumes_nested_run(ctx)
+        ):
             # An approved as_tool call is invoked again to continue its paused inner run; the inner
             # agent's own tools stay gated by their own requests.
             return await self._execute(ctx, raw, request, call)
-        try:
-            queue.mark_applied(request, args=run_args, actor=FRAMEWORK)
-        except AlreadyAppliedError:
-            # Applied by an earlier resume of this run: say what happened then, from the audit log.
-            message = already_applied_message(self.tool, request.id, queue.outcome(request.id))
-            queue.record_outcome(request, ran=False, error=f"not run again: request {request.id} was applied before")
-            return message
-        except StoreError:
-            # Not an answer about this call: the run fails (its parked run can be retried) rather than
-            # telling the model the call did not run and so using up the reviewer's decision.
-            raise
-        except (RequestCancelledError, RequestExpiredError) as exc:
-            # The policy denied the call after its approval, or the approval lapsed: the queue closed the
-            # request, and its reason is what the model reads (as in every adapter).
-            message = queue.get(request.id).closed_reason or f"crossgate did not run {self.tool}: {exc}"
-            queue.record_outcome(request, ran=False, result=message)
-            return message
-        except CrossgateError as exc:
-            message = f"crossgate did not run {self.tool}: {exc}"
-            queue.record_outcome(request, ran=False, error=message)
-            return message
-        if isinstance(resolution, Respond):
-            queue.record_outcome(request, ran=False, result=resolution.content)
-            return resolution.content
-        if isinstance(resolution, Edit):
-            raw = json.dumps(resolution.args, ensure_ascii=False)
-        return await self._execute(ctx, raw, request, call)
+
+        async def body(run_args: JsonObject) -> Any:
+            # The model's own text for an approve; the reviewer's arguments for an edit.
+            return await self.original(ctx, raw if run_args == call.args else json.dumps(run_args, ensure_ascii=False))
+
+        answer = await run_checked(queue, request, call.args, body, actor=FRAMEWORK, call=call)
+        return answer.reply
 
     async def _execute(self, ctx: ToolContext[Any], raw: str, request: ApprovalRequest | None, call: ToolCall) -> Any:
-        queue = self.binding.queue
-        try:
-            output = await self.original(ctx, raw)
-        except Exception as exc:
-            queue.record_outcome(request, ran=True, error=f"{type(exc).__name__}: {exc}", call=call)
-            raise
-        queue.record_outcome(request, ran=True, result=str(output), call=call)
-        return output
+        async def body(_args: JsonObject) -> Any:
+            return await self.original(ctx, raw)
+
+        answer = await run_recorded(self.binding.queue, request, call.args, body, call=call)
+        return answer.result
 
 
 def _resumes_nested_run(ctx: ToolContext[Any]) -> bool:

@@ -23,11 +23,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
+from crossgate.decisions import AnyDecision
 from crossgate.errors import InvalidDecisionError
 from crossgate.fingerprint import canonical_json, fingerprint
 from crossgate.model import (
     ApprovalRequest,
-    Approve,
     DecisionKind,
     Edit,
     Reject,
@@ -37,8 +37,6 @@ from crossgate.model import (
     StandingRule,
     VerdictKind,
 )
-
-AnyDecision = Approve | Edit | Reject | Respond
 
 
 def _utc(moment: datetime) -> datetime:

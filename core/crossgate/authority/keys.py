@@ -32,7 +32,6 @@ from pydantic import BaseModel, ValidationError
 from crossgate.authority import _jws
 from crossgate.authority.claims import (
     CLAIMS_TYPES,
-    AnyDecision,
     CheckpointClaims,
     Claims,
     DecisionClaims,
@@ -41,6 +40,7 @@ from crossgate.authority.claims import (
     policy_digest,
     standing_rule_claims,
 )
+from crossgate.decisions import AnyDecision
 from crossgate.errors import ConfigurationError, RequestExpiredError, SignatureError
 from crossgate.fingerprint import canonical_json
 from crossgate.model import DecisionKind, StandingRule

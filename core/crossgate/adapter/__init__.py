@@ -1,0 +1,59 @@
+"""The adapter kit: the steps every crossgate adapter shares, written once.
+
+An adapter translates between its SDK's objects and crossgate's requests and decisions; everything
+else it needs is here, and nothing else decides whether a reviewed tool runs:
+
+- :func:`request_id` is the one recipe for deterministic request ids: ``request_id(tag, *parts)``
+  with whatever identifies a call in the framework (run, agent, call id; a thread and turn).
+- :func:`run_checked` is the check immediately before a tool runs. Given the request, the arguments
+  the model proposed and the tool body, it marks the call applied (exactly once; the queue refuses a
+  lapsed approval and a call the policy denies now), runs the body only for approve or edit (with the
+  edited arguments), answers respond with the reviewer's content and reject with its message, and
+  records the outcome. Its :class:`ToolAnswer` is what the model is told. :func:`run_checked_sync`
+  is the same for a synchronous body; :func:`apply_decision` (and ``apply_decision_sync``) is the
+  check alone, for an SDK that runs the tool itself after a permission answer (record the outcome
+  when the SDK reports it);
+  :func:`run_recorded` runs and records a call the policy allowed outright.
+- :func:`resume_leased` is the resume sequence: claim the parked run (taking over one whose resumer
+  died once its lease ran out), run the adapter's body (apply each decision through ``run_checked``,
+  finish or park again), close the claim, and mark the run failed with the error if the body raises.
+- :func:`store_call` is the one crossing from async SDK code into the synchronous queue (inline; see
+  its docstring for why).
+- :class:`AdapterQueue` is exactly what an adapter may call on the queue; type the ``queue`` parameter
+  of a ``Gate`` with it. ``ReviewQueue`` implements it, and so will a queue served over HTTP.
+
+Porting an adapter: name its calls with ``request_id``, submit asks with ``request_id=``, and route
+every reviewed call through ``run_checked`` (or ``apply_decision``) and every resume through
+``resume_leased``; keep ``agent`` a string name, and the decision union is ``crossgate.decisions.AnyDecision``
+(``crossgate.Decision`` is the same union, tagged for pydantic to parse).
+"""
+
+from crossgate.adapter._check import (
+    Application,
+    ToolAnswer,
+    apply_decision,
+    apply_decision_sync,
+    run_checked,
+    run_checked_sync,
+    run_recorded,
+)
+from crossgate.adapter._crossing import store_call
+from crossgate.adapter._ids import request_id
+from crossgate.adapter._lookup import find_request
+from crossgate.adapter._protocol import AdapterQueue
+from crossgate.adapter._resume import resume_leased
+
+__all__ = [
+    "AdapterQueue",
+    "Application",
+    "ToolAnswer",
+    "apply_decision",
+    "apply_decision_sync",
+    "find_request",
+    "request_id",
+    "resume_leased",
+    "run_checked",
+    "run_checked_sync",
+    "run_recorded",
+    "store_call",
+]
