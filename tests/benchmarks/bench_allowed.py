@@ -101,7 +101,9 @@ def read_ticket(id: str) -> str:
 
 
 def chat_model(calls: int) -> ScriptedChatModel:
-    turns = [AIMessage(content="", tool_calls=[tool_call("read_ticket", {"id": f"t{i}"}, f"call_{i}")]) for i in range(calls)]
+    turns = [
+        AIMessage(content="", tool_calls=[tool_call("read_ticket", {"id": f"t{i}"}, f"call_{i}")]) for i in range(calls)
+    ]
     return ScriptedChatModel(turns=turns)
 
 

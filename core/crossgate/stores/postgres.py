@@ -430,6 +430,17 @@ class PostgresStore:
         self._listener.observe(sealed.seq)
         return sealed
 
+    def enqueue_event(self, event: NewEvent) -> None:
+        """Appended at once, in its own transaction (group commit is the SQLite store's for now)."""
+        self.append_event(event)
+
+    def flush_events(self) -> None:
+        """Nothing waits: :meth:`enqueue_event` appends at once."""
+
+    def rules_version(self) -> int:
+        """The audit head's seq: it moves with every event, standing-rule changes included (no counter yet)."""
+        return self.audit_head()[0]
+
     def list_events(self, *, after: int = 0, limit: int | None = None, request_id: str | None = None) -> list[Event]:
         params = {"after": after, "limit": limit, "request_id": request_id}
         query = "list_events" if request_id is None else "list_request_events"
