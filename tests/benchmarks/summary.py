@@ -60,8 +60,12 @@ def server() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "tests.benchmarks.bench_server"], cwd=ROOT, capture_output=True, text=True
     )
-    for line in done.stdout.strip().splitlines()[-8:]:
-        print(f"   {line}")
+    wanted = ("load:", "baseline", "decisions accepted", "decide  latency", "server vs bare", "FAIL")
+    for line in done.stdout.strip().splitlines():
+        if any(w in line for w in wanted):
+            print(f"   {line.strip()}")
+    if done.returncode != 0:
+        print(f"   bench_server failed: {done.stderr.strip().splitlines()[-1:]}")
 
 
 def round_trip(trips: int, folder: Path) -> None:

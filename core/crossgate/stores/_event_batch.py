@@ -23,7 +23,7 @@ from collections.abc import Callable
 from crossgate.errors import StoreError
 from crossgate.model import NewEvent
 
-FLUSH_INTERVAL_SECONDS = 0.01
+FLUSH_INTERVAL_SECONDS = 0.05
 """How long the writer waits after the first enqueued event, so that later ones join its batch."""
 IDLE_SECONDS = 1.0
 """How long the writer thread stays once there is nothing to write; the next event starts it again."""
