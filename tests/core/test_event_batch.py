@@ -6,6 +6,7 @@ committed (no flush of the store's queue), so "committed" here means "on disk fo
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -150,3 +151,20 @@ def test_a_reviewer_in_another_process_sees_the_records_before_the_pause_they_pr
     assert agent.get(request.id).decision is not None
     agent.close()
     reviewer.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_commits_its_own_records_and_not_its_parents_twice(tmp_path: Path) -> None:
+    queue = queue_on(tmp_path / "q.db")
+    queue.submit(call("read_ticket", "parent"))  # still waiting for the writer as the process forks
+    pid = os.fork()
+    if pid == 0:  # the child, with the queue it inherited: its own record, committed by its own flush
+        try:
+            queue.submit(call("read_ticket", "child"))
+            queue.store.flush_events()
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    queue.close()
+    events = queue_on(tmp_path / "q.db").events()
+    assert sorted(e.payload["args"]["id"] for e in events) == ["child", "parent"]

@@ -16,6 +16,7 @@ chained to the one before, and the chain head moves once, to the batch's last ev
 from __future__ import annotations
 
 import atexit
+import os
 import threading
 import weakref
 from collections.abc import Callable
@@ -52,6 +53,7 @@ class EventBatch:
         # A process that ends without closing the store still commits what it enqueued.
         self._exit_hook = _close_at_exit(weakref.ref(self))
         atexit.register(self._exit_hook)
+        os.register_at_fork(after_in_child=_forget_in_child(weakref.ref(self)))
 
     def add(self, event: NewEvent) -> None:
         """Enqueue ``event``; StoreError if the last flush failed or the store is closed."""
@@ -132,6 +134,18 @@ class EventBatch:
         if self._closed:
             self._thread = None
         return not self._closed
+
+
+def _forget_in_child(ref: weakref.ref[EventBatch]) -> Callable[[], None]:
+    # A forked child has no writer thread, and the events waiting are its parent's to commit.
+    def hook() -> None:
+        batch = ref()
+        if batch is not None:
+            batch._pending, batch._thread = [], None
+            batch._lock = threading.Lock()
+            batch._wake = threading.Condition(batch._lock)
+
+    return hook
 
 
 def _close_at_exit(ref: weakref.ref[EventBatch]) -> Callable[[], None]:
