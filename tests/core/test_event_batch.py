@@ -1,4 +1,4 @@
-"""Group commit of the audit log (SQLite): allow and deny records are enqueued, and committed in order.
+"""Group commit of the audit log: allow and deny records are enqueued, and committed in order.
 
 Each test reads the file through a plain sqlite3 connection of its own, which sees only what is
 committed (no flush of the store's queue), so "committed" here means "on disk for every other process".
@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from crossgate import Approve, Policy, PolicyRule, ReviewQueue, StoreError, ToolCall, VerdictKind
+from crossgate import Approve, Policy, PolicyRule, ReviewQueue, StoreError, ToolCall, VerdictKind, open_store
 from crossgate.audit import verify_chain
 from crossgate.stores.sqlite import SqliteStore
+from tests.support.postgres import database_url
 
 POLICY = Policy(
     rules=(
@@ -168,3 +169,27 @@ def test_a_forked_child_commits_its_own_records_and_not_its_parents_twice(tmp_pa
     queue.close()
     events = queue_on(tmp_path / "q.db").events()
     assert sorted(e.payload["args"]["id"] for e in events) == ["child", "parent"]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_on_every_database_records_precede_the_change_after_them_and_another_store_sees_them(
+    tmp_path: Path, kind: str
+) -> None:
+    with database_url(kind, tmp_path) as url:
+        agent, reviewer = ReviewQueue(open_store(url), POLICY), ReviewQueue(open_store(url), POLICY)
+        agent.submit(call("read_ticket"))
+        agent.submit(call("shell"))
+        request = agent.submit(call("delete_ticket")).request
+        assert request is not None
+        assert [e.kind for e in reviewer.events()] == ["auto_allowed", "auto_denied", "submitted"]
+        agent.record_outcome(None, ran=True, result="ok", call=call("read_ticket"))
+        reviewer.decide(request.id, Approve(), reviewer="ann")
+        agent.mark_applied(request.id, args={"id": "t1"})
+        kinds = [e.kind for e in reviewer.events()]
+        # The outcome waits in the agent's process (the reviewer's decision may come before or after it in
+        # the chain), but never after the agent's own next change, the applied mark.
+        assert kinds[:3] == ["auto_allowed", "auto_denied", "submitted"] and kinds[-1] == "applied"
+        assert sorted(kinds[3:5]) == ["decided", "executed"]
+        assert reviewer.verify_audit().ok
+        agent.close()
+        reviewer.close()
