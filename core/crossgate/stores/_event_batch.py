@@ -5,8 +5,9 @@ commit before the call goes on: nothing anybody does depends on it. Such events 
 until the first of:
 
 - the background writer's next flush, at most ``FLUSH_INTERVAL_SECONDS`` after the first of them;
-- any other write of the store, which commits them first, in its own transaction, so they keep their
-  place in the chain before the state change (a pause, a decision, an applied mark) that follows them;
+- any other write of the store, which commits them first (SQLite: in its own transaction; PostgreSQL: in
+  a transaction just before it), so they keep their place in the chain before the state change (a
+  pause, a decision, an applied mark) that follows them;
 - a read of the log or of its head in this process, and ``close``.
 
 A batch commits in one transaction with one sync: its events are sealed one after the other, each
