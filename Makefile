@@ -35,6 +35,7 @@ unit: $(STAMP)
 test: lint typecheck unit
 
 bench: $(STAMP)
+	@echo "== summary: the four ratios of the performance goals" && $(BIN)/python -m tests.benchmarks.summary
 	@for f in tests/benchmarks/bench_*.py; do m=$$(basename $$f .py); echo "== $$m"; \
 		$(BIN)/python -m tests.benchmarks.$$m || exit 1; done
 

@@ -49,7 +49,9 @@ class QueueBase:
         channel: str | None = None,
         payload: JsonObject | None = None,
     ) -> NewEvent:
-        return NewEvent(
+        # Built without re-validation (it is on every call's path): every field is the queue's own, typed
+        # here, and a payload is built from validated models (calls, decisions) and plain text.
+        return NewEvent.model_construct(
             kind=kind,
             at=self.now(),
             request_id=request.id if request else None,

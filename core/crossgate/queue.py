@@ -92,9 +92,9 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
         super().__init__(store, clock=clock, limits=limits)
         self.policy = policy or Policy()
         self._waits = WaitRegistry(store)
-        # The active standing rules as of an audit head: every rule change appends its event in the
-        # same transaction, so an unchanged head (from any process) means unchanged rules.
-        self._rules_cache: tuple[tuple[int, str], StandingRuleIndex] | None = None
+        # The active standing rules as of a rules version: every rule change bumps it in the same
+        # transaction, so an unchanged version (from any process) means unchanged rules.
+        self._rules_cache: tuple[int, StandingRuleIndex] | None = None
 
     def close(self) -> None:
         """Stop the wake-up watcher and close the store."""
@@ -107,14 +107,14 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
         return self.policy.evaluate(call, self._active_rules(), now=self.now())
 
     def _active_rules(self) -> StandingRuleIndex:
-        # The head is read before the rules: a rule added in between is cached under the older head,
-        # which no longer matches on the next call, so a stale list is never kept.
-        head = self.store.audit_head()
+        # The version is read before the rules: a rule added in between is cached under the older
+        # version, which no longer matches on the next call, so a stale list is never kept.
+        version = self.store.rules_version()
         cached = self._rules_cache
-        if cached is not None and cached[0] == head:
+        if cached is not None and cached[0] == version:
             return cached[1]
         rules = StandingRuleIndex(self.store.list_rules())  # indexed by tool once per change, not per call
-        self._rules_cache = (head, rules)
+        self._rules_cache = (version, rules)
         return rules
 
     def submit(
@@ -185,7 +185,9 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
         if verdict.kind is not VerdictKind.ASK:
             kind = "auto_allowed" if verdict.kind is VerdictKind.ALLOW else "auto_denied"
             payload = {**call_payload(call), "reason": verdict.reason, "rule": verdict.rule}
-            self.store.append_event(self._event(kind, run=call.run, actor="policy", channel="policy", payload=payload))
+            # Not waited for: nothing depends on the record of an allow or a deny, and it is committed
+            # before any later write of this store (see Store.enqueue_event).
+            self.store.enqueue_event(self._event(kind, run=call.run, actor="policy", channel="policy", payload=payload))
             return Submission(verdict)
         allowed = tuple(k for k in verdict.allowed_decisions if k in capabilities)
         if verdict.approvals > 1:  # each reviewer approves the call as proposed, or rejects it
@@ -406,12 +408,14 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
         result: str | None = None,
         error: str | None = None,
         call: ToolCall | None = None,
-    ) -> Event:
-        """Append what happened when the SDK got its answer: whether the tool ran, a result summary, an error.
+    ) -> None:
+        """Record what happened when the SDK got its answer: whether the tool ran, a result summary, an error.
 
         ``request_id`` may be the request the caller holds: its id and run never change, so it is not read again.
+        The ``executed`` event is enqueued, not waited for (see ``Store.enqueue_event``): the call it
+        records has happened already, and nothing decides on it; reading the log returns it.
         """
-        payload: JsonObject = {"ran": ran, "result": clip_text(result), "error": clip_text(error)}
+        payload: JsonObject = {"ran": bool(ran), "result": clip_text(_text(result)), "error": clip_text(_text(error))}
         if call is not None:
             payload.update(call_payload(call))
         run = call.run if call else None
@@ -419,7 +423,7 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
             run, request_id = request_id.call.run, request_id.id
         elif request_id is not None:
             run = self.get(request_id).call.run
-        return self.store.append_event(
+        self.store.enqueue_event(
             NewEvent(kind="executed", at=self.now(), request_id=request_id, run=run, payload=payload)
         )
 
@@ -532,6 +536,11 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
     def verify_audit(self) -> AuditReport:
         """Check the hash chain of the whole log against the recorded head."""
         return verify_log(self.store)
+
+
+def _text(value: object) -> str | None:
+    """``value`` as text for an audit payload (an adapter may hand over a non-text result)."""
+    return value if value is None or isinstance(value, str) else str(value)
 
 
 def _verdict_of(request: ApprovalRequest) -> Verdict:

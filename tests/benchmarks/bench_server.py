@@ -8,6 +8,11 @@ decided requests applied (as resuming adapters do), and ``CG_BENCH_CLIENTS`` rev
 each with its own token, each looping: list pending (oldest first), pick one, approve it. Reviewers
 race for the same requests on purpose; the losers get 409.
 
+Then the same load against the bare baseline (``bare_server.py``: FastAPI and uvicorn, the same two
+routes, a decision is one durable compare-and-set ``UPDATE`` on SQLite ``synchronous=FULL``; its
+submitter inserts rows, its appliers compare-and-set them applied), unless ``CG_BENCH_BARE=0``, and the
+ratios crossgate / bare of decisions per second and decide latency.
+
 Reports decisions per second, p50/p99 latency of the decision and list calls, and checks the
 invariants: every request submitted is in the store (none lost), every 200 answer is exactly one
 ``decided`` event (none doubled), every decided request is applied exactly once, the audit chain
@@ -41,6 +46,7 @@ from crossgate import ReviewQueue, ToolCall, open_store  # noqa: E402
 from crossgate.errors import AlreadyAppliedError  # noqa: E402
 from crossgate.model import RequestStatus  # noqa: E402
 from crossgate.stores import RequestQuery  # noqa: E402
+from tests.benchmarks import bare_server  # noqa: E402
 
 SECONDS = float(os.environ.get("CG_BENCH_SECONDS", "30"))
 CLIENTS = int(os.environ.get("CG_BENCH_CLIENTS", "50"))
@@ -70,6 +76,31 @@ def submitter(db: str, stop_at: float, counter: Any) -> None:
                 counter.value += 1
         time.sleep(0.05)
     queue.close()
+
+
+def bare_submitter(db: str, stop_at: float, counter: Any) -> None:
+    """``submitter`` for the bare app: plain rows, kept at about BACKLOG pending."""
+    conn = bare_server.connect(db)
+    n = 0
+    while time.time() < stop_at:
+        for _ in range(max(0, BACKLOG - bare_server.pending_count(conn))):
+            n += 1
+            bare_server.submit(conn, f"bare-{n}")
+            with counter.get_lock():
+                counter.value += 1
+        time.sleep(0.05)
+    conn.close()
+
+
+def bare_applier(db: str, stop: threading.Event, stats: collections.Counter[str]) -> None:
+    conn = bare_server.connect(db)
+    while not stop.is_set():
+        applied, refused = bare_server.apply_decided(conn)
+        stats["applied"] += applied
+        stats["apply_refused"] += refused
+        if not applied and not refused:
+            time.sleep(0.02)
+    conn.close()
 
 
 def applier(db: str, stop: threading.Event, stats: collections.Counter[str]) -> None:
@@ -117,6 +148,51 @@ def pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))] * 1000
 
 
+def start(cmd: list[str], env: dict[str, str], base: str) -> subprocess.Popen[bytes]:
+    server = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if httpx.get(f"{base}/api/health", timeout=1).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            time.sleep(0.2)
+        if time.monotonic() > deadline:
+            server.terminate()
+            raise SystemExit("server did not start")
+
+
+Load = tuple[int, collections.Counter[str], collections.Counter[str], dict[str, list[float]], float]
+
+
+def load(base: str, tokens: dict[str, str], db: str, feed: Any, apply: Any) -> Load:
+    """Reviewers for SECONDS against ``base``, with ``feed`` keeping the backlog and two ``apply`` threads."""
+    stop_at = time.time() + SECONDS
+    submitted = multiprocessing.get_context("spawn").Value("i", 0)
+    feeder = multiprocessing.get_context("spawn").Process(target=feed, args=(db, stop_at, submitted))
+    feeder.start()
+    stop_apply = threading.Event()
+    apply_stats: collections.Counter[str] = collections.Counter()
+    appliers = [threading.Thread(target=apply, args=(db, stop_apply, apply_stats)) for _ in range(2)]
+    for thread in appliers:
+        thread.start()
+    lat: dict[str, list[float]] = {"list": [], "decide": []}
+    stats: collections.Counter[str] = collections.Counter()
+    started = time.perf_counter()
+
+    async def everyone() -> None:
+        await asyncio.gather(*(reviewer(base, t, stop_at, lat, stats) for t in tokens.values()))
+
+    asyncio.run(everyone())
+    elapsed = time.perf_counter() - started
+    feeder.join()
+    time.sleep(1.0)  # let the appliers drain what was decided last
+    stop_apply.set()
+    for thread in appliers:
+        thread.join()
+    return submitted.value, stats, apply_stats, lat, elapsed
+
+
 def main() -> int:
     folder = Path(tempfile.mkdtemp(prefix="crossgate-bench-server-"))
     db = str(folder / "q.db")
@@ -125,45 +201,50 @@ def main() -> int:
     tokens = {f"r{i:02d}": f"reviewer-token-{i:04d}" for i in range(CLIENTS)}
     env = {**os.environ, "CROSSGATE_TOKENS": ",".join(f"{n}:{t}" for n, t in tokens.items())}
     cmd = [sys.executable, "-m", "crossgate.cli", "--db", db, "serve", "--port", str(port), "--log-level", "warning"]
-    server = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
+    server = start(cmd, env, base)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{base}/api/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
-            if time.monotonic() > deadline:
-                raise SystemExit("server did not start")
-        stop_at = time.time() + SECONDS
-        submitted = multiprocessing.get_context("spawn").Value("i", 0)
-        feeder = multiprocessing.get_context("spawn").Process(target=submitter, args=(db, stop_at, submitted))
-        feeder.start()
-        stop_apply = threading.Event()
-        apply_stats: collections.Counter[str] = collections.Counter()
-        appliers = [threading.Thread(target=applier, args=(db, stop_apply, apply_stats)) for _ in range(2)]
-        for thread in appliers:
-            thread.start()
-        lat: dict[str, list[float]] = {"list": [], "decide": []}
-        stats: collections.Counter[str] = collections.Counter()
-        started = time.perf_counter()
-
-        async def everyone() -> None:
-            await asyncio.gather(*(reviewer(base, t, stop_at, lat, stats) for t in tokens.values()))
-
-        asyncio.run(everyone())
-        elapsed = time.perf_counter() - started
-        feeder.join()
-        time.sleep(1.0)  # let the appliers drain what was decided last
-        stop_apply.set()
-        for thread in appliers:
-            thread.join()
+        submitted, stats, apply_stats, lat, elapsed = load(base, tokens, db, submitter, applier)
     finally:
         server.terminate()
         server.wait(timeout=20)
-    return report(db, submitted.value, stats, apply_stats, lat, elapsed)
+    failed = report(db, submitted, stats, apply_stats, lat, elapsed)
+    if os.environ.get("CG_BENCH_BARE", "1") == "0":
+        return failed
+    bare_db = str(folder / "bare.db")
+    bare_server.setup(bare_db)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    bare_cmd = [sys.executable, "-m", "tests.benchmarks.bare_server", bare_db, str(port), ",".join(tokens.values())]
+    server = start(bare_cmd, dict(os.environ), base)
+    try:
+        _, bare_stats, bare_apply, bare_lat, bare_elapsed = load(base, tokens, bare_db, bare_submitter, bare_applier)
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+    compare(stats, lat, elapsed, bare_stats, bare_apply, bare_lat, bare_elapsed)
+    return failed
+
+
+def compare(
+    stats: collections.Counter[str],
+    lat: dict[str, list[float]],
+    elapsed: float,
+    bare_stats: collections.Counter[str],
+    bare_apply: collections.Counter[str],
+    bare_lat: dict[str, list[float]],
+    bare_elapsed: float,
+) -> None:
+    """Print the bare baseline's figures and crossgate's ratios to them."""
+    ours, bare = stats["decide_200"] / elapsed, bare_stats["decide_200"] / bare_elapsed
+    print(f"bare FastAPI + uvicorn baseline (durable compare-and-set UPDATE), same load, {bare_elapsed:.1f} s, SQLite")
+    print(f"  decisions accepted   {bare_stats['decide_200']}  ({bare:.1f}/s); 409s {bare_stats['decide_409']}")
+    print(f"  applied {bare_apply['applied']}; second applies refused {bare_apply['apply_refused']}")
+    for name in ("decide", "list"):
+        print(f"  {name:<7} latency     p50 {pct(bare_lat[name], 50):.1f} ms   p99 {pct(bare_lat[name], 99):.1f} ms")
+    p50 = pct(lat["decide"], 50) / pct(bare_lat["decide"], 50)
+    p99 = pct(lat["decide"], 99) / pct(bare_lat["decide"], 99)
+    print(f"server vs bare (SQLite, racing): decisions/s {ours / bare:.2f}x, decide p50 {p50:.2f}x, p99 {p99:.2f}x")
 
 
 def report(

@@ -69,6 +69,8 @@ def test_a_held_parked_run_the_store_does_not_have_is_not_found(queue: ReviewQue
 def test_an_outcome_for_a_held_request_records_its_id_and_run(queue: ReviewQueue) -> None:
     request_id, _ = _parked(queue)
     request = queue.get(request_id)
-    event = queue.record_outcome(request, ran=False, result="rejected")
+    queue.record_outcome(request, ran=False, result="rejected")
+    event = queue.events()[-1]
+    assert event.kind == "executed"
     assert (event.request_id, event.run) == (request_id, "run-1")
     assert event.payload["ran"] is False

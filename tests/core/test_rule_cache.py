@@ -1,4 +1,4 @@
-"""The queue caches active standing rules per audit head; a change from any queue or process shows at once."""
+"""The queue caches active standing rules per rules version; a change from any queue or process shows at once."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
 
 from crossgate import Policy, PolicyRule, ReviewQueue, ToolCall, VerdictKind, open_store
 from crossgate.stores.memory import MemoryStore
@@ -36,17 +38,23 @@ def test_a_rule_added_and_revoked_by_another_queue_on_the_file_applies_to_the_ne
     second.close()
 
 
-def test_a_rule_added_and_revoked_in_another_process_applies_to_the_next_evaluate(tmp_path: Path) -> None:
+@pytest.mark.parametrize("effect", [VerdictKind.DENY, VerdictKind.ALLOW])
+def test_a_rule_added_and_revoked_in_another_process_applies_to_the_next_call(
+    tmp_path: Path, effect: VerdictKind
+) -> None:
     path = tmp_path / "q.db"
     queue = _queue(path)
-    assert queue.evaluate(_call()).kind is VerdictKind.ASK
+    # A standing deny must stop an allowed call; a standing allow must spare a call the policy asks about.
+    before = VerdictKind.ALLOW if effect is VerdictKind.DENY else VerdictKind.ASK
+    queue.policy = Policy(default=before)
+    assert queue.submit(_call()).verdict.kind is before  # fills the cache; an allow enqueues its record
     script = textwrap.dedent(
         """
         import sys
         from crossgate import ReviewQueue, VerdictKind, open_store
         queue = ReviewQueue(open_store(sys.argv[1]))
         if sys.argv[2] == "add":
-            print(queue.add_rule(queue.new_rule(effect=VerdictKind.ALLOW, tool="delete_ticket")).id)
+            print(queue.add_rule(queue.new_rule(effect=VerdictKind(sys.argv[3]), tool="delete_ticket")).id)
         else:
             queue.revoke_rule(sys.argv[3], actor="admin")
         queue.close()
@@ -58,17 +66,20 @@ def test_a_rule_added_and_revoked_in_another_process_applies_to_the_next_evaluat
         assert done.returncode == 0, done.stderr
         return done.stdout.strip()
 
-    rule_id = other("add")
-    verdict = queue.evaluate(_call())
-    assert verdict.kind is VerdictKind.ALLOW
-    assert verdict.rule == rule_id
+    rule_id = other("add", effect.value)
+    submission = queue.submit(_call())  # the very next call, with no wait in between
+    assert submission.verdict.kind is effect
+    assert submission.verdict.rule == rule_id
     other("revoke", rule_id)
-    assert queue.evaluate(_call()).kind is VerdictKind.ASK
+    assert queue.submit(_call()).verdict.kind is before
     queue.close()
 
 
-def test_the_cache_reads_the_rules_once_while_nothing_changes_and_again_after_any_change() -> None:
-    store = MemoryStore()
+@pytest.mark.parametrize("db", ["memory:", "sqlite"])
+def test_the_cache_reads_the_rules_once_while_only_events_are_appended_and_again_after_a_rule_change(
+    tmp_path: Path, db: str
+) -> None:
+    store = MemoryStore() if db == "memory:" else open_store(str(tmp_path / "q.db"))
     reads: list[int] = []
     list_rules = store.list_rules
 
@@ -77,11 +88,19 @@ def test_the_cache_reads_the_rules_once_while_nothing_changes_and_again_after_an
         return list_rules(**kwargs)
 
     store.list_rules = counting  # type: ignore[method-assign]
-    queue = ReviewQueue(store, Policy())
+    queue = ReviewQueue(store, Policy(default=VerdictKind.ALLOW))
     queue.evaluate(_call())
     queue.evaluate(_call())
     assert len(reads) == 1
-    queue.submit(_call())  # evaluates from the cache, then records an event: the head moves
+    for _ in range(3):
+        queue.submit(_call())  # each records an event: the head moves, the rules do not
+    queue.record_outcome(None, ran=True, call=_call())
+    assert [e.kind for e in queue.events()] == ["auto_allowed"] * 3 + ["executed"]
     assert len(reads) == 1
-    queue.evaluate(_call())
+    rule = queue.add_rule(queue.new_rule(effect=VerdictKind.DENY, tool="delete_ticket"))
+    assert queue.evaluate(_call()).kind is VerdictKind.DENY
     assert len(reads) == 2
+    queue.revoke_rule(rule.id, actor="admin")
+    assert queue.evaluate(_call()).kind is VerdictKind.ALLOW
+    assert len(reads) == 3
+    queue.close()

@@ -73,7 +73,8 @@ def clocked_queue(store: SqliteStore) -> tuple[ReviewQueue, list[datetime]]:
 
 def every_kind_of_write(queue: ReviewQueue, now: list[datetime]) -> None:
     """One of each store write, through the queue, in an order that switches the level back and forth."""
-    queue.submit(call("read_ticket", "t1"))  # allowed: a bare event
+    queue.submit(call("read_ticket", "t1"))  # allowed: a bare event, enqueued
+    queue.store.flush_events()  # committed now (else the next write commits it in its own transaction)
     request = queue.submit(call("delete_ticket", "t3")).request
     assert request is not None
     parked = queue.park(framework="openai-agents", run="r1", request_ids=[request.id], state="{}")

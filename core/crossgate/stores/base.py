@@ -296,8 +296,26 @@ class Store(Protocol):
     def append_event(self, event: NewEvent) -> Event:
         """Append one event to the chain."""
 
+    def enqueue_event(self, event: NewEvent) -> None:
+        """Append ``event`` to the chain without waiting for its commit (group commit).
+
+        For records nothing depends on (a policy allow or deny, an allowed call's outcome). The event
+        is committed, in order, by the store's background writer within moments, by the next write of
+        any other kind (in that write's transaction, before its change), by a read of the log in this
+        process, or by ``close``. StoreError if the store could not commit earlier events.
+        """
+
+    def flush_events(self) -> None:
+        """Commit every event enqueued so far, now."""
+
+    def rules_version(self) -> int:
+        """A number that changes (in every process) whenever a standing rule is added or revoked.
+
+        It may change more often; a queue keeps its list of active rules while it stays the same.
+        """
+
     def list_events(self, *, after: int = 0, limit: int | None = None, request_id: str | None = None) -> list[Event]:
-        """Events with ``seq > after`` in order."""
+        """Events with ``seq > after`` in order, the ones this process enqueued included."""
 
     def audit_head(self) -> tuple[int, str]:
         """Sequence number and hash of the last event, recorded apart from the events themselves."""

@@ -52,9 +52,11 @@ class MemoryStore:
         self._rules: dict[str, StandingRule] = {}
         self._parked: dict[str, ParkedRun] = {}
         self._events: list[Event] = []
+        self._enqueued: list[NewEvent] = []  # sealed, in order, before the next event or read of the log
         self._cursors: dict[str, DeliveryCursor] = {}
         # Pending requests that can expire, so finding overdue ones does not scan every request ever made.
         self._expiring: set[str] = set()
+        self._rules_version = 0
 
     def setup(self) -> None:
         """Nothing to create."""
@@ -63,11 +65,20 @@ class MemoryStore:
         """Nothing to release."""
 
     def _append(self, new: NewEvent) -> Event:
+        self._seal_enqueued()
+        return self._seal(new)
+
+    def _seal(self, new: NewEvent) -> Event:
         prev = self._events[-1].hash if self._events else GENESIS_HASH
         event = seal(new, seq=len(self._events) + 1, prev_hash=prev)
         self._events.append(event)
         self._changed.notify_all()
         return event
+
+    def _seal_enqueued(self) -> None:
+        enqueued, self._enqueued = self._enqueued, []
+        for new in enqueued:
+            self._seal(new)
 
     def insert_request(self, request: ApprovalRequest, event: NewEvent) -> Event:
         with self._lock:
@@ -129,6 +140,7 @@ class MemoryStore:
             if rule.id in self._rules:
                 raise ConflictError(f"rule {rule.id} already exists")
             self._rules[rule.id] = rule
+            self._rules_version += 1
             return self._append(event)
 
     def get_rule(self, rule_id: str) -> StandingRule | None:
@@ -145,7 +157,11 @@ class MemoryStore:
             if current is None or current.revoked_at is not None:
                 return None
             self._rules[rule.id] = rule
+            self._rules_version += 1
             return self._append(event)
+
+    def rules_version(self) -> int:
+        return self._rules_version
 
     def insert_parked_run(
         self, parked: ParkedRun, event: NewEvent, requests: Sequence[tuple[ApprovalRequest, NewEvent]] = ()
@@ -230,17 +246,29 @@ class MemoryStore:
         with self._lock:
             return self._append(event)
 
+    def enqueue_event(self, event: NewEvent) -> None:
+        """Kept in order and sealed into the chain by the next event appended or the next read of the log."""
+        with self._lock:
+            self._enqueued.append(event)
+
+    def flush_events(self) -> None:
+        with self._lock:
+            self._seal_enqueued()
+
     def list_events(self, *, after: int = 0, limit: int | None = None, request_id: str | None = None) -> list[Event]:
         with self._lock:
+            self._seal_enqueued()
             events = [e for e in self._events[after:] if request_id is None or e.request_id == request_id]
             return events if limit is None else events[:limit]
 
     def audit_head(self) -> tuple[int, str]:
         with self._lock:
+            self._seal_enqueued()
             return (len(self._events), self._events[-1].hash) if self._events else (0, GENESIS_HASH)
 
     def wait_for_change(self, after: int, timeout: float) -> int:
         with self._changed:
+            self._seal_enqueued()
             self._changed.wait_for(lambda: len(self._events) > after, timeout=timeout)
             return len(self._events)
 

@@ -42,6 +42,7 @@ from crossgate.model import (
     RequestStatus,
     StandingRule,
 )
+from crossgate.stores._event_batch import EventBatch
 from crossgate.stores.base import (
     DeliveryCursor,
     Page,
@@ -188,6 +189,9 @@ class PostgresStore:
         self._opened = False
         self._last_used: weakref.WeakKeyDictionary[psycopg.Connection[Any], float] = weakref.WeakKeyDictionary()
         self._listener = Listener(self._connect_listener, self._channel, _read_head)
+        self._batch = EventBatch(self._commit_enqueued)
+        # Held while enqueued events are taken and committed, so a reader finds them committed.
+        self._flush_lock = threading.Lock()
 
     # connections ---------------------------------------------------------------------------------
     def _connect(self) -> psycopg.Connection[Any]:
@@ -236,7 +240,13 @@ class PostgresStore:
                 conn.execute(_q("record_version"), {"version": migration.version, "name": migration.name})
 
     def close(self) -> None:
-        """Stop the listener and close the pool."""
+        """Commit the enqueued events, stop the listener and close the pool."""
+        try:
+            self._batch.close()
+        finally:
+            self._close_pool()
+
+    def _close_pool(self) -> None:
         self._listener.close()
         with self._open_lock:
             if self._opened:
@@ -249,8 +259,29 @@ class PostgresStore:
         # Each compare-and-set or insert locks the chain head in the same statement, so a write is BEGIN,
         # that statement, the event, COMMIT. (Pipeline mode saves two round trips but costs more Python
         # than it saves on a busy machine; measured with tests/benchmarks/bench_stores.py.)
+        # Events enqueued before this write commit first, in their own transaction: they keep their
+        # place in the chain before its change, and the change's head lock is not taken any earlier.
+        if self._batch.pending:
+            self._commit_enqueued()
         with self._conn(action) as conn, conn.transaction(), conn.cursor() as cur:
             yield cur
+
+    def _commit_enqueued(self) -> None:
+        with self._flush_lock:
+            waiting = self._batch.take()
+            if not waiting:
+                return
+            try:
+                with self._conn("append the enqueued events") as conn, conn.transaction(), conn.cursor() as cur:
+                    head = None
+                    for new in waiting:
+                        event = self._append(cur, new, head)
+                        head = (event.seq, event.hash)
+            except BaseException:
+                self._batch.give_back(waiting)
+                raise
+        self._batch.committed()
+        self._listener.observe(event.seq)
 
     def _append(self, cur: psycopg.Cursor[Any], new: NewEvent, head: tuple[int, str] | None = None) -> Event:
         """Seal ``new`` after ``head`` (the locked chain head; locked here when not given) and queue its insert."""
@@ -430,14 +461,28 @@ class PostgresStore:
         self._listener.observe(sealed.seq)
         return sealed
 
+    def enqueue_event(self, event: NewEvent) -> None:
+        self._batch.add(event)
+
+    def flush_events(self) -> None:
+        self._commit_enqueued()
+
+    def rules_version(self) -> int:
+        """The committed audit head's seq: it moves with every commit of events, standing-rule changes
+        included (no counter yet). Read without committing the enqueued events first."""
+        with self._conn("read the audit head") as conn:
+            return int(_head(conn.execute(_q("read_head")))[0])
+
     def list_events(self, *, after: int = 0, limit: int | None = None, request_id: str | None = None) -> list[Event]:
         params = {"after": after, "limit": limit, "request_id": request_id}
         query = "list_events" if request_id is None else "list_request_events"
+        self.flush_events()  # this process reads what it enqueued
         with self._conn("list events") as conn:
             rows = conn.execute(_q(query), params).fetchall()
         return [_load(Event, data) for (data,) in rows]
 
     def audit_head(self) -> tuple[int, str]:
+        self.flush_events()
         with self._conn("read the audit head") as conn:
             seq, digest = _head(conn.execute(_q("read_head")))
         return int(seq), str(digest)

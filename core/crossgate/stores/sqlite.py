@@ -15,6 +15,11 @@ How much a commit survives is the store's ``durability``:
   ``synchronous=FULL``: ``update_request`` (decide, mark applied, expire, cancel), ``revoke_rule``, and
   ``setup``. See ``DURABLE_WRITES`` for what a power cut can lose and why the invariants hold.
 
+Under every setting, the events given to ``enqueue_event`` (policy allow/deny records, call outcomes)
+are group-committed (see ``crossgate.stores._event_batch``): a crash of the process, or a power cut,
+loses those not committed yet, at most the last ``FLUSH_INTERVAL_SECONDS`` or so of them, and never one
+that a later write of the process followed (that write committed it first, in its own transaction).
+
 Why ``decisions`` is sound: the WAL is append-only, and a FULL commit syncs the whole WAL file, so it
 also makes every earlier commit in it durable, NORMAL ones included, whichever connection or process
 wrote them. Recovery replays WAL frames from the start only while their running checksums hold, so what
@@ -48,6 +53,7 @@ from crossgate.model import (
     RequestStatus,
     StandingRule,
 )
+from crossgate.stores._event_batch import EventBatch
 from crossgate.stores.base import (
     DeliveryCursor,
     Page,
@@ -153,6 +159,7 @@ class SqliteStore:
         self._connections_lock = threading.Lock()
         self._closed = False
         self._write_lock = _process_write_lock(self.path)
+        self._batch = EventBatch(self.flush_events, on_thread_exit=self._drop_connection)
 
     # connections --------------------------------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
@@ -194,14 +201,22 @@ class SqliteStore:
                 conn.execute(f"PRAGMA synchronous={level}")  # refused inside a transaction: set it before BEGIN
                 self._local.sync = level
             conn.execute("BEGIN IMMEDIATE")
+            # Events enqueued before this write go first, in its transaction: they keep their place in
+            # the chain before the change it commits, and become durable with it.
+            waiting = self._batch.take()
             try:
                 if self._write_hook is not None:
                     self._write_hook(write, conn)
+                if waiting:
+                    self._append_all(conn, waiting)
                 yield conn
                 conn.execute("COMMIT")
             except BaseException:
                 _rollback(conn)
+                self._batch.give_back(waiting)
                 raise
+            if waiting:
+                self._batch.committed()
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with _wrapped("read"):
@@ -230,11 +245,20 @@ class SqliteStore:
         return int(self._read("SELECT coalesce(max(version), 0) FROM schema_version")[0][0])
 
     def close(self) -> None:
-        """Close the store: this thread's connection and those of finished threads now, others on their next use.
+        """Commit the enqueued events; close this thread's connection and those of finished threads now,
+        others on their next use.
 
         Closing a connection while another thread is inside a query can crash the interpreter, so a
         live thread closes its own connection when it next touches the store (and gets StoreError).
         """
+        if self._closed:
+            return
+        try:
+            self._batch.close()
+        finally:
+            self._close_connections()
+
+    def _close_connections(self) -> None:
         with self._connections_lock:
             self._closed = True
             keep: list[tuple[threading.Thread, sqlite3.Connection]] = []
@@ -246,34 +270,71 @@ class SqliteStore:
             self._connections = keep
         self._local.conn = None
 
+    def _drop_connection(self) -> None:
+        """Close the calling thread's connection (the audit writer's, as its thread ends)."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            return
+        with self._connections_lock:
+            self._connections = [(t, c) for t, c in self._connections if c is not conn]
+        conn.close()
+        self._local.conn = None
+
     # events -------------------------------------------------------------------------------------
     def _append(self, conn: sqlite3.Connection, new: NewEvent) -> Event:
+        return self._append_all(conn, [new])[-1]
+
+    def _append_all(self, conn: sqlite3.Connection, news: Sequence[NewEvent]) -> list[Event]:
+        """Seal ``news`` one after the other after the head, insert them, and move the head once."""
         seq, prev_hash = _head(conn.execute(_HEAD_SELECT).fetchall())
-        event = seal(new, seq=seq + 1, prev_hash=prev_hash)
-        conn.execute(
+        events: list[Event] = []
+        for new in news:
+            event = seal(new, seq=seq + 1, prev_hash=prev_hash)
+            events.append(event)
+            seq, prev_hash = event.seq, event.hash
+        conn.executemany(
             "INSERT INTO events (seq, at, kind, request_id, run, actor, channel, payload, prev_hash, hash)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                event.seq,
-                event.at.isoformat(),
-                event.kind,
-                event.request_id,
-                event.run,
-                event.actor,
-                event.channel,
-                json.dumps(event.payload, ensure_ascii=False),
-                event.prev_hash,
-                event.hash,
-            ),
+            [
+                (
+                    e.seq,
+                    e.at.isoformat(),
+                    e.kind,
+                    e.request_id,
+                    e.run,
+                    e.actor,
+                    e.channel,
+                    json.dumps(e.payload, ensure_ascii=False),
+                    e.prev_hash,
+                    e.hash,
+                )
+                for e in events
+            ],
         )
-        conn.execute("UPDATE audit_head SET seq = ?, hash = ? WHERE one = 1", (event.seq, event.hash))
-        return event
+        conn.execute("UPDATE audit_head SET seq = ?, hash = ? WHERE one = 1", (seq, prev_hash))
+        return events
 
     def append_event(self, event: NewEvent) -> Event:
         with self._write("append_event") as conn:
             return self._append(conn, event)
 
+    def enqueue_event(self, event: NewEvent) -> None:
+        self._batch.add(event)
+
+    def flush_events(self) -> None:
+        if self._batch.pending:
+            with self._write("append_event"):
+                pass  # the write appends what waits
+        else:
+            # The writer may hold events it took, not committed yet: its transaction holds this lock.
+            with self._write_lock:
+                pass
+
+    def rules_version(self) -> int:
+        return int(self._read("SELECT version FROM rules_version WHERE one = 1")[0][0])
+
     def list_events(self, *, after: int = 0, limit: int | None = None, request_id: str | None = None) -> list[Event]:
+        self.flush_events()  # this process reads what it enqueued
         sql = (
             "SELECT seq, at, kind, request_id, run, actor, channel, payload, prev_hash, hash FROM events WHERE seq > ?"
         )
@@ -288,6 +349,7 @@ class SqliteStore:
         return [_event_from_row(row) for row in self._read(sql, params)]
 
     def audit_head(self) -> tuple[int, str]:
+        self.flush_events()
         seq, digest = _head(self._read(_HEAD_SELECT))
         return int(seq), str(digest)
 
@@ -388,6 +450,7 @@ class SqliteStore:
                 )
             except sqlite3.IntegrityError as exc:
                 raise ConflictError(f"rule {rule.id} already exists") from exc
+            conn.execute(_BUMP_RULES_VERSION)
             return self._append(conn, event)
 
     def get_rule(self, rule_id: str) -> StandingRule | None:
@@ -404,7 +467,10 @@ class SqliteStore:
                 "UPDATE standing_rules SET revoked = 1, body = ? WHERE id = ? AND revoked = 0",
                 (rule.model_dump_json(), rule.id),
             ).rowcount
-            return self._append(conn, event) if updated else None
+            if not updated:
+                return None
+            conn.execute(_BUMP_RULES_VERSION)
+            return self._append(conn, event)
 
     # parked runs --------------------------------------------------------------------------------
     def insert_parked_run(
@@ -567,6 +633,7 @@ def _process_write_lock(path: Path) -> threading.Lock:
 
 
 _HEAD_SELECT = "SELECT seq, hash FROM audit_head WHERE one = 1"
+_BUMP_RULES_VERSION = "UPDATE rules_version SET version = version + 1 WHERE one = 1"
 
 
 def _head(rows: list[tuple[Any, ...]]) -> tuple[Any, ...]:

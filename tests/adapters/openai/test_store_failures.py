@@ -106,9 +106,9 @@ async def test_a_store_that_fails_after_the_policy_allowed_a_call_runs_nothing(
 ) -> None:
     # needs_approval read the policy (allow); the gated tool's own check cannot record the call.
     queue.policy = ASK_POLICY.model_copy(update={"rules": ()})
-    store.fail("append_event")
+    store.fail("enqueue_event")  # the allow is recorded without waiting for a commit, but not without a store
     agent, model = t3_agent(tickets)
-    with pytest.raises(StoreError, match=r"unreachable \(append_event\)"):
+    with pytest.raises(StoreError, match=r"unreachable \(enqueue_event\)"):
         await Gate(queue).run(agent, "go", run="r")
     nothing_ran(tickets, model)
 
