@@ -25,6 +25,7 @@ import crossgate.server.stream as stream
 from crossgate.display import visible
 from crossgate.errors import CrossgateError
 from crossgate.queue import ReviewQueue
+from crossgate.server.aap.routes import AAP_PATH, aap_asgi
 from crossgate.server.access import Authenticator
 from crossgate.server.bodies import BodyLimit
 from crossgate.server.errors import error_body, http_error_body
@@ -51,7 +52,8 @@ def create_app(
     *,
     webhook_transport: httpx.AsyncBaseTransport | None = None,
 ) -> FastAPI:
-    """The review server for ``queue``: JSON API under ``/api``, the reviewer page at ``/``, signed links.
+    """The review server for ``queue``: JSON API under ``/api``, the reviewer page at ``/``, signed links, and
+    the Agent Approval Protocol (AAP v1) provider under ``/aap``.
 
     The app does not own the queue: closing it is the caller's job.
     """
@@ -96,6 +98,7 @@ def create_app(
     app.include_router(stream.router)
     app.include_router(linkpages.router)
     app.include_router(pages.router)
+    app.mount(AAP_PATH, aap_asgi(state), name="aap")  # the AAP v1 provider: docs/agents-over-http.md
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app
 
