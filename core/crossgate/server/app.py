@@ -25,7 +25,7 @@ import crossgate.server.stream as stream
 from crossgate.display import visible
 from crossgate.errors import CrossgateError
 from crossgate.queue import ReviewQueue
-from crossgate.server.aap.routes import AAP_PATH, aap_asgi
+from crossgate.server.aap.routes import AAP_PATH, aap_asgi, fallback_response, owns
 from crossgate.server.access import Authenticator
 from crossgate.server.bodies import BodyLimit
 from crossgate.server.errors import error_body, http_error_body
@@ -117,6 +117,8 @@ async def _error_response(request: Request, exc: Exception) -> Response:
 async def _http_response(request: Request, exc: Exception) -> Response:
     """Starlette's refusals (404 no route, 405 wrong method, 413 too large) with the documented body."""
     assert isinstance(exc, HTTPException)
+    if owns(request.url.path):
+        return fallback_response(exc)
     status = exc.status_code
     message = _http_message(request, exc)
     if status == 422 and request.url.path == api.BATCH_PATH:  # an unparseable batch: nothing in it was decided

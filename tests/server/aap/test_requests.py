@@ -172,3 +172,12 @@ async def test_service_agent_from_the_tokens_file_is_an_instance(http: httpx.Asy
     r = await create(http, SERVICE, call())
     assert r.status_code == 201
     assert queue.get(r.json()["id"]).call.context["aap_instance"] == "billing-bot"
+
+
+async def test_every_aap_error_is_an_error_response_with_a_request_id(http: httpx.AsyncClient) -> None:
+    _, token = await provision(http)
+    for method, path in (("GET", f"{AAP}/requests/%0A"), ("PUT", f"{AAP}/requests"), ("GET", f"{AAP}/nothing")):
+        r = await http.request(method, path, headers=bearer(token))
+        assert r.status_code in (404, 405), (path, r.status_code)
+        assert r.headers["content-type"].startswith("application/json")
+        assert r.json()["error"]["request_id"] == r.headers["x-request-id"]

@@ -100,6 +100,18 @@ def _map(exc: Exception) -> AapError:
     return AapError(500, "internal", "internal_error", "the provider could not complete the operation")
 
 
+def owns(path: str) -> bool:
+    """True for a path under :data:`AAP_PATH` (one the mount missed, such as one with a newline in it)."""
+    return path == AAP_PATH or path.startswith(AAP_PATH + "/")
+
+
+def fallback_response(exc: HTTPException) -> Response:
+    """The AAP error for a refusal the main app made on a path under :data:`AAP_PATH`."""
+    rid = str(uuid.uuid4())
+    mapped = _map(exc)
+    return JSONResponse(mapped.body(rid), status_code=mapped.status, headers={REQUEST_ID: rid})
+
+
 def create_aap_app(state: ServerState, registry: MemoryRegistry | None = None) -> FastAPI:
     """The AAP v1 provider over ``state.queue``; ``create_app`` mounts it at :data:`AAP_PATH`."""
     registry = registry or MemoryRegistry(services=state.settings.agents)
