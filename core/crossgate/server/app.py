@@ -25,7 +25,7 @@ import crossgate.server.stream as stream
 from crossgate.display import visible
 from crossgate.errors import CrossgateError
 from crossgate.queue import ReviewQueue
-from crossgate.server.aap.routes import AAP_PATH, aap_asgi, fallback_response, owns
+from crossgate.server.aap.routes import AAP_PATH, aap_asgi, create_aap_app, fallback_response, owns
 from crossgate.server.access import Authenticator
 from crossgate.server.bodies import BodyLimit
 from crossgate.server.errors import error_body, http_error_body
@@ -66,15 +66,18 @@ def create_app(
         feed=ChangeFeed(queue, sweep_seconds=settings.sweep_seconds),
     )
     state.notifier = Notifier(state, transport=webhook_transport)
+    aap = create_aap_app(state, webhook_transport=webhook_transport)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         await state.feed.start()
         assert state.notifier is not None
         await state.notifier.start()
+        await aap.state.notifier.start()
         try:
             yield
         finally:
+            await aap.state.notifier.stop()
             await state.notifier.stop()
             await state.feed.stop()
 
@@ -98,7 +101,7 @@ def create_app(
     app.include_router(stream.router)
     app.include_router(linkpages.router)
     app.include_router(pages.router)
-    app.mount(AAP_PATH, aap_asgi(state), name="aap")  # the AAP v1 provider: docs/agents-over-http.md
+    app.mount(AAP_PATH, aap_asgi(aap), name="aap")  # the AAP v1 provider: docs/agents-over-http.md
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app
 

@@ -241,6 +241,8 @@ class ServerSettings:
     aap_approval_ttl_seconds: float = 300.0
     """How long an AAP approval may wait before its call starts (``decision.expires_at``), unless the policy
     rule's ``apply_within_seconds`` is shorter."""
+    aap_webhook_allow_private: bool = False
+    """Let AAP receivers be plain-HTTP loopback or private addresses: for tests and closed networks only."""
 
     def __post_init__(self) -> None:
         names = [r.name for r in self.reviewers]

@@ -62,7 +62,7 @@ async def test_deleting_an_instance_cancels_its_pending_requests_and_refuses_its
     assert replay.status_code == 409 and replay.json()["error"]["code"] == "instance_deleted"
 
 
-async def test_provision_replay_conflict_update_and_webhook_refusal(http: httpx.AsyncClient) -> None:
+async def test_provision_replay_conflict_update_and_unsupported_delivery(http: httpx.AsyncClient) -> None:
     iid, token = await provision(http)
     headers = {**bearer(PROVISIONER), "Idempotency-Key": "k-1"}
     replay = await http.post(f"{AAP}/instances", json={"instance_name": "laptop"}, headers=headers)
@@ -72,7 +72,7 @@ async def test_provision_replay_conflict_update_and_webhook_refusal(http: httpx.
     headers = {**bearer(PROVISIONER), "Idempotency-Key": "u-1"}
     r = await http.patch(f"{AAP}/instances/{iid}", json={"instance_name": "desk"}, headers=headers)
     assert r.status_code == 200 and r.json() == {"id": iid, "name": "desk"}
-    hook = {"type": "webhook", "url": "https://example.com/h", "registration_id": iid, "signing_secret": "whsec_x"}
+    hook = {"type": "email", "url": "https://example.com/h", "registration_id": iid, "signing_secret": "whsec_x"}
     r = await http.patch(
         f"{AAP}/instances/{iid}", json={"delivery": hook}, headers={**headers, "Idempotency-Key": "u-2"}
     )

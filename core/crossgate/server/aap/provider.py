@@ -50,10 +50,20 @@ CANCELLED_BY_DELETE = "The AAP instance that made this request was deleted."
 class Provider:
     """Create, read, wait on, cancel and consume AAP requests for authenticated instances."""
 
-    def __init__(self, queue: ReviewQueue, registry: MemoryRegistry, *, approval_ttl: float) -> None:
+    def __init__(
+        self,
+        queue: ReviewQueue,
+        registry: MemoryRegistry,
+        *,
+        approval_ttl: float,
+        allow_private: bool = False,
+        webhook_backoff: float = 0.5,
+    ) -> None:
         self.queue = queue
         self.registry = registry
         self.ttl = approval_ttl
+        self.allow_private = allow_private
+        self.webhook_backoff = webhook_backoff
 
     # create -------------------------------------------------------------------------------------
     def create(self, instance: Instance, key: str, body: JsonObject, submission: CreateIn) -> tuple[JsonObject, bool]:

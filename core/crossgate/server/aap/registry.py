@@ -31,6 +31,19 @@ def digest(body: object) -> str:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Delivery:
+    """A verified receiver: where notifications go and the secret they are signed with (never returned)."""
+
+    url: str
+    registration_id: str
+    secret: str = field(repr=False)
+
+    def public(self) -> JsonObject:
+        """The WebhookDelivery object: no secret."""
+        return {"type": "webhook", "url": self.url, "registration_id": self.registration_id}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Instance:
     """An AAP instance: the identity (agent and run) of every request made with its credential."""
 
@@ -40,6 +53,7 @@ class Instance:
     owner: str | None
     """The provisioner that created it; None for an agent service from the tokens file."""
     deleted_at: datetime | None = None
+    delivery: Delivery | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,11 +116,22 @@ class MemoryRegistry:
                 return None
             return self._instances[found.instance_id], found.token, found.digest
 
-    def provision(self, owner: str, key: str, body_digest: str, name: str | None) -> tuple[Instance, str]:
+    def provision(
+        self,
+        owner: str,
+        key: str,
+        body_digest: str,
+        name: str | None,
+        *,
+        instance_id: str | None = None,
+        delivery: Delivery | None = None,
+    ) -> tuple[Instance, str]:
         """Create an instance with a fresh credential, under ``owner``'s idempotency ``key``."""
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        iid = str(uuid.uuid4())
-        instance = Instance(id=iid, name=name or f"instance-{iid[:8]}", token_sha256=hash_token(token), owner=owner)
+        iid = instance_id or str(uuid.uuid4())
+        instance = Instance(
+            id=iid, name=name or f"instance-{iid[:8]}", token_sha256=hash_token(token), owner=owner, delivery=delivery
+        )
         with self.lock:
             self._instances[iid] = instance
             self._provisions[(owner, key)] = _Provisioned(iid, body_digest, token)
@@ -137,6 +162,13 @@ class MemoryRegistry:
         """Give the instance a new name."""
         with self.lock:
             instance = replace(self._instances[instance_id], name=name)
+            self._instances[instance_id] = instance
+            return instance
+
+    def set_delivery(self, instance_id: str, delivery: Delivery | None) -> Instance:
+        """Replace (or, with None, remove) the instance's receiver."""
+        with self.lock:
+            instance = replace(self._instances[instance_id], delivery=delivery)
             self._instances[instance_id] = instance
             return instance
 
@@ -175,6 +207,11 @@ class MemoryRegistry:
         """The request with this AAP id, if any."""
         with self.lock:
             return self._requests.get(request_id)
+
+    def all_requests(self) -> list[Submitted]:
+        """Every request, in the order they were made."""
+        with self.lock:
+            return list(self._requests.values())
 
     def save(self, record: Submitted) -> None:
         """Replace a request's record (cancellation, consumption, outcome)."""

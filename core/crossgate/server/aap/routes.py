@@ -11,6 +11,7 @@ import logging
 import uuid
 from typing import Any
 
+import httpx
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
@@ -20,8 +21,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from crossgate.errors import CrossgateError, InvalidArgumentsError
 from crossgate.fingerprint import parse_json
 from crossgate.model import JsonObject
+from crossgate.server.aap.delivery import Notifier, check_delivery, verify_receiver
 from crossgate.server.aap.provider import Provider
-from crossgate.server.aap.registry import Instance, MemoryRegistry, digest
+from crossgate.server.aap.registry import Delivery, Instance, MemoryRegistry, digest
 from crossgate.server.aap.wire import (
     MAX_WAIT_SECONDS,
     AapError,
@@ -112,13 +114,27 @@ def fallback_response(exc: HTTPException) -> Response:
     return JSONResponse(mapped.body(rid), status_code=mapped.status, headers={REQUEST_ID: rid})
 
 
-def create_aap_app(state: ServerState, registry: MemoryRegistry | None = None) -> FastAPI:
+def create_aap_app(
+    state: ServerState,
+    registry: MemoryRegistry | None = None,
+    *,
+    webhook_transport: httpx.AsyncBaseTransport | None = None,
+) -> FastAPI:
     """The AAP v1 provider over ``state.queue``; ``create_app`` mounts it at :data:`AAP_PATH`."""
     registry = registry or MemoryRegistry(services=state.settings.agents)
-    provider = Provider(state.queue, registry, approval_ttl=state.settings.aap_approval_ttl_seconds)
+    settings = state.settings
+    provider = Provider(
+        state.queue,
+        registry,
+        approval_ttl=settings.aap_approval_ttl_seconds,
+        allow_private=settings.aap_webhook_allow_private,
+        webhook_backoff=settings.webhook_backoff_seconds,
+    )
+    notifier = Notifier(provider, sweep_seconds=settings.sweep_seconds, transport=webhook_transport)
     state.auth.instance_token = registry.is_instance_token
     app = FastAPI(title="crossgate AAP v1 provider", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.aap = provider
+    app.state.notifier = notifier
 
     async def handle(request: Request, exc: Exception) -> Response:
         mapped = _map(exc)
@@ -175,7 +191,15 @@ def create_aap_app(state: ServerState, registry: MemoryRegistry | None = None) -
         return instance
 
     def instance_view(instance: Instance) -> JsonObject:
-        return {"id": instance.id, "name": instance.name}
+        view: JsonObject = {"id": instance.id, "name": instance.name}
+        if instance.delivery is not None:
+            view["delivery"] = instance.delivery.public()
+        return view
+
+    async def verified(raw: object, instance_id: str) -> Delivery:
+        delivery = check_delivery(raw, allow_private=provider.allow_private)
+        await verify_receiver(notifier.http, delivery, instance_id, allow_private=provider.allow_private)
+        return delivery
 
     # instances ----------------------------------------------------------------------------------
     @app.post("/v1/instances")
@@ -184,18 +208,22 @@ def create_aap_app(state: ServerState, registry: MemoryRegistry | None = None) -
         key = key_of(request)
         body = await body_of(request)
         parsed = parse_body(ProvisionIn, body)
-        if parsed.delivery is not None:
-            raise invalid("this provider runs AAP in synchronous mode only", "delivery", "unsupported_delivery_type")
+        earlier = registry.provisioned(owner, key)
+        if earlier is not None:  # a replay: no second verification, no new credential
+            instance, issued, was = earlier
+            if was != digest(body):
+                raise conflict("idempotency_conflict", "this Idempotency-Key was used with other input")
+            if instance.deleted_at is not None:
+                raise conflict("instance_deleted", "the instance this key created was deleted")
+            return JSONResponse({"instance": instance_view(instance), "credential": {"token": issued}})
+        iid = str(uuid.uuid4())  # reserved for the verification message, usable only once created
+        delivery = None if parsed.delivery is None else await verified(parsed.delivery, iid)
         with registry.lock:
-            earlier = registry.provisioned(owner, key)
-            if earlier is not None:
-                instance, issued, was = earlier
-                if was != digest(body):
-                    raise conflict("idempotency_conflict", "this Idempotency-Key was used with other input")
-                if instance.deleted_at is not None:
-                    raise conflict("instance_deleted", "the instance this key created was deleted")
-                return JSONResponse({"instance": instance_view(instance), "credential": {"token": issued}})
-            instance, issued = registry.provision(owner, key, digest(body), parsed.instance_name)
+            if registry.provisioned(owner, key) is not None:
+                raise conflict("idempotency_conflict", "this Idempotency-Key is being used by another attempt")
+            instance, issued = registry.provision(
+                owner, key, digest(body), parsed.instance_name, instance_id=iid, delivery=delivery
+            )
         return JSONResponse({"instance": instance_view(instance), "credential": {"token": issued}}, status_code=201)
 
     @app.get("/v1/instances/{instance_id}")
@@ -211,14 +239,17 @@ def create_aap_app(state: ServerState, registry: MemoryRegistry | None = None) -
         parsed = parse_body(UpdateIn, body)
         if not body:
             raise invalid("name at least one field to update")
-        if parsed.delivery is not None:
-            raise invalid("this provider runs AAP in synchronous mode only", "delivery", "unsupported_delivery_type")
+        earlier = registry.update_record(owner, instance.id, key)
+        if earlier is not None:
+            if earlier[0] != digest(body):
+                raise conflict("idempotency_conflict", "this Idempotency-Key was used with other input")
+            return JSONResponse(earlier[1])
+        delivery = None if parsed.delivery is None else await verified(parsed.delivery, instance.id)
         with registry.lock:
-            earlier = registry.update_record(owner, instance.id, key)
-            if earlier is not None:
-                if earlier[0] != digest(body):
-                    raise conflict("idempotency_conflict", "this Idempotency-Key was used with other input")
-                return JSONResponse(earlier[1])
+            if registry.instance(instance.id) is None or owned_instance(owner, instance.id) is None:
+                raise not_found("instance")  # deleted while the receiver was verified: deletion wins
+            if "delivery" in body:
+                instance = registry.set_delivery(instance.id, delivery)
             if parsed.instance_name is not None:
                 instance = registry.rename(instance.id, parsed.instance_name)
             view = instance_view(instance)
@@ -273,6 +304,6 @@ def create_aap_app(state: ServerState, registry: MemoryRegistry | None = None) -
     return app
 
 
-def aap_asgi(state: ServerState, registry: MemoryRegistry | None = None) -> ASGIApp:
+def aap_asgi(app: FastAPI) -> ASGIApp:
     """The provider wrapped in :class:`RequestIds`, outside its error handlers, so even a 500 has the header."""
-    return RequestIds(create_aap_app(state, registry))
+    return RequestIds(app)
