@@ -243,6 +243,10 @@ class ServerSettings:
     rule's ``apply_within_seconds`` is shorter."""
     aap_webhook_allow_private: bool = False
     """Let AAP receivers be plain-HTTP loopback or private addresses: for tests and closed networks only."""
+    aap_registry_path: str | None = None
+    """Where the AAP provider journals its instances, credentials and idempotency keys (the tokens file's
+    ``aap_registry``); None keeps them in the server process only."""
+    """Let AAP receivers be plain-HTTP loopback or private addresses: for tests and closed networks only."""
 
     def __post_init__(self) -> None:
         names = [r.name for r in self.reviewers]
@@ -316,6 +320,7 @@ def load_config(path: Path, env: Mapping[str, str] | None = None) -> dict[str, A
     unknown = set(data) - {
         "reviewers",
         "agents",
+        "aap_registry",
         "webhooks",
         "secret_env",
         "base_url",
@@ -329,6 +334,8 @@ def load_config(path: Path, env: Mapping[str, str] | None = None) -> dict[str, A
         "reviewers": tuple(_reviewer_entry(entry, env, path) for entry in data.get("reviewers") or ()),
         "webhooks": tuple(_webhook_entry(entry, path) for entry in data.get("webhooks") or ()),
     }
+    if "aap_registry" in data:
+        kwargs["aap_registry_path"] = str(path.parent / str(data["aap_registry"]))
     if data.get("agents"):
         kwargs["agents"] = tuple(_agent_entry(entry, env, path) for entry in data["agents"])
     if "base_url" in data:

@@ -23,6 +23,12 @@ def test_the_documented_tokens_file_loads(tmp_path: Path) -> None:
     assert [(a.name, a.scope) for a in settings.agents] == [("ops", "provisioner"), ("billing-bot", "agent")]
 
 
+def test_the_registry_path_is_relative_to_the_tokens_file(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.toml"
+    path.write_text('aap_registry = "aap.jsonl"\n', encoding="utf-8")
+    assert load_config(path, {})["aap_registry_path"] == str(tmp_path / "aap.jsonl")
+
+
 @pytest.mark.parametrize(
     ("entry", "problem"),
     [

@@ -18,7 +18,7 @@ import random
 import re
 import socket
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING
@@ -167,11 +167,12 @@ class Notifier:
         self._task = asyncio.create_task(self._run(), name="aap-notifier")
 
     async def stop(self) -> None:
-        """Stop, and close the HTTP client."""
+        """Stop, and close the HTTP client and the registry's journal."""
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
         await self.http.aclose()
+        self.provider.registry.close()
 
     async def _run(self) -> None:
         while True:
@@ -186,7 +187,7 @@ class Notifier:
         """Make an event for each request of an instance with a receiver that is terminal now."""
         registry = self.provider.registry
         for record in registry.all_requests():
-            if record.id in self.done:
+            if record.notified or record.id in self.done:
                 continue
             instance = registry.instance(record.instance_id)
             if instance is None or instance.deleted_at is not None or instance.delivery is None:
@@ -198,6 +199,7 @@ class Notifier:
             assert isinstance(decision, dict)
             decided = datetime.fromisoformat(str(decision["decided_at"]).replace("Z", "+00:00"))
             self.done.add(record.id)
+            registry.save(replace(record, notified=True))
             self.events[record.id] = _Event(str(uuid.uuid4()), record.instance_id, record.id, decided)
 
     async def deliver_due(self) -> None:

@@ -2,8 +2,8 @@
 
 The requests themselves, their decisions and the audit trail live in the queue's store like any other
 request. This registry maps AAP's instances and idempotency keys onto them. It is held in the server
-process (``MemoryRegistry``): instances provisioned over AAP and their keys do not survive a restart
-(agents from the tokens file do, being configuration). See docs/agents-over-http.md.
+process; with a ``journal`` (``aap_registry_path``) every change is also appended to a file and
+replayed on start, so instances, credentials and keys survive a restart. See docs/agents-over-http.md.
 """
 
 from __future__ import annotations
@@ -15,9 +15,11 @@ import threading
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Any
 
 from crossgate.fingerprint import canonical_json
 from crossgate.model import JsonObject
+from crossgate.server.aap.journal import Journal, dumps_record, when
 from crossgate.server.settings import AgentToken, hash_token
 
 SERVICE_NAMESPACE = uuid.UUID("6f1f3c1e-8a43-4d0b-9a55-6c0a5f7f2b10")
@@ -80,6 +82,8 @@ class Submitted:
     consumed_at: datetime | None = None
     consume_key: str | None = None
     outcome: JsonObject | None = None
+    notified: bool = False
+    """Whether its ``request.resolved`` event was made (never twice, across restarts)."""
 
 
 @dataclass(slots=True)
@@ -94,6 +98,7 @@ class MemoryRegistry:
     """The registry in this process's memory; every method is safe to call from several threads."""
 
     services: tuple[AgentToken, ...] = ()
+    journal: Journal | None = None
     _instances: dict[str, Instance] = field(default_factory=dict)
     _provisions: dict[tuple[str, str], _Provisioned] = field(default_factory=dict)
     _updates: dict[tuple[str, str, str], tuple[str, JsonObject]] = field(default_factory=dict)
@@ -106,6 +111,51 @@ class MemoryRegistry:
             if agent.scope == "agent":
                 iid = str(uuid.uuid5(SERVICE_NAMESPACE, agent.name))
                 self._instances[iid] = Instance(id=iid, name=agent.name, token_sha256=agent.token_sha256, owner=None)
+        if self.journal is not None:
+            for kind, data in self.journal.entries():
+                self._replay(kind, data)
+
+    def _replay(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == "instance":
+            delivery = Delivery(**data["delivery"]) if data.get("delivery") else None
+            fields = {**data, "deleted_at": when(data.get("deleted_at")), "delivery": delivery}
+            self._instances[data["id"]] = Instance(**fields)
+        elif kind == "provision":
+            self._provisions[(data["owner"], data["key"])] = _Provisioned(
+                data["instance_id"], data["digest"], data["token"]
+            )
+        elif kind == "update":
+            self._updates[(data["owner"], data["instance_id"], data["key"])] = (data["digest"], data["response"])
+        elif kind == "request":
+            immediate = data.get("immediate")
+            record = Submitted(
+                **{
+                    **data,
+                    "created_at": when(data["created_at"]),
+                    "deadline_at": when(data["deadline_at"]),
+                    "consumed_at": when(data.get("consumed_at")),
+                    "immediate": None
+                    if immediate is None
+                    else Immediate(**{**immediate, "decided_at": when(immediate["decided_at"])}),
+                }
+            )
+            self._requests[record.id] = record
+            self._keys[(record.instance_id, record.key)] = record.id
+
+    def close(self) -> None:
+        """Close the journal, if any."""
+        if self.journal is not None:
+            self.journal.close()
+
+    def _log(self, kind: str, data: dict[str, Any]) -> None:
+        if self.journal is not None:
+            self.journal.append(kind, data)
+
+    def _put(self, instance: Instance) -> Instance:
+        self._instances[instance.id] = instance
+        if instance.owner is not None:  # services come from the tokens file
+            self._log("instance", dumps_record(instance))
+        return instance
 
     # instances ----------------------------------------------------------------------------------
     def provisioned(self, owner: str, key: str) -> tuple[Instance, str, str] | None:
@@ -133,8 +183,10 @@ class MemoryRegistry:
             id=iid, name=name or f"instance-{iid[:8]}", token_sha256=hash_token(token), owner=owner, delivery=delivery
         )
         with self.lock:
-            self._instances[iid] = instance
+            self._put(instance)
             self._provisions[(owner, key)] = _Provisioned(iid, body_digest, token)
+            provision = {"owner": owner, "key": key, "instance_id": iid, "digest": body_digest, "token": token}
+            self._log("provision", provision)
         return instance, token
 
     def instance(self, instance_id: str) -> Instance | None:
@@ -161,16 +213,12 @@ class MemoryRegistry:
     def rename(self, instance_id: str, name: str) -> Instance:
         """Give the instance a new name."""
         with self.lock:
-            instance = replace(self._instances[instance_id], name=name)
-            self._instances[instance_id] = instance
-            return instance
+            return self._put(replace(self._instances[instance_id], name=name))
 
     def set_delivery(self, instance_id: str, delivery: Delivery | None) -> Instance:
         """Replace (or, with None, remove) the instance's receiver."""
         with self.lock:
-            instance = replace(self._instances[instance_id], delivery=delivery)
-            self._instances[instance_id] = instance
-            return instance
+            return self._put(replace(self._instances[instance_id], delivery=delivery))
 
     def update_record(self, owner: str, instance_id: str, key: str) -> tuple[str, JsonObject] | None:
         """The digest and response of an earlier update with this key, if any."""
@@ -181,13 +229,15 @@ class MemoryRegistry:
         """Keep an update's response for replays of its key."""
         with self.lock:
             self._updates[(owner, instance_id, key)] = (body_digest, response)
+            update = {"owner": owner, "instance_id": instance_id, "key": key, "digest": body_digest}
+            self._log("update", {**update, "response": response})
 
     def delete(self, instance_id: str, now: datetime) -> list[Submitted]:
         """Retire the instance (its credential is refused from now on); return its requests."""
         with self.lock:
             instance = self._instances[instance_id]
             if instance.deleted_at is None:
-                self._instances[instance_id] = replace(instance, deleted_at=now)
+                self._put(replace(instance, deleted_at=now))
             return [r for r in self._requests.values() if r.instance_id == instance_id]
 
     # requests -----------------------------------------------------------------------------------
@@ -202,6 +252,7 @@ class MemoryRegistry:
         with self.lock:
             self._requests[record.id] = record
             self._keys[(record.instance_id, record.key)] = record.id
+            self._log("request", dumps_record(record))
 
     def get(self, request_id: str) -> Submitted | None:
         """The request with this AAP id, if any."""
@@ -214,6 +265,7 @@ class MemoryRegistry:
             return list(self._requests.values())
 
     def save(self, record: Submitted) -> None:
-        """Replace a request's record (cancellation, consumption, outcome)."""
+        """Replace a request's record (consumption, outcome, notification)."""
         with self.lock:
             self._requests[record.id] = record
+            self._log("request", dumps_record(record))

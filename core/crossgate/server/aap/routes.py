@@ -22,6 +22,7 @@ from crossgate.errors import CrossgateError, InvalidArgumentsError
 from crossgate.fingerprint import parse_json
 from crossgate.model import JsonObject
 from crossgate.server.aap.delivery import Notifier, check_delivery, verify_receiver
+from crossgate.server.aap.journal import Journal
 from crossgate.server.aap.provider import Provider
 from crossgate.server.aap.registry import Delivery, Instance, MemoryRegistry, digest
 from crossgate.server.aap.wire import (
@@ -121,7 +122,9 @@ def create_aap_app(
     webhook_transport: httpx.AsyncBaseTransport | None = None,
 ) -> FastAPI:
     """The AAP v1 provider over ``state.queue``; ``create_app`` mounts it at :data:`AAP_PATH`."""
-    registry = registry or MemoryRegistry(services=state.settings.agents)
+    if registry is None:
+        path = state.settings.aap_registry_path
+        registry = MemoryRegistry(services=state.settings.agents, journal=Journal(path) if path else None)
     settings = state.settings
     provider = Provider(
         state.queue,
