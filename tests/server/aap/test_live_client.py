@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from agentapprovalprotocol import Allow, Call, Client, ConflictError, Deny, Gate, NotFound
+from agentapprovalprotocol import Allow, Call, Client, ConflictError, CredentialRefused, Deny, Gate, NotFound
 from agentapprovalprotocol.langgraph import ApprovalMiddleware
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, ToolMessage
@@ -176,3 +176,23 @@ def test_aap_requests_are_on_the_reviewer_page_next_to_other_sdks(server: Server
         page = browser.get("/").text
     assert "from-aap" in page and "from-openai" in page
     assert "aap" in page and request.id in page
+
+
+def test_agent_token_refusals_over_the_wire(server: Server) -> None:
+    iid, token = server.provision("refused")
+    client = Client(server.aap, token, retry_budget=2)
+    pending = client.create({"tool": "delete_ticket", "arguments": {"id": "t1"}, "timeout": "10m"}, "k")
+    decide = httpx.post(
+        f"{server.url}/api/requests/{pending.id}/decision",
+        json={"kind": "approve"},
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert decide.status_code == 403 and decide.json()["error"] == "forbidden"
+    assert server.queue.get(pending.id).status.value == "pending"
+    deleted = httpx.delete(f"{server.aap}/v1/instances/{iid}", headers={"Authorization": f"Bearer {PROVISIONER}"})
+    assert deleted.status_code == 204
+    assert server.queue.get(pending.id).status.value == "cancelled"
+    with pytest.raises(CredentialRefused):
+        client.get(pending.id)
+    verdict = Gate(client).check(Call(key="c2", tool="delete_ticket", arguments={"id": "t2"}))
+    assert isinstance(verdict, Deny) and verdict.status == "error"  # the client fails closed
