@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hmac
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from fastapi import Request
@@ -15,7 +16,7 @@ from fastapi import Request
 from crossgate.model import ApprovalRequest
 from crossgate.server.errors import ForbiddenError, UnauthenticatedError
 from crossgate.server.sessions import SignInCodes, issue_session, session_nonce, session_reviewer
-from crossgate.server.settings import Reviewer, ServerSettings, hash_token
+from crossgate.server.settings import AgentToken, Reviewer, ServerSettings, hash_token
 
 COOKIE = "crossgate_session"
 
@@ -33,6 +34,9 @@ class Authenticator:
 
     def __init__(self, settings: ServerSettings) -> None:
         self._reviewers = settings.reviewers
+        self._agents = settings.agents
+        self.instance_token: Callable[[str], bool] = lambda _token: False
+        """Whether a token is an AAP instance's (set by the AAP provider, whose instances are not in the file)."""
         self._codes = SignInCodes()
         self._ended: set[str] = set()  # sessions signed out of, until this process ends
         self._lock = threading.Lock()
@@ -70,6 +74,19 @@ class Authenticator:
                 found = reviewer
         return found
 
+    def agent_for(self, token: str) -> AgentToken | None:
+        """The agent or provisioner credential from the tokens file holding ``token``, or None."""
+        digest = hash_token(token)
+        found = None
+        for agent in self._agents:  # no early exit, as for reviewers
+            if hmac.compare_digest(digest, agent.token_sha256):
+                found = agent
+        return found
+
+    def is_agent_token(self, token: str) -> bool:
+        """True for a token that belongs to an agent, a provisioner or an AAP instance, not to a reviewer."""
+        return self.agent_for(token) is not None or self.instance_token(token)
+
     def caller(self, request: Request) -> Caller:
         """The caller of ``request``; UnauthenticatedError without a valid token."""
         header = request.headers.get("authorization", "")
@@ -78,6 +95,11 @@ class Authenticator:
             if scheme.lower() != "bearer" or not token.strip():
                 raise UnauthenticatedError("send the reviewer token as 'Authorization: Bearer <token>'")
             reviewer = self.reviewer_for(token.strip())
+            if reviewer is None and self.is_agent_token(token.strip()):
+                raise ForbiddenError(
+                    "this is an agent credential: it may submit, wait on and cancel its own calls over /aap, "
+                    "never decide, add rules or read the review queue"
+                )
             if reviewer is None:
                 raise UnauthenticatedError("this bearer token belongs to no reviewer")
             return Caller(reviewer, "api")

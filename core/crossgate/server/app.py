@@ -25,6 +25,7 @@ import crossgate.server.stream as stream
 from crossgate.display import visible
 from crossgate.errors import CrossgateError
 from crossgate.queue import ReviewQueue
+from crossgate.server.aap.routes import AAP_PATH, aap_asgi, create_aap_app, fallback_response, owns
 from crossgate.server.access import Authenticator
 from crossgate.server.bodies import BodyLimit
 from crossgate.server.errors import error_body, http_error_body
@@ -51,7 +52,8 @@ def create_app(
     *,
     webhook_transport: httpx.AsyncBaseTransport | None = None,
 ) -> FastAPI:
-    """The review server for ``queue``: JSON API under ``/api``, the reviewer page at ``/``, signed links.
+    """The review server for ``queue``: JSON API under ``/api``, the reviewer page at ``/``, signed links, and
+    the Agent Approval Protocol (AAP v1) provider under ``/aap``.
 
     The app does not own the queue: closing it is the caller's job.
     """
@@ -64,15 +66,18 @@ def create_app(
         feed=ChangeFeed(queue, sweep_seconds=settings.sweep_seconds),
     )
     state.notifier = Notifier(state, transport=webhook_transport)
+    aap = create_aap_app(state, webhook_transport=webhook_transport)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         await state.feed.start()
         assert state.notifier is not None
         await state.notifier.start()
+        await aap.state.notifier.start()
         try:
             yield
         finally:
+            await aap.state.notifier.stop()
             await state.notifier.stop()
             await state.feed.stop()
 
@@ -96,6 +101,7 @@ def create_app(
     app.include_router(stream.router)
     app.include_router(linkpages.router)
     app.include_router(pages.router)
+    app.mount(AAP_PATH, aap_asgi(aap), name="aap")  # the AAP v1 provider: docs/agents-over-http.md
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app
 
@@ -114,6 +120,8 @@ async def _error_response(request: Request, exc: Exception) -> Response:
 async def _http_response(request: Request, exc: Exception) -> Response:
     """Starlette's refusals (404 no route, 405 wrong method, 413 too large) with the documented body."""
     assert isinstance(exc, HTTPException)
+    if owns(request.url.path):
+        return fallback_response(exc)
     status = exc.status_code
     message = _http_message(request, exc)
     if status == 422 and request.url.path == api.BATCH_PATH:  # an unparseable batch: nothing in it was decided

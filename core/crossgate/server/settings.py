@@ -18,6 +18,15 @@ Reviewers come from a TOML or YAML file (``--tokens``) or from ``$CROSSGATE_TOKE
     [limits]                                 # optional: the queue's input limits, in UTF-8 bytes
     args_bytes = 262144                      # a call's or an edit's arguments (also message_bytes, note_bytes)
 
+    [[agents]]                               # credentials for agents over HTTP (AAP, docs/agents-over-http.md)
+    name = "billing-bot"                     # scope "agent" (the default): one service's agent token
+    token_env = "BILLING_BOT_TOKEN"
+
+    [[agents]]
+    name = "ops"
+    scope = "provisioner"                    # may provision AAP instances, each with its own agent token
+    token_env = "AAP_PROVISIONER_TOKEN"
+
     [[webhooks]]
     url = "http://127.0.0.1:9000/hooks/crossgate"
     format = "slack"                         # or "json"
@@ -140,6 +149,34 @@ def reviewer(
     )
 
 
+AGENT_SCOPES = ("agent", "provisioner")
+"""Scopes of the tokens file's ``[[agents]]`` entries."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentToken:
+    """A credential that is not a reviewer's: an agent service (scope ``agent``) or an AAP provisioner.
+
+    An agent token submits calls, waits, cancels and reads its own requests; it never decides, adds
+    rules or reads other agents' requests. A provisioner token creates and deletes AAP instances.
+    """
+
+    name: str
+    token_sha256: str
+    scope: Literal["agent", "provisioner"] = "agent"
+
+
+def agent_token(name: str, token: str, *, scope: Literal["agent", "provisioner"] = "agent") -> AgentToken:
+    """Build an agent or provisioner credential from a plain token."""
+    if not name.strip():
+        raise ConfigurationError("an agent credential needs a name")
+    if scope not in AGENT_SCOPES:
+        raise ConfigurationError(f"agent {name!r}: scope must be agent or provisioner, got {scope!r}")
+    if len(token) < 16:
+        raise ConfigurationError(f"the token of agent {name!r} is too short (16 characters at least)")
+    return AgentToken(name=name, token_sha256=hash_token(token), scope=scope)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WebhookTarget:
     """Where notifications go, in which body format, for which event kinds."""
@@ -199,6 +236,17 @@ class ServerSettings:
     """The largest request body the server reads; a larger one is refused with 413, whether it declares its
     length or comes in chunks. Arguments, messages and notes have their own limits, the queue's."""
     title: str = "crossgate"
+    agents: tuple[AgentToken, ...] = ()
+    """Agent and provisioner credentials (the tokens file's ``[[agents]]``)."""
+    aap_approval_ttl_seconds: float = 300.0
+    """How long an AAP approval may wait before its call starts (``decision.expires_at``), unless the policy
+    rule's ``apply_within_seconds`` is shorter."""
+    aap_webhook_allow_private: bool = False
+    """Let AAP receivers be plain-HTTP loopback or private addresses: for tests and closed networks only."""
+    aap_registry_path: str | None = None
+    """Where the AAP provider journals its instances, credentials and idempotency keys (the tokens file's
+    ``aap_registry``); None keeps them in the server process only."""
+    """Let AAP receivers be plain-HTTP loopback or private addresses: for tests and closed networks only."""
 
     def __post_init__(self) -> None:
         names = [r.name for r in self.reviewers]
@@ -210,6 +258,12 @@ class ServerSettings:
         urls = [w.url for w in self.webhooks]
         if len(set(urls)) != len(urls):
             raise ConfigurationError("each webhook URL may appear once; list its events together")
+        digests = [r.token_sha256 for r in self.reviewers] + [a.token_sha256 for a in self.agents]
+        if len(set(digests)) != len(digests):
+            raise ConfigurationError("a token is listed twice; give each reviewer and agent their own")
+        agent_names = [a.name for a in self.agents]
+        if len(set(agent_names)) != len(agent_names):
+            raise ConfigurationError("agent names must be unique")
         if self.link_reviewer is not None and self.link_reviewer not in names:
             raise ConfigurationError(f"link_reviewer {self.link_reviewer!r} is not a configured reviewer")
         if self.webhook_lease_seconds <= 0:
@@ -265,6 +319,8 @@ def load_config(path: Path, env: Mapping[str, str] | None = None) -> dict[str, A
         raise ConfigurationError(f"{path} must hold a mapping with 'reviewers' (and optionally 'webhooks')")
     unknown = set(data) - {
         "reviewers",
+        "agents",
+        "aap_registry",
         "webhooks",
         "secret_env",
         "base_url",
@@ -278,6 +334,10 @@ def load_config(path: Path, env: Mapping[str, str] | None = None) -> dict[str, A
         "reviewers": tuple(_reviewer_entry(entry, env, path) for entry in data.get("reviewers") or ()),
         "webhooks": tuple(_webhook_entry(entry, path) for entry in data.get("webhooks") or ()),
     }
+    if "aap_registry" in data:
+        kwargs["aap_registry_path"] = str(path.parent / str(data["aap_registry"]))
+    if data.get("agents"):
+        kwargs["agents"] = tuple(_agent_entry(entry, env, path) for entry in data["agents"])
     if "base_url" in data:
         kwargs["base_url"] = str(data["base_url"])
     if "link_reviewer" in data:
@@ -343,6 +403,34 @@ def _reviewer_entry(entry: Any, env: Mapping[str, str], path: Path) -> Reviewer:
         tools=_strings(entry.get("tools"), name, path),
         agents=_strings(entry.get("agents"), name, path),
     )
+
+
+def _agent_entry(entry: Any, env: Mapping[str, str], path: Path) -> AgentToken:
+    if not isinstance(entry, dict) or "name" not in entry:
+        raise ConfigurationError(f"{path}: each agent needs a name")
+    name = str(entry["name"])
+    unknown = set(entry) - {"name", "token", "token_env", "scope"}
+    if unknown:
+        raise ConfigurationError(f"{path}: agent {name!r} has unknown keys {', '.join(sorted(unknown))}")
+    token = _token(entry, env, path, f"agent {name!r}")
+    scope = entry.get("scope", "agent")
+    if scope not in AGENT_SCOPES:
+        raise ConfigurationError(f"{path}: agent {name!r}: scope must be agent or provisioner, got {scope!r}")
+    try:
+        return agent_token(name, token, scope=scope)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{path}: {exc}") from None
+
+
+def _token(entry: dict[str, Any], env: Mapping[str, str], path: Path, who: str) -> str:
+    token = entry.get("token")
+    if token is None and "token_env" in entry:
+        token = env.get(str(entry["token_env"]))
+        if not token:
+            raise ConfigurationError(f"{path}: {who} reads ${entry['token_env']}, which is not set")
+    if not token:
+        raise ConfigurationError(f"{path}: {who} needs token or token_env")
+    return str(token)
 
 
 def _webhook_entry(entry: Any, path: Path) -> WebhookTarget:

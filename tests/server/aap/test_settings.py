@@ -1,0 +1,52 @@
+"""Agent and provisioner credentials in the tokens file, as docs/agents-over-http.md shows them."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from crossgate.errors import ConfigurationError
+from crossgate.server.settings import ServerSettings, agent_token, load_config, reviewer
+
+DOC = Path(__file__).parents[3] / "docs" / "agents-over-http.md"
+ENV = {"ALICE_TOKEN": "alice-token-0001", "AAP_PROVISIONER_TOKEN": "p" * 20, "BILLING_BOT_TOKEN": "b" * 20}
+
+
+def test_the_documented_tokens_file_loads(tmp_path: Path) -> None:
+    block = re.search(r"```toml\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+    assert block is not None
+    path = tmp_path / "tokens.toml"
+    path.write_text("\n".join(line.strip() for line in block.group(1).splitlines()), encoding="utf-8")
+    settings = ServerSettings(**load_config(path, ENV))
+    assert [(a.name, a.scope) for a in settings.agents] == [("ops", "provisioner"), ("billing-bot", "agent")]
+
+
+def test_the_registry_path_is_relative_to_the_tokens_file(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.toml"
+    path.write_text('aap_registry = "aap.jsonl"\n', encoding="utf-8")
+    assert load_config(path, {})["aap_registry_path"] == str(tmp_path / "aap.jsonl")
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        ('name = "x"\ntoken = "' + "t" * 20 + '"\nscope = "reviewer"', "scope must be agent or provisioner"),
+        ('name = "x"\ntoken = "short"', "too short"),
+        ('name = "x"', "needs token or token_env"),
+        ('name = "x"\ntoken = "' + "t" * 20 + '"\ndecide = true', "unknown keys decide"),
+    ],
+)
+def test_a_bad_agent_entry_is_one_line_naming_the_file(tmp_path: Path, entry: str, problem: str) -> None:
+    path = tmp_path / "tokens.toml"
+    path.write_text(f"[[agents]]\n{entry}\n", encoding="utf-8")
+    with pytest.raises(ConfigurationError, match=problem) as exc:
+        load_config(path, {})
+    assert str(path) in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_an_agent_may_not_share_a_reviewers_token() -> None:
+    token = "shared-token-00001"
+    with pytest.raises(ConfigurationError, match="listed twice"):
+        ServerSettings(reviewers=(reviewer("alice", token),), agents=(agent_token("bot", token),))
