@@ -23,9 +23,10 @@ from crossgate import (
     Respond,
     ReviewQueue,
 )
+from crossgate.adapter import resume_leased
 from crossgate.clock import new_id
 from crossgate.model import JsonObject
-from crossgate.runs import Finished, Parked, resume_leased
+from crossgate.runs import Finished, Parked
 from crossgate_pydantic_ai._capabilities import FRAMEWORK
 from crossgate_pydantic_ai._steps import RunScope, app_context, close_unrun
 from crossgate_pydantic_ai._toolset import Gating
