@@ -176,7 +176,8 @@ async def test_a_resumer_killed_inside_the_tool_is_taken_over_after_its_lease(
     [rid] = queue.get_parked(parked_run).request_ids
     queue.decide(rid, Approve(), reviewer="ann")
 
-    # The resumer holds a 1-second lease and SIGKILLs itself inside the delete tool, before or after it deletes.
+    # The resumer holds a 1-second lease and SIGKILLs itself inside the delete tool, before or after it
+    # deletes; its CLI is killed with it (its process group), as when the host or container dies.
     driver = ClaudeTicketDriver(queue, tickets, tmp_path, db_url, lease_seconds=1.0)
     command = driver.resume_command(parked_run)
     log = tmp_path / "doomed.err"
