@@ -12,30 +12,22 @@ from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolAp
 from pydantic_ai.agent import AgentRunResult
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
-from crossgate import (
-    AdapterError,
-    ApprovalRequest,
-    Approve,
-    ConfigurationError,
-    Edit,
-    ParkedRun,
-    Reject,
-    Respond,
-    ReviewQueue,
-)
-from crossgate.adapter import resume_leased
+from crossgate import AdapterError, ApprovalRequest, Approve, ConfigurationError, Edit, ParkedRun
+from crossgate.adapter import AdapterQueue, apply_decision, resume_leased, store_call
 from crossgate.clock import new_id
 from crossgate.model import JsonObject
 from crossgate.runs import Finished, Parked
 from crossgate_pydantic_ai._capabilities import FRAMEWORK
-from crossgate_pydantic_ai._steps import RunScope, app_context, close_unrun
+from crossgate_pydantic_ai._scope import RunScope, app_context
 from crossgate_pydantic_ai._toolset import Gating
 
 Outcome = Finished[AgentRunResult[Any]] | Parked
 
 
 class Gate:
-    """Run Pydantic AI agents behind a crossgate ``ReviewQueue``: finish, or park until reviewers decide.
+    """Run Pydantic AI agents behind a crossgate queue: finish, or park until reviewers decide.
+
+    ``queue`` is a ``ReviewQueue`` or any other ``crossgate.adapter.AdapterQueue``.
 
     ``run`` wraps the agent's toolset for that run (the agent itself is not changed), and returns
     ``Finished`` or ``Parked``. A parked run's message history is kept in the queue's store, never handed
@@ -53,7 +45,7 @@ class Gate:
 
     def __init__(
         self,
-        queue: ReviewQueue,
+        queue: AdapterQueue,
         *,
         agent: Agent[Any, Any] | None = None,
         owner: str | None = None,
@@ -120,29 +112,37 @@ class Gate:
         )
 
         async def body(_claimed: ParkedRun) -> Outcome:
-            results = self._results(requests)
+            results = await self._results(requests)
             return await self._drive(agent, name, scope, history=history, results=results, deps=deps)
 
         return await resume_leased(self.queue, parked, owner=self.owner, lease_seconds=self.lease_seconds, body=body)
 
-    def _results(self, requests: Sequence[ApprovalRequest]) -> DeferredToolResults:
-        """The SDK's answer for every parked call; decisions that run nothing are recorded here."""
+    async def _results(self, requests: Sequence[ApprovalRequest]) -> DeferredToolResults:
+        """The SDK's answer for every parked call.
+
+        Approve and edit become ``ToolApproved``, and the tool wrapper checks them just before the body
+        runs. A decision that runs nothing (reject, respond, an expired or cancelled request) goes through
+        ``crossgate.adapter.apply_decision`` here, which marks it applied and records it once; the model
+        reads its message (for respond, as the call's result).
+        """
         results = DeferredToolResults()
         for request in requests:
             call_id = request.call.call_id or ""
             resolution = request.resolution()
             if isinstance(resolution, Approve):
                 results.approvals[call_id] = ToolApproved()
-            elif isinstance(resolution, Edit):
+                continue
+            if isinstance(resolution, Edit):
                 results.approvals[call_id] = ToolApproved(override_args=dict(resolution.args))
-            elif isinstance(resolution, Respond):
-                close_unrun(self.queue, request, resolution.content)
-                results.calls[call_id] = resolution.content
-            elif isinstance(resolution, Reject):
-                close_unrun(self.queue, request, resolution.message)
-                results.approvals[call_id] = ToolDenied(resolution.message)
-            else:  # never reached: an open request keeps the run parked
+                continue
+            if resolution is None:  # never reached: an open request keeps the run parked
                 raise AdapterError(f"request {request.id} has no decision to resume with")
+            applied = await apply_decision(self.queue, request, None, actor=FRAMEWORK)
+            if applied.responded:
+                await store_call(self.queue.record_outcome, request, ran=False, result=applied.message)
+                results.calls[call_id] = applied.message
+            else:
+                results.approvals[call_id] = ToolDenied(applied.message)
         return results
 
     async def _drive(

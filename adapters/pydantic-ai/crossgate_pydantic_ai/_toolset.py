@@ -7,9 +7,10 @@ a :class:`GatedToolset`. The SDK validates each call's arguments with the tool's
 - not approved yet: the policy judges the validated arguments (with the standing rules). Allow runs the
   body; deny answers the model with the policy's reason; ask raises ``ApprovalRequired``, so the run ends
   with ``DeferredToolRequests`` and the gate parks it with the request.
-- approved (a resume): the body runs only for crossgate's approve or edit of that very call, with exactly
-  the approved (or edited) arguments, and only after ``mark_applied`` accepted them. A second resume from
-  the same history is refused there, so nothing runs twice.
+- approved (a resume): ``crossgate.adapter.run_checked`` decides. The body runs only for crossgate's
+  approve or edit of that very call, with exactly the approved (or edited) arguments, and only once
+  ``mark_applied`` accepted them; a second resume from the same history is refused there, so nothing
+  runs twice.
 
 Tools declared ``requires_approval=True`` are gated by the policy like every other tool: crossgate
 decides which calls pause.
@@ -25,21 +26,11 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool, WrapperToolset
 from pydantic_core import to_jsonable_python
 
-from crossgate import (
-    ApprovalRequest,
-    Approve,
-    Edit,
-    FingerprintMismatchError,
-    NotFoundError,
-    Reject,
-    Respond,
-    ReviewQueue,
-    ToolCall,
-    VerdictKind,
-)
+from crossgate import ApprovalRequest, FingerprintMismatchError, ToolCall, VerdictKind
+from crossgate.adapter import AdapterQueue, find_request, run_checked, run_recorded
 from crossgate.model import JsonObject
-from crossgate_pydantic_ai._capabilities import CAPABILITIES
-from crossgate_pydantic_ai._steps import RunScope, check_before_run, deny_message, request_id_for, tool_call
+from crossgate_pydantic_ai._capabilities import CAPABILITIES, FRAMEWORK
+from crossgate_pydantic_ai._scope import RunScope, deny_message, pydantic_ai_request_id, tool_call
 
 NOT_THROUGH_GATE = (
     "crossgate did not run {tool}: it needs a reviewer's decision, and this call was approved outside "
@@ -51,7 +42,7 @@ NOT_THROUGH_GATE = (
 class GatedToolset(WrapperToolset[Any]):
     """Wraps an agent's toolset so that every call is judged by crossgate before its body runs."""
 
-    queue: ReviewQueue
+    queue: AdapterQueue
     agent: str
     scope: RunScope
 
@@ -71,11 +62,10 @@ class GatedToolset(WrapperToolset[Any]):
         call_id = ctx.tool_call_id or ""
         args: JsonObject = to_jsonable_python(tool_args)
         call = tool_call(name, self.agent, args, call_id, self.scope)
-        request_id = request_id_for(self.scope.run, self.agent, call_id)
+        request_id = pydantic_ai_request_id(self.scope.run, self.agent, call_id)
         if ctx.tool_call_approved:
-            try:
-                request = self.queue.get(request_id)
-            except NotFoundError:
+            request = find_request(self.queue, request_id)
+            if request is None:
                 return await self._by_policy(name, tool_args, ctx, tool, call, request_id, asking=False)
             return await self._by_decision(name, tool_args, ctx, tool, request)
         return await self._by_policy(name, tool_args, ctx, tool, call, request_id, asking=True)
@@ -111,7 +101,7 @@ class GatedToolset(WrapperToolset[Any]):
             message = deny_message(name, submission.verdict)
             self.queue.record_outcome(None, ran=False, result=message, call=call)
             return message
-        return await self._execute(name, tool_args, ctx, tool, None, call)
+        return await self._execute(name, tool_args, ctx, tool, call)
 
     async def _by_decision(
         self,
@@ -121,25 +111,21 @@ class GatedToolset(WrapperToolset[Any]):
         tool: ToolsetTool[Any],
         request: ApprovalRequest,
     ) -> Any:
-        resolution = request.resolution()
+        if request.resolution() is None:  # approved natively while crossgate's request is pending
+            return NOT_THROUGH_GATE.format(tool=name)
+        proposed: JsonObject = to_jsonable_python(tool_args)
         approved = request.approved_args()
-        if not isinstance(resolution, (Approve, Edit)) or approved is None:
-            if isinstance(resolution, Respond):
-                return resolution.content
-            return resolution.message if isinstance(resolution, Reject) else NOT_THROUGH_GATE.format(tool=name)
-        # The SDK hands over the validated arguments (defaults filled in): compare like with like.
-        expected = to_jsonable_python(tool.args_validator.validate_python(approved))
-        if expected != to_jsonable_python(tool_args):
-            message = (
-                f"crossgate did not run {name}: request {request.id} was reviewed for other arguments "
-                "than the ones about to run."
-            )
-            self.queue.record_outcome(request, ran=False, error=message)
-            return message
-        refusal = check_before_run(self.queue, request, approved)
-        if refusal is not None:
-            return refusal
-        return await self._execute(name, tool_args, ctx, tool, request, request.call)
+        # The SDK hands over the validated arguments (defaults filled in), so an edit that leaves a default
+        # out arrives with it filled in: when the approved arguments validate to exactly these, they are
+        # the ones about to run, and the check binds to them.
+        if approved is not None and to_jsonable_python(tool.args_validator.validate_python(approved)) == proposed:
+            proposed = approved
+
+        async def body(_args: JsonObject) -> Any:
+            return await self.wrapped.call_tool(name, tool_args, ctx, tool)
+
+        answer = await run_checked(self.queue, request, proposed, body, actor=FRAMEWORK, call=request.call)
+        return answer.reply
 
     async def _execute(
         self,
@@ -147,23 +133,22 @@ class GatedToolset(WrapperToolset[Any]):
         tool_args: dict[str, Any],
         ctx: RunContext[Any],
         tool: ToolsetTool[Any],
-        request: ApprovalRequest | None,
         call: ToolCall,
     ) -> Any:
-        try:
-            output = await self.wrapped.call_tool(name, tool_args, ctx, tool)
-        except Exception as exc:
-            self.queue.record_outcome(request, ran=True, error=f"{type(exc).__name__}: {exc}", call=call)
-            raise
-        self.queue.record_outcome(request, ran=True, result=str(output), call=call)
-        return output
+        """Run a call the policy allowed outright, and record it."""
+
+        async def body(_args: JsonObject) -> Any:
+            return await self.wrapped.call_tool(name, tool_args, ctx, tool)
+
+        answer = await run_recorded(self.queue, None, call.args, body, call=call)
+        return answer.result
 
 
 @dataclass
 class Gating(AbstractCapability[Any]):
     """The per-run capability that puts :class:`GatedToolset` around the agent's toolset."""
 
-    queue: ReviewQueue
+    queue: AdapterQueue
     agent: str
     scope: RunScope
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -48,11 +50,21 @@ POLICY = Policy(
 
 
 def ticket_server(tickets: TicketStore) -> McpSdkServerConfig:
-    """The in-process SDK MCP server with the gated ``delete_ticket`` tool of seed 003."""
+    """The in-process SDK MCP server with the gated ``delete_ticket`` tool of seed 003.
+
+    With ``$CG_TEST_KILL_IN_TOOL`` set to ``before`` or ``after``, the delete SIGKILLs its own process
+    before or after it deletes (a resumer dying inside the tool).
+    """
 
     @tool("delete_ticket", "Delete a ticket by id. This cannot be undone.", {"id": str})
     async def delete_ticket(args: dict[str, Any]) -> dict[str, Any]:
-        return {"content": [{"type": "text", "text": tickets.delete(str(args["id"]))}]}
+        kill = os.environ.get("CG_TEST_KILL_IN_TOOL")
+        if kill == "before":
+            os.kill(os.getpid(), signal.SIGKILL)
+        deleted = tickets.delete(str(args["id"]))
+        if kill == "after":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return {"content": [{"type": "text", "text": deleted}]}
 
     @tool("list_tickets", "List the ticket ids.", {})
     async def list_tickets(args: dict[str, Any]) -> dict[str, Any]:

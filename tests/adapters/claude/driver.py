@@ -38,8 +38,11 @@ class ClaudeTicketDriver(TicketAgentDriver):
         {DecisionKind.APPROVE, DecisionKind.EDIT, DecisionKind.REJECT}
     )
 
-    def __init__(self, queue: ReviewQueue, tickets: TicketStore, workdir: Path, db_url: str) -> None:
+    def __init__(
+        self, queue: ReviewQueue, tickets: TicketStore, workdir: Path, db_url: str, *, lease_seconds: float = 600.0
+    ) -> None:
         super().__init__(queue, tickets, workdir, db_url)
+        self.lease_seconds = lease_seconds
         (workdir / "policy.json").write_text(queue.policy.model_dump_json(), encoding="utf-8")
         self.record_path = workdir / "messages.jsonl"
         self._api: MessagesAPI | None = None
@@ -57,7 +60,7 @@ class ClaudeTicketDriver(TicketAgentDriver):
             tools=[],
             mcp_servers={"tickets": ticket_server(self.tickets)},
         )
-        return Gate(self.queue, options=options, resume_timeout=60.0)
+        return Gate(self.queue, options=options, resume_timeout=60.0, lease_seconds=self.lease_seconds)
 
     async def start(
         self, ticket_ids: Sequence[str], *, run: str, requested_by: str | None = None
@@ -70,7 +73,8 @@ class ClaudeTicketDriver(TicketAgentDriver):
 
     def resume_command(self, parked_run: str) -> list[str]:
         code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from tests.adapters.claude.driver import main; main()"
-        return [sys.executable, "-c", code, "resume", str(self.workdir), self.db_url, parked_run]
+        lease = str(self.lease_seconds)
+        return [sys.executable, "-c", code, "resume", str(self.workdir), self.db_url, parked_run, lease]
 
     def tool_results(self, run: str) -> list[str]:
         bodies = [b for b in recorded(self.record_path) if _run_of(b) == run]
@@ -101,12 +105,13 @@ def describe(outcome: Finished[ResultMessage] | Finished[object] | Parked) -> di
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """``resume WORKDIR DB PARKED`` or ``run WORKDIR DB WAIT PROMPT``: one step of a scenario, in this process."""
+    """``resume WORKDIR DB PARKED [LEASE]`` or ``run WORKDIR DB WAIT PROMPT``: one step of a scenario, here."""
     command, workdir_text, db_url, *rest = list(argv if argv is not None else sys.argv[1:])
     workdir = Path(workdir_text)
     policy = Policy.model_validate_json((workdir / "policy.json").read_text(encoding="utf-8"))
     queue = ReviewQueue(open_store(db_url), policy)
-    driver = ClaudeTicketDriver(queue, TicketStore(workdir / "tickets.db"), workdir, db_url)
+    lease = float(rest[1]) if command == "resume" and len(rest) > 1 else 600.0
+    driver = ClaudeTicketDriver(queue, TicketStore(workdir / "tickets.db"), workdir, db_url, lease_seconds=lease)
     try:
         if command == "resume":
             outcome = asyncio.run(driver.resume(rest[0]))

@@ -8,6 +8,7 @@ folder are all they share.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -18,7 +19,17 @@ from pathlib import Path
 
 import pytest
 
-from crossgate import Approve, ParkedRunStatus, Policy, PolicyRule, RequestStatus, ReviewQueue, VerdictKind, open_store
+from crossgate import (
+    Approve,
+    ParkedRunClaimedError,
+    ParkedRunStatus,
+    Policy,
+    PolicyRule,
+    RequestStatus,
+    ReviewQueue,
+    VerdictKind,
+    open_store,
+)
 from crossgate.runs import Finished
 from tests.adapters.claude.driver import ROOT, ClaudeTicketDriver
 from tests.conformance.tickets import TicketStore
@@ -120,3 +131,89 @@ async def test_a_crash_while_pending_loses_nothing(setup: tuple[ReviewQueue, Tic
     assert tickets.delete_runs("t3") == 1
     assert queue.get_parked(parked.id).status is ParkedRunStatus.RESUMED
     assert driver.tool_results("crash") == ["deleted ticket t3"]
+
+
+async def test_a_dead_resumers_claim_is_taken_over_after_its_lease(
+    setup: tuple[ReviewQueue, TicketStore, str], tmp_path: Path
+) -> None:
+    """A resumer that claimed the run and died before its CLI got anywhere: the next one takes it over."""
+    queue, tickets, db_url = setup
+    parked = step(tmp_path, db_url, "run", "0", 'RUN claimed\nCALL delete_ticket {"id": "t3"}')
+    parked_run = str(parked["parked"])
+    [rid] = queue.get_parked(parked_run).request_ids
+    queue.decide(rid, Approve(), reviewer="ann")
+    dead = queue.claim_parked(parked_run, owner="dead-resumer", lease_seconds=1.0)  # and never finishes
+    assert dead.status is ParkedRunStatus.RESUMING and dead.attempts == 1
+
+    driver = ClaudeTicketDriver(queue, tickets, tmp_path, db_url)
+    with pytest.raises(ParkedRunClaimedError):  # a live lease: nobody else may take it yet
+        await driver.resume(parked_run)
+    assert tickets.delete_runs() == 0
+    for _ in range(200):  # bounded: until the dead resumer's lease ran out and the run is offered again
+        if parked_run in [p.id for p in queue.ready_runs()]:
+            break
+        await asyncio.sleep(0.05)
+    done = await driver.resume(parked_run)
+    assert isinstance(done, Finished)
+    assert tickets.ids() == ["t1", "t2"]
+    assert tickets.delete_runs("t3") == 1
+    taken = queue.get_parked(parked_run)
+    assert taken.status is ParkedRunStatus.RESUMED and taken.attempts == 2
+    assert queue.get(rid).status is RequestStatus.APPLIED
+    assert driver.tool_results("claimed") == ["deleted ticket t3"]
+    with pytest.raises(ParkedRunClaimedError):
+        await driver.resume(parked_run)
+    assert queue.verify_audit().ok
+
+
+@pytest.mark.parametrize("kill", ["before", "after"])
+async def test_a_resumer_killed_inside_the_tool_is_taken_over_after_its_lease(
+    setup: tuple[ReviewQueue, TicketStore, str], tmp_path: Path, kill: str
+) -> None:
+    queue, tickets, db_url = setup
+    parked = step(tmp_path, db_url, "run", "0", 'RUN takeover\nCALL delete_ticket {"id": "t3"}')
+    parked_run = str(parked["parked"])
+    [rid] = queue.get_parked(parked_run).request_ids
+    queue.decide(rid, Approve(), reviewer="ann")
+
+    # The resumer holds a 1-second lease and SIGKILLs itself inside the delete tool, before or after it
+    # deletes; its CLI is killed with it (its process group), as when the host or container dies.
+    driver = ClaudeTicketDriver(queue, tickets, tmp_path, db_url, lease_seconds=1.0)
+    command = driver.resume_command(parked_run)
+    log = tmp_path / "doomed.err"
+    with log.open("wb") as err:
+        doomed = await asyncio.create_subprocess_exec(
+            *command,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=err,
+            env={**os.environ, "CG_TEST_KILL_IN_TOOL": kill},
+            start_new_session=True,
+        )
+        try:
+            await asyncio.wait_for(doomed.wait(), timeout=180)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(doomed.pid, signal.SIGKILL)  # the CLI it started, too
+    stderr = log.read_bytes()
+    assert doomed.returncode == -signal.SIGKILL, stderr.decode()[-2000:]
+    assert tickets.delete_runs("t3") == (1 if kill == "after" else 0)
+    stuck = queue.get_parked(parked_run)
+    assert stuck.status is ParkedRunStatus.RESUMING and stuck.attempts == 1
+    assert queue.get(rid).status is RequestStatus.APPLIED
+
+    with pytest.raises(ParkedRunClaimedError):  # a live lease: nobody else may take it yet
+        await ClaudeTicketDriver(queue, tickets, tmp_path, db_url).resume(parked_run)
+    for _ in range(200):  # bounded: until the dead resumer's lease ran out and the run is offered again
+        if parked_run in [p.id for p in queue.ready_runs()]:
+            break
+        await asyncio.sleep(0.05)
+    done = await ClaudeTicketDriver(queue, tickets, tmp_path, db_url).resume(parked_run)
+    assert isinstance(done, Finished)
+    assert tickets.delete_runs("t3") == (1 if kill == "after" else 0), "the tool ran at most once"
+    taken = queue.get_parked(parked_run)
+    assert taken.status is ParkedRunStatus.RESUMED and taken.attempts == 2
+    told = ClaudeTicketDriver(queue, tickets, tmp_path, db_url).tool_results("takeover")
+    assert any("was applied before, but no outcome was recorded" in text for text in told), told
+    with pytest.raises(ParkedRunClaimedError):
+        await ClaudeTicketDriver(queue, tickets, tmp_path, db_url).resume(parked_run)
+    assert queue.verify_audit().ok

@@ -22,10 +22,11 @@ from crossgate import (
     ReviewQueue,
     VerdictKind,
 )
+from crossgate.adapter import request_id
 from crossgate.runs import Finished, Parked
 from crossgate_pydantic_ai import Gate
 from crossgate_pydantic_ai.testing import Call, planned_model, tool_results
-from tests.adapters.pydantic_ai.driver import delete_call, ticket_agent
+from tests.adapters.pydantic_ai.driver import AGENT, delete_call, ticket_agent
 from tests.conformance.harness import TOOL
 from tests.conformance.tickets import TicketStore
 
@@ -169,6 +170,18 @@ async def test_the_app_context_reaches_every_call_and_is_parked_with_the_run(
     second = await Gate(queue, agent=ticket_agent(tickets, model)).resume(first.parked_run)
     assert isinstance(second, Parked)
     assert queue.get(second.request_ids[0]).call.context == {"tenant": "acme", "ticket_queue": "spam"}
+
+
+async def test_request_ids_are_the_kits_recipe_so_a_resubmitted_call_finds_its_request(
+    queue: ReviewQueue, tickets: TicketStore
+) -> None:
+    model = planned_model([[delete_call("t3")]])
+    parked = await Gate(queue).run(ticket_agent(tickets, model), "go", run="run-ids")
+    assert isinstance(parked, Parked)
+    assert parked.request_ids == (request_id("pa", "run-ids", AGENT, "call_t3"),)
+    again = await Gate(queue).run(ticket_agent(tickets, model), "go", run="run-ids")
+    assert isinstance(again, Parked) and again.request_ids == parked.request_ids
+    assert tickets.delete_runs() == 0
 
 
 def test_the_public_api_is_small_and_sorted() -> None:
