@@ -17,12 +17,10 @@ from crossgate import (
     AdapterError,
     ConfigurationError,
     ConflictError,
-    InvalidArgumentsError,
     ParkedRun,
     ParkedRunStatus,
 )
-from crossgate.adapter import AdapterQueue, resume_leased
-from crossgate.fingerprint import require_json
+from crossgate.adapter import AdapterQueue, app_context, resume_leased
 from crossgate.model import JsonObject
 from crossgate.runs import Finished, Parked
 from crossgate_claude._agents import Agents
@@ -282,19 +280,6 @@ class Gate:
                 return outcome
         remaining = None if deadline is None else max(0.0, deadline - loop.time())
         return await self.resume(outcome.parked_run, options=options, wait=remaining)
-
-
-def app_context(context: JsonObject | None) -> JsonObject:
-    """The app's call context as given, checked to be a JSON object (it is parked and put in every call)."""
-    if context is None:
-        return {}
-    if not isinstance(context, dict):
-        raise ConfigurationError(f"a call context must be a JSON object, got {type(context).__name__}")
-    try:
-        require_json(context)
-    except InvalidArgumentsError as exc:
-        raise ConfigurationError(f"a call context must be a JSON object: {exc}") from exc
-    return dict(context)
 
 
 def _parked_agent(state: str) -> str | None:

@@ -39,7 +39,7 @@ from crossgate import (
     VerdictKind,
     fingerprint,
 )
-from crossgate.adapter import AdapterQueue, apply_decision_sync, find_request, resume_leased
+from crossgate.adapter import AdapterQueue, app_context, apply_decision_sync, find_request, resume_leased
 from crossgate.model import JsonObject
 from crossgate.runs import Finished, Parked
 from crossgate_langgraph._arguments import args_json_schema, tool_args
@@ -78,7 +78,7 @@ class Gate:
         lease_seconds: float = 300.0,
     ) -> None:
         self.queue = queue
-        self.context: JsonObject = dict(context or {})
+        self.context: JsonObject = app_context(context)
         """App context (a tenant, say) for every call of every run, as ``crossgate_openai.Gate(context=)``;
         ``run(call_context=...)`` adds to it for one run."""
         self.owner = owner or f"langgraph-gate@{socket.gethostname()}:{os.getpid()}"
@@ -129,7 +129,7 @@ class Gate:
         Every call is named after ``Gate(agent=...)``, else the graph's ``name``.
         """
         self.add_graph(graph)
-        scope = Scope(requested_by, {**self.context, **(call_context or {})})
+        scope = Scope(requested_by, {**self.context, **app_context(call_context)})
         async with self._lock(thread):
             if self.queue.parked_runs(statuses=(ParkedRunStatus.PARKED, ParkedRunStatus.RESUMING), run=thread):
                 raise ConflictError(f"thread {thread} is parked waiting for decisions; resume it instead")
@@ -158,7 +158,7 @@ class Gate:
             if snapshot.created_at is None:
                 raise ConflictError(f"thread {thread} never started in this graph's checkpointer")
             return await self._settle(
-                graph, thread, snapshot, Scope(requested_by, {**self.context, **(call_context or {})})
+                graph, thread, snapshot, Scope(requested_by, {**self.context, **app_context(call_context)})
             )
 
     async def resume(self, parked_run: str, *, partial: bool = False) -> Finished[Any] | Parked:

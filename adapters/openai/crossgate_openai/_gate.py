@@ -35,9 +35,8 @@ from crossgate import (
     Respond,
     VerdictKind,
 )
-from crossgate.adapter import AdapterQueue, apply_decision, resume_leased
+from crossgate.adapter import AdapterQueue, app_context, apply_decision, resume_leased
 from crossgate.clock import new_id
-from crossgate.fingerprint import require_json
 from crossgate.model import JsonObject
 from crossgate.runs import Finished, Parked
 from crossgate_openai._capabilities import CAPABILITIES, FRAMEWORK
@@ -104,7 +103,7 @@ class Gate:
         context: JsonObject | None = None,
     ) -> None:
         self.queue = queue
-        self.context: JsonObject = _app_context(context)
+        self.context: JsonObject = app_context(context)
         self.agent = agent
         self.run_config = run_config
         self.max_turns = max_turns
@@ -146,9 +145,9 @@ class Gate:
         ``context``), kept with the parked run like ``requested_by``. ``stream=True`` runs through
         ``Runner.run_streamed`` and drains its events.
         """
-        app_context = {**self.context, **_app_context(call_context)}
+        run_context = {**self.context, **app_context(call_context)}
         self.install(agent)
-        scope = RunScope(run or new_id("run"), session, requested_by, app_context)
+        scope = RunScope(run or new_id("run"), session, requested_by, run_context)
         return await self._drive(agent, input, scope, wait=wait, context=context, stream=stream)
 
     async def resume(
@@ -398,19 +397,6 @@ def _gated_tool(item: ToolApprovalItem) -> FunctionTool | None:
         ):
             return tool
     return None
-
-
-def _app_context(context: JsonObject | None) -> JsonObject:
-    """The app's call context as given, checked to be a JSON object (it is stored and put in every call)."""
-    if context is None:
-        return {}
-    if not isinstance(context, dict):
-        raise ConfigurationError(f"a call context must be a JSON object, got {type(context).__name__}")
-    try:
-        require_json(context)
-    except InvalidArgumentsError as exc:
-        raise ConfigurationError(f"a call context must be a JSON object: {exc}") from exc
-    return dict(context)
 
 
 def _text(value: Any) -> str | None:

@@ -13,12 +13,12 @@ from pydantic_ai.agent import AgentRunResult
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from crossgate import AdapterError, ApprovalRequest, Approve, ConfigurationError, Edit, ParkedRun
-from crossgate.adapter import AdapterQueue, apply_decision, resume_leased, store_call
+from crossgate.adapter import AdapterQueue, app_context, apply_decision, resume_leased, store_call
 from crossgate.clock import new_id
 from crossgate.model import JsonObject
 from crossgate.runs import Finished, Parked
 from crossgate_pydantic_ai._capabilities import FRAMEWORK
-from crossgate_pydantic_ai._scope import RunScope, app_context
+from crossgate_pydantic_ai._scope import RunScope
 from crossgate_pydantic_ai._toolset import Gating
 
 Outcome = Finished[AgentRunResult[Any]] | Parked

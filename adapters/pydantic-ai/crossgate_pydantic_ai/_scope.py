@@ -7,11 +7,9 @@ Everything else an adapter shares (the check before a tool runs, the resume sequ
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from crossgate import ConfigurationError, InvalidArgumentsError, Submission, ToolCall, Verdict
+from crossgate import Submission, ToolCall, Verdict
 from crossgate.adapter import request_id
-from crossgate.fingerprint import require_json
 from crossgate.model import JsonObject
 from crossgate.queue import REQUESTED_BY
 from crossgate_pydantic_ai._capabilities import FRAMEWORK
@@ -57,16 +55,3 @@ def tool_call(tool: str, agent: str, args: JsonObject, call_id: str, scope: RunS
 def deny_message(tool: str, verdict: Verdict) -> str:
     """What the model reads for a policy deny: the rule's reason, as an instruction."""
     return f"crossgate did not run {tool}: {verdict.reason or 'the policy does not allow this call'}"
-
-
-def app_context(context: Any) -> JsonObject:
-    """The app's call context as given, checked to be a JSON object (it is stored and put in every call)."""
-    if context is None:
-        return {}
-    if not isinstance(context, dict):
-        raise ConfigurationError(f"a call context must be a JSON object, got {type(context).__name__}")
-    try:
-        require_json(context)
-    except InvalidArgumentsError as exc:
-        raise ConfigurationError(f"a call context must be a JSON object: {exc}") from exc
-    return dict(context)

@@ -19,6 +19,7 @@ else it needs is here, and nothing else decides whether a reviewed tool runs:
   finish or park again), close the claim, and mark the run failed with the error if the body raises.
 - :func:`store_call` is the one crossing from async SDK code into the synchronous queue (inline; see
   its docstring for why).
+- :func:`app_context` checks the app's context for a gate's calls (``Gate(context=)``, ``run(call_context=)``).
 - :class:`AdapterQueue` is exactly what an adapter may call on the queue; type the ``queue`` parameter
   of a ``Gate`` with it. ``ReviewQueue`` implements it, and so will a queue served over HTTP.
 
@@ -37,6 +38,7 @@ from crossgate.adapter._check import (
     run_checked_sync,
     run_recorded,
 )
+from crossgate.adapter._context import app_context
 from crossgate.adapter._crossing import store_call
 from crossgate.adapter._ids import request_id
 from crossgate.adapter._lookup import find_request
@@ -47,6 +49,7 @@ __all__ = [
     "AdapterQueue",
     "Application",
     "ToolAnswer",
+    "app_context",
     "apply_decision",
     "apply_decision_sync",
     "find_request",
