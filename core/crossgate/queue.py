@@ -412,8 +412,10 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
         """Record what happened when the SDK got its answer: whether the tool ran, a result summary, an error.
 
         ``request_id`` may be the request the caller holds: its id and run never change, so it is not read again.
-        The ``executed`` event is enqueued, not waited for (see ``Store.enqueue_event``): the call it
-        records has happened already, and nothing decides on it; reading the log returns it.
+        The outcome of a call the policy allowed outright is enqueued, not waited for (see
+        ``Store.enqueue_event``): it is the allow path, and nothing decides on it. The outcome of a reviewed
+        call (``request_id`` given) is committed before this returns: a run taken over after a crash tells
+        the model what that call did from it, and ``crossgate runs show`` lists the calls without one.
         """
         payload: JsonObject = {"ran": bool(ran), "result": clip_text(_text(result)), "error": clip_text(_text(error))}
         if call is not None:
@@ -423,9 +425,11 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
             run, request_id = request_id.call.run, request_id.id
         elif request_id is not None:
             run = self.get(request_id).call.run
-        self.store.enqueue_event(
-            NewEvent(kind="executed", at=self.now(), request_id=request_id, run=run, payload=payload)
-        )
+        event = NewEvent(kind="executed", at=self.now(), request_id=request_id, run=run, payload=payload)
+        if request_id is None:
+            self.store.enqueue_event(event)
+        else:
+            self.store.append_event(event)
 
     def outcome(self, request_id: str) -> Event | None:
         """The ``executed`` event that followed the request's ``applied`` one (whether the tool ran, and what
