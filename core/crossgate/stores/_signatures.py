@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from crossgate.model import ApprovalRequest, StandingRule
 
-_REQUEST_EXCLUDED = frozenset({"signatures"})
-_RULE_EXCLUDED = frozenset({"signature"})
+_REQUEST_EXCLUDED = {"signatures"}
+_RULE_EXCLUDED = {"signature"}
 
 
 def request_body(request: ApprovalRequest) -> str:
