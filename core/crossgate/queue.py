@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from crossgate._approvals import ApprovalsMixin
 from crossgate._parked_runs import ParkedRunsMixin
 from crossgate._queue_base import call_payload, clip_text
+from crossgate._refusals import RefusalsMixin
 from crossgate._signing import SigningMixin
 from crossgate._standing_rules import StandingRulesMixin
 from crossgate.audit import AuditReport, verify_log
@@ -80,12 +81,13 @@ class Submission:
     """False for a request :meth:`ReviewQueue.prepare` built and nobody stored yet."""
 
 
-class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMixin):
+class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMixin, RefusalsMixin):
     """Submit calls, decide requests exactly once, wait for decisions, and keep the audit chain.
 
-    Approvals by several reviewers, standing rules, parked runs and signing are in their own modules
-    (``_approvals``, ``_standing_rules``, ``_parked_runs``, ``_signing``). With ``authority`` (the
-    review server's key, or an operator's), every decision and standing rule it records is signed.
+    Approvals by several reviewers, standing rules, parked runs, signing and the record of a gate's
+    refusals are in their own modules (``_approvals``, ``_standing_rules``, ``_parked_runs``,
+    ``_signing``, ``_refusals``). With ``authority`` (the review server's key, or an operator's), every
+    decision and standing rule it records is signed.
     """
 
     def __init__(
