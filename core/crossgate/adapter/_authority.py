@@ -450,20 +450,17 @@ _guarded: WeakKeyDictionary[object, VerifiedQueue] = WeakKeyDictionary()
 def verified_queue(queue: AdapterQueue, authority: AuthorityPin = None) -> VerifiedQueue:
     """``queue`` behind the authority check, with the keys :func:`pinned_keys` finds for ``authority``.
 
-    A queue that is one already is returned as it is when ``authority`` is None. Without keys the
-    result verifies nothing and :class:`UnverifiedWarning` is issued, once per process.
+    Keys given here pin ``queue`` for the whole process: every later ``verified_queue(queue)`` (the
+    adapter kit's own checks, a LangChain middleware built on the same queue) uses them too. A
+    :class:`VerifiedQueue` is returned as it is when ``authority`` is None. Without keys the result
+    verifies nothing and :class:`UnverifiedWarning` is issued, once per process.
     """
     if isinstance(queue, VerifiedQueue):
         if authority is None:
             return queue
         queue = queue.inner
-    if authority is None:
-        try:
-            cached = _guarded.get(queue)
-        except TypeError:  # not weakly referenceable
-            cached = None
-        if cached is not None:
-            return cached
+    if authority is None and (cached := _cached(queue)) is not None:
+        return cached
     keys = pinned_keys(authority, queue=queue)
     if keys is None:
         _warn_unverified()
@@ -471,10 +468,16 @@ def verified_queue(queue: AdapterQueue, authority: AuthorityPin = None) -> Verif
 
     clock: Clock = queue.now if isinstance(queue, ReviewQueue) else utc_now
     guarded = VerifiedQueue(queue, Verifier(keys, clock=clock))
-    if authority is None:
-        with contextlib.suppress(TypeError):  # not weakly referenceable: resolved on every call instead
-            _guarded[queue] = guarded
+    with contextlib.suppress(TypeError):  # not weakly referenceable: resolved on every call instead
+        _guarded[queue] = guarded
     return guarded
+
+
+def _cached(queue: AdapterQueue) -> VerifiedQueue | None:
+    try:
+        return _guarded.get(queue)
+    except TypeError:
+        return None
 
 
 def _binding(message: str) -> SignatureError:
