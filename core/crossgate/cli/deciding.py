@@ -192,12 +192,15 @@ def local_decider(
     """The local queue with the authority's key, deciding as an operator; NoCredentialsError without the key."""
     state = ctx.ensure_object(CliContext)
     queue = state.open_queue()
+    how = HOW_TO_DECIDE.format(command=f"crossgate {command}")
     if queue.authority is None and state.owns_queue:
         directory = authority_dir if authority_dir is not None else default_directory()
-        if authority_dir is not None or (directory / KEYRING_FILE).exists():
+        if (directory / KEYRING_FILE).exists():
             queue.authority = Keyring.open(directory).authority()
+        elif authority_dir is not None:
+            raise NoCredentialsError(f"{how}; {directory} holds no keyring")
     if queue.authority is None:
-        raise NoCredentialsError(HOW_TO_DECIDE.format(command=f"crossgate {command}"))
+        raise NoCredentialsError(how)
     return LocalDecider(queue, reviewer_name(reviewer))
 
 
