@@ -120,11 +120,19 @@ def forged_approval(
 
 @contextmanager
 def world_of(
-    driver_class: type[TicketAgentDriver], kind: str, tmp_path: Path, policy: Policy = ASK_POLICY
+    driver_class: type[TicketAgentDriver],
+    kind: str,
+    tmp_path: Path,
+    policy: Policy = ASK_POLICY,
+    *,
+    authority: Authority | None = None,
 ) -> Iterator[World]:
-    """A world on a SQLite file or a fresh PostgreSQL schema; both queues closed afterwards."""
+    """A world on a SQLite file or a fresh PostgreSQL schema; both queues closed afterwards.
+
+    ``authority`` is the reviewer side's key (a fresh one by default); the agent pins its public key.
+    """
     with database_url(kind, tmp_path) as url:
-        authority = Authority.generate()
+        authority = authority or Authority.generate()
         server = ReviewQueue(open_store(url), policy, authority=authority)
         agent = ReviewQueue(open_store(url), policy)
         # What Gate(authority=...) does with the pin: every gate on this queue object verifies with it.
