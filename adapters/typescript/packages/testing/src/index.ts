@@ -12,5 +12,5 @@ export {
   SEED_POLICY,
   startServer,
 } from './server.js';
-export type { LiveServer } from './server.js';
+export type { DecisionBody, LiveServer } from './server.js';
 export { TicketStore } from './tickets.js';

@@ -9,7 +9,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { AgentClient, type ApprovalRequest, type Decision, type ClientOptions } from '@crossgate/client';
+import { AgentClient, type ApprovalRequest, type ClientOptions, type JsonObject, type Remember } from '@crossgate/client';
 
 import { crossgateCli, pythonExecutable, type Completed } from './python.js';
 
@@ -37,6 +37,14 @@ rules:
     reason: Dropping tables is not allowed. Do not retry.
 `;
 
+/** A reviewer's answer, as the reviewer API takes it. */
+export type DecisionBody = (
+  | { kind: 'approve' }
+  | { kind: 'edit'; args: JsonObject }
+  | { kind: 'reject'; message: string }
+  | { kind: 'respond'; content: string }
+) & { remember?: Partial<Remember>; note?: string; fingerprint?: string };
+
 export interface LiveServer {
   readonly url: string;
   readonly dir: string;
@@ -46,7 +54,7 @@ export interface LiveServer {
   readonly agentEnv: Record<string, string>;
   client(options?: Partial<ClientOptions>): AgentClient;
   /** Decide through the reviewer API, as the page does. */
-  decide(requestId: string, decision: Omit<Decision, 'reviewer' | 'decided_at' | 'channel'>): Promise<ApprovalRequest>;
+  decide(requestId: string, decision: DecisionBody): Promise<ApprovalRequest>;
   /** Run the `crossgate` CLI against this server's database (another process, as an operator would). */
   cli(...args: string[]): Promise<Completed>;
   /** A reviewer API call. */
