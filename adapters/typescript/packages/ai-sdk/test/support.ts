@@ -2,7 +2,7 @@
 
 import { AgentClient } from '@crossgate/client';
 import { TicketStore } from '@crossgate/testing';
-import { tool } from 'ai';
+import { stepCountIs, tool } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
 
 type CallOptions = Parameters<MockLanguageModelV4['doGenerate']>[0];
@@ -72,6 +72,7 @@ export function ticketTools(tickets: TicketStore) {
   };
 }
 
+/** The seed agent: the ticket tools behind crossgate, up to five steps per call (the model reads each result). */
 export function seedGate(client: AgentClient, tickets: TicketStore, model = ticketModel()) {
-  return new Gate({ client, model, tools: ticketTools(tickets), agent: 'tickets' });
+  return new Gate({ client, model, tools: ticketTools(tickets), agent: 'tickets', settings: { stopWhen: stepCountIs(5) } });
 }
