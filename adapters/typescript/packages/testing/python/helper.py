@@ -12,6 +12,8 @@ from typing import Any
 from crossgate.adapter import request_id
 from crossgate.authority import Authority, CheckpointClaims, DecisionClaims
 from crossgate.fingerprint import canonical_json, fingerprint
+from crossgate.model import ToolCall
+from crossgate.policy.loading import load_policy
 
 _KEYS: dict[str, Authority] = {}
 
@@ -36,6 +38,9 @@ def run(op: dict[str, Any]) -> dict[str, Any]:
         return {"pin": authority.public_key.pin, "kid": authority.kid, "pem": authority.public_key.pem()}
     if kind == "sign":
         return {"token": _key(op["key"]).sign(DecisionClaims.model_validate(op["claims"]))}
+    if kind == "evaluate":
+        verdict = load_policy(op["policy"]).evaluate(ToolCall.model_validate(op["call"]))
+        return {"kind": verdict.kind.value, "rule": verdict.rule}
     if kind == "sign_checkpoint":
         claims = CheckpointClaims(seq=1, head_hash="0" * 64, at=op["at"])
         return {"token": _key(op["key"]).sign(claims)}
