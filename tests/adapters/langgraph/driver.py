@@ -230,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("parked_run")
     args = parser.parse_args(argv)
     policy_file = args.workdir / f"{args.kind}-policy.json"
-    policy = Policy.model_validate_json(policy_file.read_text()) if policy_file.exists() else Policy()
+    policy = Policy.model_validate_json(policy_file.read_text()) if policy_file.exists() else None
     queue = open_queue(args.db, policy=policy)  # a store's URL, or a review server's (RemoteQueue)
     try:
         driver = DRIVERS[args.kind](queue, TicketStore(args.tickets), args.workdir, args.db, lease_seconds=args.lease)

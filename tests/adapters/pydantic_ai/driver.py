@@ -135,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("target", nargs="+", help="ticket ids to ask for (start), or the parked run (resume)")
     args = parser.parse_args(argv)
     policy_file = args.workdir / "pydantic-ai-policy.json"
-    policy = Policy.model_validate_json(policy_file.read_text(encoding="utf-8")) if policy_file.exists() else Policy()
+    policy = Policy.model_validate_json(policy_file.read_text(encoding="utf-8")) if policy_file.exists() else None
     queue = open_queue(args.db, policy=policy)  # a store's URL, or a review server's (RemoteQueue)
     try:
         driver = PydanticAITicketDriver(queue, TicketStore(args.tickets), args.workdir, args.db)
