@@ -60,9 +60,7 @@ async def http(queue: ReviewQueue) -> AsyncIterator[httpx.AsyncClient]:
             yield client
 
 
-async def ask(
-    http: httpx.AsyncClient, token: str = BILLING, key: str = "k-1", **body: Any
-) -> httpx.Response:
+async def ask(http: httpx.AsyncClient, token: str = BILLING, key: str = "k-1", **body: Any) -> httpx.Response:
     """``POST /requests`` of a delete (the policy asks about deletes)."""
     payload = {"call": call(), **body}
     return await http.post(f"{AGENT}/requests", json=payload, headers=keyed(token, key))
