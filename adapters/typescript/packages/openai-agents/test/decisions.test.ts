@@ -2,11 +2,13 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { type AgentClient } from '@crossgate/client';
+import { AgentClient, UnreachableError } from '@crossgate/client';
 import { CAPABILITIES, CAPABILITY_TABLE, Gate, type SdkResult } from '@crossgate/openai-agents';
-import { startServer, TicketStore, type LiveServer } from '@crossgate/testing';
+import { AGENT_TOKEN, startServer, TicketStore, type LiveServer } from '@crossgate/testing';
+import { Agent, tool } from '@openai/agents';
+import { z } from 'zod';
 
-import { FINAL_PREFIX } from './support/model.js';
+import { FINAL_PREFIX, PlannedModel } from './support/model.js';
 import { del, triage } from './support/triage.js';
 
 let server: LiveServer;
@@ -96,4 +98,34 @@ test('defer: a run waits inline for its reviewer, then goes on in the same call 
   assert.equal(model.told().call_t3, 'Not today.');
   assert.deepEqual(tickets.ids(), ['t1', 't2', 't3', 't4', 't5', 't6', 't7']);
   assert.deepEqual(await client.parkedRuns({ run: 'run-inline' }), []);
+});
+
+test('a call the policy denies never runs: the model reads the rule\'s reason, and allowed calls run unasked', async () => {
+  const ran: string[] = [];
+  const sql = tool({
+    name: 'execute_sql',
+    description: 'Run one SQL statement.',
+    parameters: z.object({ query: z.string() }),
+    execute: async ({ query }) => {
+      ran.push(query);
+      return 'ok';
+    },
+  });
+  const model = new PlannedModel([
+    [{ name: 'execute_sql', args: { query: 'DROP TABLE tickets' }, callId: 'call_drop' }],
+    [{ name: 'execute_sql', args: { query: 'SELECT 1' }, callId: 'call_select' }],
+  ]);
+  const outcome = await new Gate({ client, agent: new Agent({ name: 'Sql', tools: [sql], model }) }).run('Clean up.', { run: 'run-sql' });
+  assert.equal(outcome.status, 'finished');
+  assert.deepEqual(ran, ['SELECT 1']);
+  assert.equal(model.told().call_drop, 'crossgate did not run execute_sql: Dropping tables is not allowed. Do not retry.');
+  assert.equal(model.told().call_select, 'ok');
+});
+
+test('an unreachable server fails closed: the run ends with UnreachableError and nothing ran', async () => {
+  const tickets = world('unreachable');
+  const dead = new AgentClient({ baseUrl: 'http://127.0.0.1:9', token: AGENT_TOKEN, deadlineMs: 300 });
+  const { agent } = triage(tickets, [[del('t3')]]);
+  await assert.rejects(new Gate({ client: dead, agent }).run('Delete t3.'), UnreachableError);
+  assert.equal(tickets.deleteRuns(), 0);
 });
