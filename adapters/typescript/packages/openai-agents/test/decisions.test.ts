@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { AgentClient, UnreachableError } from '@crossgate/client';
+import { AgentClient, TrustedKeys, UnreachableError } from '@crossgate/client';
 import { CAPABILITIES, CAPABILITY_TABLE, Gate, type SdkResult } from '@crossgate/openai-agents';
-import { AGENT_TOKEN, startServer, TicketStore, type LiveServer } from '@crossgate/testing';
+import { AGENT_TOKEN, pythonOps, startServer, TicketStore, type LiveServer } from '@crossgate/testing';
 import { Agent, tool } from '@openai/agents';
 import { z } from 'zod';
 
@@ -128,4 +128,18 @@ test('an unreachable server fails closed: the run ends with UnreachableError and
   const { agent } = triage(tickets, [[del('t3')]]);
   await assert.rejects(new Gate({ client: dead, agent }).run('Delete t3.'), UnreachableError);
   assert.equal(tickets.deleteRuns(), 0);
+});
+
+test('with a pinned authority key, an approval the authority did not sign runs nothing, and the model is told why', async () => {
+  const tickets = world('pinned');
+  const [key] = pythonOps<{ pin: string }>([{ op: 'key', key: 'authority' }]);
+  const trustedKeys = TrustedKeys.parse(key!.pin);
+  const first = await new Gate({ client, agent: triage(tickets, [[del('t3')]]).agent, trustedKeys }).run('Delete t3.', { run: 'run-pinned' });
+  assert.equal(first.status, 'parked');
+  await server.decide(first.requestIds[0]!, { kind: 'approve' }); // this server signs nothing
+  const resumer = triage(tickets, [[del('t3')]]);
+  assert.equal((await new Gate({ client, agent: resumer.agent, trustedKeys }).resume(first.parkedRun)).status, 'finished');
+  assert.equal(tickets.deleteRuns(), 0);
+  assert.match(resumer.model.told().call_t3 ?? '', /is not signed by the authority/);
+  assert.equal((await client.get(first.requestIds[0]!)).status, 'decided', 'the decision was never applied');
 });
