@@ -1,2 +1,9 @@
-/** Placeholder until the package's first module lands. */
-export const PACKAGE_VERSION = '0.1.0';
+/** crossgate for the OpenAI Agents SDK (JavaScript): needsApproval tool calls reviewed in crossgate's queue. */
+
+export { CAPABILITIES, CAPABILITY_TABLE, DECISION_MAPPING, FRAMEWORK, TAG } from './capabilities.js';
+export type { Capability } from './capabilities.js';
+export { Gate } from './gate.js';
+export type { GateOptions, RunOptions, SdkResult } from './gate.js';
+export { callRequestId } from './scope.js';
+export { install, isGated } from './tools.js';
+export type { GateBinding } from './tools.js';
