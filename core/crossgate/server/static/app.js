@@ -209,7 +209,7 @@
   } else if (page === "history" || page === "rules") {
     const reload = debounce(() => window.location.reload(), 400);
     listen((change) => {
-      if (["decided", "executed", "expired", "cancelled", "rule_added", "rule_revoked"].includes(change.kind)) reload();
+      if (["decided", "applied", "ran", "not_run", "expired", "cancelled", "rule_added", "rule_revoked"].includes(change.kind)) reload();
     });
   }
 
@@ -497,10 +497,14 @@
     flagNotice(argsNode, [data.tool, jsonText(data.args)]);
     let submitting = false;
     const pending = document.getElementById("request").dataset.status === "pending";
+    const reload = debounce(() => window.location.reload(), 300);
     listen((change) => {
-      // Reload once when someone else settles this request; later events (applied, executed) show in History.
-      const settles = ["decided", "expired", "cancelled"].includes(change.kind);
-      if (pending && settles && change.request_id === data.id && !submitting) window.location.reload();
+      if (change.request_id !== data.id || submitting) return;
+      // Reload when someone else settles this request, and once it is settled, as its decision reaches the
+      // agent and the outcome (ran or not_run) comes in: the page says what became of the call.
+      const settles = pending && ["decided", "expired", "cancelled"].includes(change.kind);
+      const follows = !pending && ["applied", "ran", "not_run", "expired", "cancelled"].includes(change.kind);
+      if (settles || follows) reload();
     });
     const form = document.getElementById("decision-form");
     if (form) setupDecision(form, data, () => { submitting = true; });
