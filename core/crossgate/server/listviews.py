@@ -61,7 +61,7 @@ def pending_list(
 
 
 def ago_text(seconds: float) -> str:
-    """How long ago, in words: ``just now``, ``12 min ago``, ``3 h ago``, ``2 d ago`` (app.js says the same)."""
+    """How long ago, in words: ``just now``, ``12 min ago``, ``3 h ago``, ``2 d ago`` (static/js/times.js says the same)."""
     if seconds < 60:
         return "just now"
     if seconds < 3600:
@@ -83,7 +83,7 @@ def left_text(seconds: float) -> str:
 
 
 def relative_time(moment: datetime, now: datetime) -> str:
-    """``moment`` as ``12 min ago``, the exact time as its title; app.js keeps the words current."""
+    """``moment`` as ``12 min ago``, the exact time as its title; static/js/times.js keeps the words current."""
     iso = moment.astimezone(UTC).isoformat(timespec="seconds")
     text = ago_text((now - moment).total_seconds())
     return f'<time class="ago" datetime="{e(iso)}" title="{e(moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))}">{e(text)}</time>'

@@ -52,7 +52,7 @@ def script_json(value: object) -> str:
 
     Escaping only ``</`` is not enough: ``<!--<script>`` in a string puts the parser in the
     double-escaped state, where the element's own ``</script>`` no longer ends it and the rest of
-    the page (``app.js`` included) is swallowed. ``<``, ``>`` and ``&`` occur only inside JSON
+    the page (its scripts included) is swallowed. ``<``, ``>`` and ``&`` occur only inside JSON
     strings, so writing them as ``\\u`` escapes keeps the value exact; ``ensure_ascii`` does the
     same for U+2028 and U+2029.
     """
@@ -86,7 +86,7 @@ def layout(
 <title>{e(title)} · {e(app_title)}</title><link rel="stylesheet" href="/static/style.css"></head>
 <body data-page="{e(page)}" data-head="{"" if head is None else head}"><header class="top"><a class="brand" href="/">{e(app_title)}</a>
 <nav>{nav if reviewer else ""}</nav><div class="session">{who}</div></header>
-<main>{body}{_KEYS if reviewer else ""}</main><script src="/static/app.js" defer></script></body></html>"""
+<main>{body}{_KEYS if reviewer else ""}</main><script type="module" src="/static/js/main.js"></script></body></html>"""
 
 
 _KEYS = """<p class="keys-hint muted">Press <kbd>?</kbd> for keyboard shortcuts.</p>
