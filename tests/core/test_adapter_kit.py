@@ -26,6 +26,7 @@ from crossgate import (
 from crossgate.adapter import AdapterQueue, request_id, resume_leased, run_checked, run_checked_sync
 from crossgate.model import JsonObject
 from crossgate.policy.rules import Policy, PolicyRule
+from crossgate.remote import RemoteQueue, ServerUnavailableError
 from crossgate.runs import Finished, Parked
 from crossgate.stores.memory import MemoryStore
 from tests.support.clock import FakeClock
@@ -60,7 +61,7 @@ class Tool:
 
 
 def _executed(queue: ReviewQueue, request: ApprovalRequest) -> list[dict[str, Any]]:
-    return [dict(e.payload) for e in queue.events(request_id=request.id) if e.kind == "executed"]
+    return [dict(e.payload) for e in queue.events(request_id=request.id) if e.kind in ("ran", "not_run")]
 
 
 def test_approve_runs_the_tool_once_marks_it_applied_and_records_the_result() -> None:
@@ -102,7 +103,7 @@ def test_reject_does_not_run_and_the_model_reads_the_message() -> None:
     request = queue.decide(_asked(queue).id, Reject(message="t3 is a customer's"), reviewer="ann")
     answer = asyncio.run(run_checked(queue, request, {"id": "t3"}, tool, actor="kit"))
     assert (answer.ran, answer.reply, tool.calls) == (False, "t3 is a customer's", [])
-    assert queue.get(request.id).status is RequestStatus.APPLIED
+    assert queue.get(request.id).status is RequestStatus.REJECTED
     assert [(e["ran"], e["result"]) for e in _executed(queue, request)] == [(False, "t3 is a customer's")]
 
 
@@ -228,6 +229,16 @@ def test_a_failing_resume_marks_the_run_failed_with_its_error() -> None:
 def test_review_queue_is_an_adapter_queue() -> None:
     queue: AdapterQueue = _queue()  # mypy checks this assignment against the protocol
     assert queue.evaluate(ToolCall(framework="kit", tool="read", args={})).kind is VerdictKind.ASK
+
+
+def test_remote_queue_is_an_adapter_queue() -> None:
+    remote = RemoteQueue("http://127.0.0.1:9", token="agent-token-0000001", retry_seconds=0.2)
+    queue: AdapterQueue = remote  # mypy checks this assignment against the protocol
+    try:
+        with pytest.raises(ServerUnavailableError, match="nothing was run"):  # port 9: nobody answers
+            queue.evaluate(ToolCall(framework="kit", tool="read", args={}))
+    finally:
+        remote.close()
 
 
 def _imports(package: Path) -> set[str]:
