@@ -161,7 +161,7 @@ class Agents:
 
     def openai_gate(self, ticket: str) -> tuple[OpenAIGate, Any]:
         agent = ticket_agent(self.tickets, PlannedModel([[delete_call(ticket)]]))
-        return OpenAIGate(self.queue, agent=agent, lease_seconds=self.world.lease_seconds), agent
+        return OpenAIGate(self.queue, sdk_agent=agent, lease_seconds=self.world.lease_seconds), agent
 
     async def start(self, run: str, ticket: str) -> Outcome:
         """Start ``run``, whose model asks to delete ``ticket``; it parks on that call."""
@@ -200,7 +200,7 @@ class Agents:
         """Resume a parked run through the adapter's ``resume``."""
         if self.world.adapter == "openai":
             openai, agent = self.openai_gate(ticket)
-            return await openai.resume(parked_run, agent=agent)
+            return await openai.resume(parked_run, sdk_agent=agent)
         async with self.graph() as (gate, _):
             return await gate.resume(parked_run)
 
