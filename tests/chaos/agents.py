@@ -181,8 +181,9 @@ class Agents:
 
         A LangGraph thread that paused but was never parked is parked (``Gate.park``, safe to repeat); one
         that died mid-step goes on from its last checkpoint (input ``None``, LangGraph's way to continue a
-        thread after a failure), so the re-run node asks under the same request id; anything else (an
-        OpenAI run, whose state lived in the dead process) starts again from the beginning.
+        thread after a failure), so the re-run node runs at the same step and asks under the same request
+        id; only a thread with no checkpoint, and anything else (an OpenAI run, whose state lived in the
+        dead process), starts again from the beginning.
         """
         if self.queue.parked_runs(statuses=(), run=run):
             return None
@@ -192,7 +193,9 @@ class Agents:
             snapshot = await graph.aget_state({"configurable": {"thread_id": run}})
             if snapshot.interrupts:
                 return await gate.park(graph, thread=run)
-            if snapshot.next:
+            # A step whose tasks all saved their writes before the next checkpoint has no ``next`` but
+            # still has its tasks: it died mid-step too. Sending the input again would start a new run.
+            if snapshot.next or snapshot.tasks:
                 return await gate.run(graph, None, thread=run)
             return await gate.run(graph, self.graph_input(ticket), thread=run)
 
