@@ -54,9 +54,8 @@ WRITES = frozenset(
         "insert_rule",
         "revoke_rule",
         "insert_parked_run",
-        "claim_parked_run",
-        "finish_parked_run",
-        "retry_parked_run",
+        "change_parked_run",
+        "change_parked_runs",
         "append_event",
     }
 )

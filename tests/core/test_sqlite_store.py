@@ -31,7 +31,7 @@ def test_setup_applies_every_migration_once_and_is_idempotent(tmp_path: Path) ->
     store = SqliteStore(tmp_path / "q.db")
     store.setup()
     store.setup()
-    latest = migrations()[-1][0]
+    latest = migrations()[-1].version
     assert store.schema_version() == latest
     with sqlite3.connect(tmp_path / "q.db") as db:
         assert db.execute("SELECT count(*) FROM schema_version").fetchone()[0] == len(migrations())
@@ -40,7 +40,7 @@ def test_setup_applies_every_migration_once_and_is_idempotent(tmp_path: Path) ->
 
 
 def test_migrations_are_numbered_without_gaps() -> None:
-    versions = [version for version, _ in migrations()]
+    versions = [m.version for m in migrations()]
     assert versions == list(range(1, len(versions) + 1))
 
 
