@@ -196,7 +196,7 @@ def record_outcome(body: OutcomeIn, api: ApiDep, caller: AgentDep, idempotency_k
 
 @router.get("/requests/{request_id}/outcome", response_model=Event, responses=_keyed(404))
 def outcome(request_id: str, api: ApiDep, caller: AgentDep) -> Event:
-    """The outcome event (``ran`` or ``not_run``) after the request's ``applied`` one; 404 ``no_outcome`` without one."""
+    """The outcome event (``ran`` or ``not_run``) after the request's ``applied`` one; 404 ``no_outcome`` if none."""
     return api.outcome(caller, request_id)
 
 
