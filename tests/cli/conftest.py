@@ -16,8 +16,10 @@ import typer.testing
 from typer.testing import CliRunner, Result
 
 from crossgate import MemoryStore, Policy, ReviewQueue, ToolCall
+from crossgate.authority import Authority
 from crossgate.cli import CliContext, app
 from tests.support.clock import FakeClock
+from tests.support.keys import operator_keys
 
 CROSSGATE = Path(sys.executable).parent / "crossgate"
 """The installed console script."""
@@ -64,7 +66,9 @@ def clean_env() -> dict[str, str | None]:
 
 
 def subprocess_env(**extra: str) -> dict[str, str]:
+    """The test run's environment for a ``crossgate`` process, holding an operator's signing key."""
     env = {k: v for k, v in os.environ.items() if k not in ("CROSSGATE_DB", "CROSSGATE_POLICY")}
+    env["CROSSGATE_AUTHORITY_DIR"] = str(operator_keys())
     env.update(extra)
     return env
 
@@ -88,7 +92,8 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def queue(clock: FakeClock) -> Iterator[ReviewQueue]:
-    q = ReviewQueue(MemoryStore(), Policy(default_timeout_seconds=3600), clock=clock)
+    # The CLI decides only with credentials: this queue holds the authority's key, as an operator's CLI does.
+    q = ReviewQueue(MemoryStore(), Policy(default_timeout_seconds=3600), clock=clock, authority=Authority.generate())
     yield q
     q.close()
 

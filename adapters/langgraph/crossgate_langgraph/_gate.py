@@ -39,7 +39,15 @@ from crossgate import (
     VerdictKind,
     fingerprint,
 )
-from crossgate.adapter import AdapterQueue, app_context, apply_decision_sync, find_request, resume_leased
+from crossgate.adapter import (
+    AdapterQueue,
+    AuthorityPin,
+    app_context,
+    apply_decision_sync,
+    find_request,
+    resume_leased,
+    verified_queue,
+)
 from crossgate.model import JsonObject
 from crossgate.runs import Finished, Parked
 from crossgate_langgraph._arguments import args_json_schema, tool_args
@@ -64,6 +72,12 @@ class Gate:
 
     ``graphs`` are the compiled graphs this gate may resume, by name (``compile(name=...)`` or
     ``create_agent(name=...)``); ``run`` adds the graph it is given.
+
+    ``authority`` pins the authority's public key(s) this gate, and every middleware, tool wrapper
+    and ``request_approval`` on the same queue object, verify decisions and standing rules with before a
+    tool runs (``TrustedKeys``, a ``PublicKey``, an ``Authority``, a pin file's path or the pin
+    text; default: ``$CROSSGATE_AUTHORITY_PUBKEY`` or ``$CROSSGATE_AUTHORITY_PUBKEY_FILE``); see
+    ``crossgate.adapter.verified_queue`` and docs/security.md.
     """
 
     framework = "langgraph"
@@ -76,8 +90,9 @@ class Gate:
         agent: str | None = None,
         context: JsonObject | None = None,
         lease_seconds: float = 300.0,
+        authority: AuthorityPin = None,
     ) -> None:
-        self.queue = queue
+        self.queue: AdapterQueue = verified_queue(queue, authority)
         self.context: JsonObject = app_context(context)
         """App context (a tenant, say) for every call of every run, as ``crossgate_openai.Gate(context=)``;
         ``run(call_context=...)`` adds to it for one run."""
@@ -234,13 +249,21 @@ class Gate:
         at_park = snapshot.config["configurable"].get("checkpoint_id") == state.checkpoint_id
         command: Command[Any] | None
         if pending and at_park and (set(pending) == expected or (earlier and set(pending) <= expected)):
-            answers: dict[str, Any] = {}
-            for entry in state.interrupts:
-                resolved = [requests[r] for r in entry.request_ids]
-                if entry.id in pending and all(not r.is_open for r in resolved):
-                    answers[entry.id] = self._answer(entry, resolved)
+            answered = {
+                entry.id: None
+                for entry in state.interrupts
+                if entry.id in pending and all(not requests[r].is_open for r in entry.request_ids)
+            }
+            # Rejections and responses are applied (and their signatures checked) before any answer is
+            # built: one that does not verify is closed with the refusal, which is then the answer.
+            self._apply_unrun(state, answered, requests)
+            current = {r: self.queue.get(r) for e in state.interrupts if e.id in answered for r in e.request_ids}
+            answers = {
+                entry.id: self._answer(entry, [current[r] for r in entry.request_ids])
+                for entry in state.interrupts
+                if entry.id in answered
+            }
             command = resume_command(list(pending.values()), answers)
-            self._apply_unrun(state, answers, requests)
         elif earlier and await descends(graph, config, state.checkpoint_id):
             command = None  # LangGraph goes on from the earlier attempt's last checkpoint
             self._apply_unrun(state, {p.id: None for p in state.interrupts}, requests)
