@@ -53,8 +53,10 @@ class ApprovalsMixin(QueueBase):
                 "approval(s) from other reviewers"
             )
         payload: JsonObject = {"note": approval.note, "approvals": len(before) + 1, "required": required}
-        self.store.append_event(
-            self._event(APPROVED, request, actor=reviewer, channel=approval.channel, payload=payload)
+        self._sign_own(
+            self.store.append_event(
+                self._event(APPROVED, request, actor=reviewer, channel=approval.channel, payload=payload)
+            )
         )
         approvers = self.approvers(request.id)
         if len(approvers) < required:

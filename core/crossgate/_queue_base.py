@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from crossgate.clock import Clock
 from crossgate.errors import NotFoundError
 from crossgate.limits import DEFAULT_LIMITS, InputLimits
-from crossgate.model import ApprovalRequest, JsonObject, NewEvent, ToolCall
+from crossgate.model import ApprovalRequest, Event, JsonObject, NewEvent, ToolCall
 from crossgate.stores.base import Store
+
+if TYPE_CHECKING:
+    from crossgate.checkpoints import Checkpointer
 
 OUTCOME_TEXT_LIMIT = 500
 """How much of a tool's result or error text an audit event keeps."""
@@ -16,6 +20,9 @@ OUTCOME_TEXT_LIMIT = 500
 
 class QueueBase:
     """The store and clock of a review queue, and the helpers its parts share."""
+
+    _checkpointer: Checkpointer | None = None
+    """Set when the queue holds an authority: it signs a checkpoint after each event of ``SIGNED_KINDS``."""
 
     def __init__(self, store: Store, *, clock: Clock, limits: InputLimits = DEFAULT_LIMITS) -> None:
         self.store = store
@@ -33,6 +40,11 @@ class QueueBase:
         if request is None:
             raise NotFoundError(f"no request with id {request_id!r}")
         return request
+
+    def _sign_own(self, event: Event | None) -> None:
+        """Sign an authored checkpoint of ``event``, just appended by this queue, when it holds an authority."""
+        if self._checkpointer is not None and event is not None:
+            self._checkpointer.authored(event)
 
     def _submitted_event(self, request: ApprovalRequest) -> NewEvent:
         call = request.call

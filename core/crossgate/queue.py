@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from crossgate._approvals import ApprovalsMixin
 from crossgate._parked_runs import ParkedRunsMixin
@@ -26,6 +27,7 @@ from crossgate.errors import (
     InvalidDecisionError,
     RequestCancelledError,
     RequestExpiredError,
+    SignatureError,
 )
 from crossgate.fingerprint import fingerprint
 from crossgate.limits import DEFAULT_LIMITS, InputLimits, storable_text
@@ -49,8 +51,12 @@ from crossgate.model import (
 )
 from crossgate.policy.index import StandingRuleIndex
 from crossgate.policy.rules import Policy
+from crossgate.policy.versions import PolicySource
 from crossgate.stores.base import Page, RequestQuery, Store
 from crossgate.waiting import WaitRegistry
+
+if TYPE_CHECKING:
+    from crossgate.authority import Authority, TrustedKeys
 
 REQUESTED_BY = "requested_by"
 """The context key under which a call carries who its run acts for (``submit(requested_by=...)``)."""
@@ -88,9 +94,23 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
         *,
         clock: Clock = utc_now,
         limits: InputLimits = DEFAULT_LIMITS,
+        authority: Authority | None = None,
+        trusted: TrustedKeys | None = None,
     ) -> None:
+        """``policy``: a local policy (development, tests). Without one the queue evaluates the store's current
+        signed version (see :mod:`crossgate.policy.versions`), verified with ``trusted`` (default: the keys
+        pinned in ``$CROSSGATE_AUTHORITY_PUBKEY`` or ``_FILE``, else ``authority``'s), or the default policy
+        (ask for every call) while none is stored. ``authority``: the private key of a server or an operator;
+        the queue then signs an audit checkpoint after each decision and standing rule it records.
+        """
         super().__init__(store, clock=clock, limits=limits)
-        self.policy = policy or Policy()
+        if trusted is None and authority is not None:
+            trusted = _pinned_or(authority)
+        self._policies = PolicySource(store, policy, trusted, clock)
+        if authority is not None:
+            from crossgate.checkpoints import Checkpointer
+
+            self._checkpointer = Checkpointer(store, authority, trusted=trusted, clock=clock)
         self._waits = WaitRegistry(store)
         # The active standing rules as of a rules version: every rule change bumps it in the same
         # transaction, so an unchanged version (from any process) means unchanged rules.
@@ -102,14 +122,36 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
         self.store.close()
 
     # policy -------------------------------------------------------------------------------------
-    def evaluate(self, call: ToolCall) -> Verdict:
-        """The policy's verdict for ``call`` with the current standing rules; records nothing."""
-        return self.policy.evaluate(call, self._active_rules(), now=self.now())
+    @property
+    def policy(self) -> Policy:
+        """The policy evaluated now: the local one, or the store's current signed version (verified).
 
-    def _active_rules(self) -> StandingRuleIndex:
+        SignatureError when the stored version does not verify; assigning a ``Policy`` makes it local.
+        """
+        return self._policies.at(self.store.rules_version())[0]
+
+    @policy.setter
+    def policy(self, policy: Policy) -> None:
+        self._policies = PolicySource(self.store, policy, self._policies.trusted, self._clock)
+
+    @property
+    def policy_version(self) -> int | None:
+        """The stored policy version evaluated now; None for a local policy, or while none is stored."""
+        return self._policies.at(self.store.rules_version())[1]
+
+    def evaluate(self, call: ToolCall) -> Verdict:
+        """The policy's verdict for ``call`` with the current standing rules; records nothing.
+
+        SignatureError when the store's current policy version does not verify (nothing may be evaluated).
+        """
+        version = self.store.rules_version()
+        policy = self._policies.at(version)[0]
+        return policy.evaluate(call, self._active_rules(version), now=self.now())
+
+    def _active_rules(self, version: int | None = None) -> StandingRuleIndex:
         # The version is read before the rules: a rule added in between is cached under the older
         # version, which no longer matches on the next call, so a stale list is never kept.
-        version = self.store.rules_version()
+        version = self.store.rules_version() if version is None else version
         cached = self._rules_cache
         if cached is not None and cached[0] == version:
             return cached[1]
@@ -180,7 +222,10 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
                     f"request {request_id} exists for other arguments of {existing.call.tool}; refusing to reuse it"
                 )
             return Submission(_verdict_of(existing), existing)
-        verdict = self.evaluate(call)
+        try:
+            verdict = self.evaluate(call)
+        except SignatureError as exc:  # a stored policy that does not verify: nothing runs under it
+            return self._refuse(call, str(exc))
         now = self.now()
         if verdict.kind is not VerdictKind.ASK:
             kind = "auto_allowed" if verdict.kind is VerdictKind.ALLOW else "auto_denied"
@@ -287,9 +332,11 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
         decided = request.model_copy(update={"status": RequestStatus.DECIDED, "decision": stamped, "decided_at": now})
         payload = {**decision_summary(stamped, request.call.args), **(extra or {})}
         event = self._event("decided", request, actor=reviewer, channel=stamped.channel, payload=payload)
-        if self.store.update_request(decided, (RequestStatus.PENDING,), event) is None:
+        sealed = self.store.update_request(decided, (RequestStatus.PENDING,), event)
+        if sealed is None:
             check_open(self.get(request.id), now)
             raise ConflictError(f"request {request.id} changed while it was being decided")
+        self._sign_own(sealed)
         if stamped.remember is not None and stamped.remember.scope is not RememberScope.ONCE:
             self._remember(decided, stamped, reviewer)
         self._waits.notify(request.id)
@@ -540,6 +587,13 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
     def verify_audit(self) -> AuditReport:
         """Check the hash chain of the whole log against the recorded head."""
         return verify_log(self.store)
+
+
+def _pinned_or(authority: Authority) -> TrustedKeys:
+    """The keys pinned in the environment, else the authority's own public key."""
+    from crossgate.authority import TrustedKeys
+
+    return TrustedKeys.from_env() or authority.trusted_keys()
 
 
 def _text(value: object) -> str | None:

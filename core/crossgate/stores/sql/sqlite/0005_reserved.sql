@@ -1,0 +1,3 @@
+-- crossgate SQLite schema, version 5: reserved for the signed decisions and standing rules (branch
+-- "sign"), which land apart from version 6. It changes nothing; the file goes when that migration
+-- takes its number.
