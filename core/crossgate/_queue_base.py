@@ -21,7 +21,7 @@ OUTCOME_TEXT_LIMIT = 500
 class QueueBase:
     """The store and clock of a review queue, and the helpers its parts share."""
 
-    _checkpointer: Checkpointer | None = None
+    checkpointer: Checkpointer | None = None
     """Set when the queue holds an authority: it signs a checkpoint after each event of ``SIGNED_KINDS``."""
 
     def __init__(self, store: Store, *, clock: Clock, limits: InputLimits = DEFAULT_LIMITS) -> None:
@@ -43,8 +43,8 @@ class QueueBase:
 
     def _sign_own(self, event: Event | None) -> None:
         """Sign an authored checkpoint of ``event``, just appended by this queue, when it holds an authority."""
-        if self._checkpointer is not None and event is not None:
-            self._checkpointer.authored(event)
+        if self.checkpointer is not None and event is not None:
+            self.checkpointer.authored(event)
 
     def _submitted_event(self, request: ApprovalRequest) -> NewEvent:
         call = request.call

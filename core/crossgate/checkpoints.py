@@ -219,7 +219,9 @@ def verify_signed_log(
             return AuditReport(False, chain.checked, problem, claims.seq, len(found))
     if events and not found:
         return AuditReport(
-            False, chain.checked, "no signed checkpoint ties this log to the authority (sign one: crossgate audit checkpoint)"
+            False,
+            chain.checked,
+            "no signed checkpoint ties this log to the authority (sign one: crossgate audit checkpoint)",
         )
     authored = {claims.seq for _, claims in found if claims.authored}
     for event in events:
@@ -227,6 +229,9 @@ def verify_signed_log(
             problem = _signed_event_problem(event, authored, trusted)
             if problem is not None:
                 return AuditReport(False, chain.checked, problem, event.seq, len(found))
+    problem, seq = _policy_versions_problem(store, events, trusted)
+    if problem is not None:
+        return AuditReport(False, chain.checked, problem, seq, len(found))
     anchored = max((claims.seq for _, claims in found), default=None)
     return AuditReport(True, chain.checked, checkpoints=len(found), anchored_at=anchored)
 
@@ -245,7 +250,9 @@ def _checkpoint_claims(
         try:
             found.append(("a stored", trusted.verify_checkpoint(checkpoint.token)))
         except SignatureError as exc:
-            return AuditReport(False, 0, f"the stored checkpoint of event {checkpoint.seq} does not verify: {exc}", checkpoint.seq)
+            return AuditReport(
+                False, 0, f"the stored checkpoint of event {checkpoint.seq} does not verify: {exc}", checkpoint.seq
+            )
     return found
 
 
@@ -260,6 +267,31 @@ def _covered(claims: CheckpointClaims, hashes: dict[int, str], last: int, origin
     if signed != claims.head_hash:
         return f"event {claims.seq} is not the event {origin} checkpoint signed at {when}: the log was rewritten"
     return None
+
+
+def _policy_versions_problem(
+    store: Store, events: Sequence[Event], trusted: TrustedKeys
+) -> tuple[str | None, int | None]:
+    """Every stored policy version verifies and was applied by an event; every applied version is still stored."""
+    from crossgate.policy.versions import POLICY_APPLIED, verify_policy_version
+
+    applied = {e.payload.get("version"): e for e in events if e.kind == POLICY_APPLIED}
+    stored = {v.version: v for v in store.list_policy_versions()}
+    for number, version in stored.items():
+        try:
+            verify_policy_version(version, trusted)
+        except SignatureError as exc:
+            return str(exc), None
+        event = applied.get(number)
+        if event is None or event.payload.get("digest") != version.digest:
+            return f"stored policy version {number} was not applied by any event of this log", None
+    for gone_version, event in applied.items():
+        if gone_version not in stored:
+            gone = (
+                f"policy version {gone_version}, applied in event {event.seq}, is gone from the store (a rollback)"
+            )
+            return gone, event.seq
+    return None, None
 
 
 def _signed_event_problem(event: Event, authored: set[int], trusted: TrustedKeys) -> str | None:

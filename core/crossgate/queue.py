@@ -110,7 +110,7 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
         if authority is not None:
             from crossgate.checkpoints import Checkpointer
 
-            self._checkpointer = Checkpointer(store, authority, trusted=trusted, clock=clock)
+            self.checkpointer = Checkpointer(store, authority, trusted=trusted, clock=clock)
         self._waits = WaitRegistry(store)
         # The active standing rules as of a rules version: every rule change bumps it in the same
         # transaction, so an unchanged version (from any process) means unchanged rules.

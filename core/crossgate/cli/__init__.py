@@ -21,7 +21,19 @@ import importlib
 
 import typer
 
-from crossgate.cli import audit, database, decide, keys, policy, requests, review, rules, runs
+from crossgate.cli import (
+    audit,
+    checkpoints,
+    database,
+    decide,
+    keys,
+    policy,
+    policy_versions,
+    requests,
+    review,
+    rules,
+    runs,
+)
 from crossgate.cli.app import app
 from crossgate.cli.context import CliContext
 
@@ -40,8 +52,9 @@ def _register_server_commands(target: typer.Typer) -> None:
     module.register(target)
 
 
-for _module in (database, requests, decide, review, rules, runs, policy, audit, keys):
+for _module in (database, requests, decide, review, rules, runs, policy, audit, checkpoints, keys):
     _module.register(app)
+policy_versions.register(policy.policy_app)
 _register_server_commands(app)
 
 

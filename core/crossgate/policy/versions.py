@@ -244,7 +244,7 @@ class PolicySource:
     local: Policy | None = None
     trusted: TrustedKeys | None = None
     clock: Clock = utc_now
-    _cache: tuple[int, VerifiedPolicy | None | Callable[[], CrossgateError]] | None = field(default=None, repr=False)
+    _cache: tuple[int, VerifiedPolicy | Callable[[], CrossgateError] | None] | None = field(default=None, repr=False)
     _seen: int = field(default=0, repr=False)
     _recorded: set[str] = field(default_factory=set, repr=False)
     _warned: bool = field(default=False, repr=False)
@@ -257,7 +257,7 @@ class PolicySource:
         cached = self._cache
         if cached is None or cached[0] != key:
             try:
-                found: VerifiedPolicy | None | Callable[[], CrossgateError] = self._load()
+                found: VerifiedPolicy | Callable[[], CrossgateError] | None = self._load()
             except (SignatureError, ConfigurationError) as exc:
                 found = _again(exc)
             cached = self._cache = (key, found)

@@ -96,5 +96,6 @@ def _policy_version(row: tuple[Any, ...]) -> PolicyVersion:
 
 def _checkpoint(row: tuple[Any, ...]) -> Checkpoint:
     seq, head_hash, at, token, authored = row
-    return Checkpoint(seq=int(seq), head_hash=head_hash, at=datetime.fromisoformat(at), token=token, authored=bool(authored))
-
+    return Checkpoint(
+        seq=int(seq), head_hash=head_hash, at=datetime.fromisoformat(at), token=token, authored=bool(authored)
+    )

@@ -13,7 +13,8 @@ How much a commit survives is the store's ``durability``:
   SQLite still guarantees the file is consistent: what survives is a prefix of the commits.
 - ``"decisions"``: ``synchronous=NORMAL``, except the writes in ``DURABLE_WRITES``, which run with
   ``synchronous=FULL``: ``update_request`` (decide, mark applied, expire, cancel), ``revoke_rule``,
-  ``insert_policy_version``, ``insert_checkpoint`` and ``setup``. See ``DURABLE_WRITES`` for what a power cut can lose and why the invariants hold.
+  ``insert_policy_version``, ``insert_checkpoint`` and ``setup``. See ``DURABLE_WRITES`` for what a power
+  cut can lose and why the invariants hold.
 
 Under every setting, the events given to ``enqueue_event`` (policy allow/deny records, call outcomes)
 are group-committed (see ``crossgate.stores._event_batch``): a crash of the process, or a power cut,
