@@ -285,11 +285,9 @@ def _policy_versions_problem(
         event = applied.get(number)
         if event is None or event.payload.get("digest") != version.digest:
             return f"stored policy version {number} was not applied by any event of this log", None
-    for gone_version, event in applied.items():
-        if gone_version not in stored:
-            gone = (
-                f"policy version {gone_version}, applied in event {event.seq}, is gone from the store (a rollback)"
-            )
+    for missing, event in applied.items():
+        if missing not in stored:
+            gone = f"policy version {missing}, applied in event {event.seq}, is gone from the store (a rollback)"
             return gone, event.seq
     return None, None
 
