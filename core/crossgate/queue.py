@@ -27,7 +27,6 @@ from crossgate.errors import (
     InvalidDecisionError,
     RequestCancelledError,
     RequestExpiredError,
-    SignatureError,
 )
 from crossgate.fingerprint import fingerprint
 from crossgate.limits import DEFAULT_LIMITS, InputLimits, storable_text
@@ -126,7 +125,8 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
     def policy(self) -> Policy:
         """The policy evaluated now: the local one, or the store's current signed version (verified).
 
-        SignatureError when the stored version does not verify; assigning a ``Policy`` makes it local.
+        While the stored version does not verify, a policy that denies every call with the refusal as the
+        reason (``crossgate.policy.versions.refusing_policy``). Assigning a ``Policy`` makes it local.
         """
         return self._policies.at(self.store.rules_version())[0]
 
@@ -136,13 +136,14 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
 
     @property
     def policy_version(self) -> int | None:
-        """The stored policy version evaluated now; None for a local policy, or while none is stored."""
+        """The stored policy version evaluated now; None for a local policy, while none is stored, or while
+        the stored one is refused."""
         return self._policies.at(self.store.rules_version())[1]
 
     def evaluate(self, call: ToolCall) -> Verdict:
         """The policy's verdict for ``call`` with the current standing rules; records nothing.
 
-        SignatureError when the store's current policy version does not verify (nothing may be evaluated).
+        A deny, with the refusal as the reason, while the store's current policy version does not verify.
         """
         version = self.store.rules_version()
         policy = self._policies.at(version)[0]
@@ -222,10 +223,7 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
                     f"request {request_id} exists for other arguments of {existing.call.tool}; refusing to reuse it"
                 )
             return Submission(_verdict_of(existing), existing)
-        try:
-            verdict = self.evaluate(call)
-        except SignatureError as exc:  # a stored policy that does not verify: nothing runs under it
-            return self._refuse(call, str(exc))
+        verdict = self.evaluate(call)
         now = self.now()
         if verdict.kind is not VerdictKind.ASK:
             kind = "auto_allowed" if verdict.kind is VerdictKind.ALLOW else "auto_denied"

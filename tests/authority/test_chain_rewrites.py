@@ -12,11 +12,9 @@ exported before the rewrite reports it:
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -29,75 +27,10 @@ from crossgate.cli import app
 from crossgate.model import Event, NewEvent
 from crossgate.policy.versions import apply_policy
 from crossgate.stores.sqlite import SqliteStore
-from tests.support.postgres import postgres_url_or_skip
+from crossgate.testing.postgres import postgres_store_factory
+from tests.authority.raw import Raw, raw_access
 
 POLICY = Policy(rules=(PolicyRule(name="deletes", verdict=VerdictKind.ASK, tool="delete_*"),))
-
-
-class Raw(Protocol):
-    """The attacker's own access to the database: plain SQL, no crossgate code, no key."""
-
-    url: str
-
-    def execute(self, statement: str, *params: Any) -> None: ...
-    def write_log(self, events: list[Event]) -> None: ...
-
-
-class RawSqlite:
-    def __init__(self, path: Path) -> None:
-        self.url = str(path)
-        self.path = path
-
-    def execute(self, statement: str, *params: Any) -> None:
-        with sqlite3.connect(self.path) as conn:
-            conn.execute(statement, params)
-
-    def write_log(self, events: list[Event]) -> None:
-        """Replace the whole log with ``events`` and point the head at the last one."""
-        with sqlite3.connect(self.path) as conn:
-            conn.execute("DELETE FROM events")
-            conn.executemany(
-                "INSERT INTO events (seq, at, kind, request_id, run, actor, channel, payload, prev_hash, hash)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [_row(e) for e in events],
-            )
-            conn.execute("UPDATE audit_head SET seq = ?, hash = ?", _head(events))
-
-
-class RawPostgres:
-    def __init__(self, store: Any) -> None:
-        self.url = store.url
-        self._conninfo, self._schema = store._conninfo, store.schema
-
-    def _connect(self) -> Any:
-        import psycopg
-
-        conn = psycopg.connect(self._conninfo, autocommit=True)
-        conn.execute(f"SET search_path = {self._schema}")
-        return conn
-
-    def execute(self, statement: str, *params: Any) -> None:
-        with self._connect() as conn:
-            conn.execute(statement.replace("?", "%s"), params)
-
-    def write_log(self, events: list[Event]) -> None:
-        with self._connect() as conn, conn.transaction():
-            conn.execute("DELETE FROM events")
-            for e in events:
-                conn.execute(
-                    "INSERT INTO events (seq, at, kind, request_id, data) VALUES (%s, %s, %s, %s, %s)",
-                    (e.seq, e.at, e.kind, e.request_id, e.model_dump_json()),
-                )
-            conn.execute("UPDATE audit_head SET seq = %s, hash = %s", _head(events))
-
-
-def _row(e: Event) -> tuple[Any, ...]:
-    payload = json.dumps(e.payload, ensure_ascii=False)
-    return (e.seq, e.at.isoformat(), e.kind, e.request_id, e.run, e.actor, e.channel, payload, e.prev_hash, e.hash)
-
-
-def _head(events: list[Event]) -> tuple[int, str]:
-    return (events[-1].seq, events[-1].hash) if events else (0, GENESIS_HASH)
 
 
 def resealed(events: list[Event]) -> list[Event]:
@@ -162,14 +95,11 @@ def world(request: pytest.FixtureRequest, tmp_path: Path, authority: Authority) 
     if request.param == "sqlite":
         store: Store = SqliteStore(tmp_path / "crossgate.db")
         store.setup()
-        raw: Raw = RawSqlite(tmp_path / "crossgate.db")
+        url = str(tmp_path / "crossgate.db")
     else:
-        from tests.support.postgres import postgres_store_factory
-
-        postgres_url_or_skip()
         store = postgres_store_factory()()
-        raw = RawPostgres(store)
-    made = World(store, raw, tmp_path, authority)
+        url = store.url  # type: ignore[attr-defined]
+    made = World(store, raw_access(url), tmp_path, authority)
     yield made
     made.queue.close()
 

@@ -21,6 +21,7 @@ from crossgate import (
     ConfigurationError,
     Policy,
     PolicyRule,
+    RequestCancelledError,
     RequestQuery,
     RequestStatus,
     ReviewQueue,
@@ -29,11 +30,11 @@ from crossgate import (
 )
 from crossgate.authority import Authority, TrustedKeys, policy_version_claims
 from crossgate.checkpoints import verify_signed_log
-from crossgate.errors import SignatureError
 from crossgate.policy import policy_from_dict
 from crossgate.policy.versions import (
     POLICY_APPLIED,
     POLICY_REFUSED,
+    REFUSED_RULE,
     apply_policy,
     load_current_policy,
     policy_diff,
@@ -200,19 +201,34 @@ def test_a_replaced_stored_policy_is_refused_and_no_call_runs_under_it(
         sql(db, "UPDATE policy_versions SET document = ?, token = '' WHERE version = 1", forged)
     sql(db, "UPDATE rules_version SET version = version + 1")  # as any stored change does
 
-    with pytest.raises(SignatureError):
-        agent.evaluate(read())
+    verdict = agent.evaluate(read())
+    assert verdict.kind is VerdictKind.DENY and verdict.rule == REFUSED_RULE
+    assert "stored policy version" in (verdict.reason or "") and "is refused" in (verdict.reason or "")
     submission = agent.submit(delete("t2"))  # the forged policy would allow it outright
     assert submission.verdict.kind is VerdictKind.DENY and submission.request is None
-    assert "stored policy version" in (submission.verdict.reason or "")
-    with pytest.raises(SignatureError):
+    with pytest.raises(RequestCancelledError):
         agent.mark_applied(request.id, args={"id": "t1"})  # the approval does not run under it either
-    assert agent.get(request.id).status is RequestStatus.DECIDED
+    closed = agent.get(request.id)
+    assert closed.status is RequestStatus.CANCELLED and "is refused" in (closed.closed_reason or "")
+    other = agent.submit(delete("t9"))
+    assert other.request is None  # nothing to approve under it either
     agent.submit(read("t3"))
     assert len(refusals(agent)) == 1  # recorded once, however many calls it refused
     denied = [e for e in agent.events() if e.kind == "auto_denied"]
-    assert [e.payload["tool"] for e in denied] == ["delete_ticket", "read_ticket"]
+    assert [e.payload["args"] for e in denied] == [{"id": "t2"}, {"id": "t9"}, {"id": "t3"}]
+    assert all(e.payload["rule"] == REFUSED_RULE for e in denied)
     assert not verify_signed_log(operator_store, authority.trusted_keys()).ok
+
+
+def test_a_refused_policy_cannot_be_lifted_by_a_standing_allow_rule(
+    db: Path, operator_store: SqliteStore, authority: Authority, agent: ReviewQueue
+) -> None:
+    applied(operator_store, authority)
+    agent.add_rule(agent.new_rule(effect=VerdictKind.ALLOW, tool="*"), actor="ann")
+    sql(db, "UPDATE policy_versions SET document = ?", policy_document(FORGED_POLICY))
+    sql(db, "UPDATE rules_version SET version = version + 1")
+    assert agent.evaluate(delete()).kind is VerdictKind.DENY
+    assert agent.policy.rules[0].name == REFUSED_RULE and agent.policy_version is None
 
 
 def test_the_agent_refuses_a_policy_rolled_back_or_removed_after_it_verified_a_newer_one(
@@ -223,12 +239,10 @@ def test_the_agent_refuses_a_policy_rolled_back_or_removed_after_it_verified_a_n
     assert agent.policy_version == 2
     sql(db, "DELETE FROM policy_versions WHERE version = 2")  # back to the signed version 1
     sql(db, "UPDATE rules_version SET version = version + 1")
-    with pytest.raises(SignatureError, match="older than version 2"):
-        agent.evaluate(read())
+    assert "older than version 2" in (agent.evaluate(read()).reason or "")
     sql(db, "DELETE FROM policy_versions")
     sql(db, "UPDATE rules_version SET version = version + 1")
-    with pytest.raises(SignatureError, match="holds no policy"):
-        agent.evaluate(read())
+    assert "holds no policy" in (agent.evaluate(read()).reason or "")
     assert len(refusals(agent)) == 2
     report = verify_signed_log(operator_store, authority.trusted_keys())
     assert not report.ok and "is gone from the store" in (report.problem or "")

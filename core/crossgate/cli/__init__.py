@@ -2,9 +2,10 @@
 
 The database is ``--db``, else ``$CROSSGATE_DB``, else ``./crossgate.db``. The policy is the store's
 signed current version (``crossgate policy apply``; the built-in "ask for every call" while none is
-stored), or a local file for development, ``--policy`` else ``$CROSSGATE_POLICY``, announced on stderr. Exit codes are listed in :mod:`crossgate.cli.exit_codes`;
-errors are one line on stderr. With ``--json``, a request is an object with at least ``id``, ``status``,
-``framework``, ``tool``, ``args``, ``fingerprint``, ``decision`` and ``reviewer``; ``submit`` adds
+stored), or a local file for development, ``--policy`` else ``$CROSSGATE_POLICY``, announced on stderr.
+Exit codes are listed in :mod:`crossgate.cli.exit_codes`; errors are one line on stderr. With ``--json``,
+a request is an object with at least ``id``, ``status``, ``framework``, ``tool``, ``args``,
+``fingerprint``, ``decision`` and ``reviewer``; ``submit`` adds
 ``verdict`` (the request fields are null for allow and deny), decisions add ``standing_rule``, ``list``
 prints ``{"items": [...], "next_cursor": ...}``, and ``events``, ``expire`` and ``rules list`` print arrays.
 With ``--json`` an error is also printed on stdout as ``{"error": {"exit_code", "type", "message"}}``.

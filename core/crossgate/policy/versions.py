@@ -7,8 +7,9 @@ policy's canonical JSON) and a ``policy_applied`` event that records who changed
 (:class:`PolicySource`), verified with the public keys the process pins (never keys from the store):
 
 - a version that does not verify (an edited document, a token of another key, a replaced row) is refused:
-  every call the queue is asked about is denied with the reason, nothing is approved or applied under it,
-  and the refusal is recorded once as a ``policy_refused`` event;
+  the queue evaluates :func:`refusing_policy` instead, which denies every call with the refusal as the
+  reason, so nothing is allowed, approved or applied under it; the refusal is recorded once as a
+  ``policy_refused`` event;
 - a version older than one this process already verified, or none after one, is refused too (a rollback);
 - no stored version: the default policy (every call asks a person), as before there were versions.
 
@@ -29,9 +30,9 @@ from pydantic import ValidationError
 
 from crossgate.authority.claims import PolicyVersionClaims, policy_version_claims
 from crossgate.clock import Clock, utc_now
-from crossgate.errors import ConfigurationError, CrossgateError, SignatureError, StoreError
+from crossgate.errors import ConfigurationError, SignatureError, StoreError
 from crossgate.fingerprint import canonical_json
-from crossgate.model import Event, JsonObject, NewEvent
+from crossgate.model import Event, JsonObject, NewEvent, VerdictKind
 from crossgate.policy.rules import Policy, PolicyRule
 from crossgate.stores.base import PolicyVersion, Store
 
@@ -230,6 +231,19 @@ def _previous_policy(current: PolicyVersion | None) -> Policy | None:
         return None  # a document that does not parse: the diff is from nothing, and the version replaces it
 
 
+REFUSED_RULE = "stored-policy-refused"
+
+
+def refusing_policy(problem: str) -> Policy:
+    """What a queue evaluates while the store's policy is refused: one rule that denies every call.
+
+    A deny rule, not a default, so that nothing a reviewer remembered (a standing allow) can lift it. The
+    reason is what the model reads: the call did not run, and why.
+    """
+    reason = f"crossgate refused this call without running it: {problem}. An operator must apply a signed policy."
+    return Policy(rules=(PolicyRule(name=REFUSED_RULE, verdict=VerdictKind.DENY, tool="*", reason=reason),))
+
+
 @dataclass
 class PolicySource:
     """Where a queue's policy comes from: a local ``Policy``, or the store's current signed version.
@@ -244,27 +258,38 @@ class PolicySource:
     local: Policy | None = None
     trusted: TrustedKeys | None = None
     clock: Clock = utc_now
-    _cache: tuple[int, VerifiedPolicy | Callable[[], CrossgateError] | None] | None = field(default=None, repr=False)
+    _cache: tuple[int, tuple[Policy, int | None] | Callable[[], ConfigurationError]] | None = field(
+        default=None, repr=False
+    )
     _seen: int = field(default=0, repr=False)
     _recorded: set[str] = field(default_factory=set, repr=False)
     _warned: bool = field(default=False, repr=False)
 
     def at(self, key: int) -> tuple[Policy, int | None]:
-        """The policy to evaluate now, and its stored version number (None for a local or default policy)."""
+        """The policy to evaluate now, and its stored version number (None for a local or default policy).
+
+        A stored version that is refused gives :func:`refusing_policy` (every call denied, with the
+        refusal as the reason). ConfigurationError when a version is stored and no key is pinned.
+        """
         if self.local is not None:
             self._warn_if_shadowing()
             return self.local, None
         cached = self._cache
         if cached is None or cached[0] != key:
+            found: tuple[Policy, int | None] | Callable[[], ConfigurationError]
             try:
-                found: VerifiedPolicy | Callable[[], CrossgateError] | None = self._load()
-            except (SignatureError, ConfigurationError) as exc:
-                found = _again(exc)
+                verified = self._load()
+                found = (Policy(), None) if verified is None else (verified.policy, verified.version.version)
+            except SignatureError as exc:
+                found = (refusing_policy(str(exc)), None)
+            except ConfigurationError as exc:
+                message = str(exc)
+                found = lambda: ConfigurationError(message)  # noqa: E731 (a fresh error per caller)
             cached = self._cache = (key, found)
         result = cached[1]
         if callable(result):
             raise result()
-        return (Policy(), None) if result is None else (result.policy, result.version.version)
+        return result
 
     def _load(self) -> VerifiedPolicy | None:
         stored = self.store.get_policy_version()
@@ -328,12 +353,3 @@ class PolicySource:
                 "the store's signed policy version %s is not used",
                 stored.version,
             )
-
-
-def _again(exc: SignatureError | ConfigurationError) -> Callable[[], CrossgateError]:
-    """A fresh copy of ``exc`` for each caller, so no traceback grows on a cached refusal."""
-    message = str(exc)
-    if isinstance(exc, SignatureError):
-        reason = exc.reason
-        return lambda: SignatureError(message, reason=reason)
-    return lambda: ConfigurationError(message)
