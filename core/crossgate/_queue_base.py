@@ -12,6 +12,7 @@ from crossgate.model import ApprovalRequest, Event, JsonObject, NewEvent, ToolCa
 from crossgate.stores.base import Store
 
 if TYPE_CHECKING:
+    from crossgate.authority import Authority
     from crossgate.checkpoints import Checkpointer
 
 OUTCOME_TEXT_LIMIT = 500
@@ -21,8 +22,9 @@ OUTCOME_TEXT_LIMIT = 500
 class QueueBase:
     """The store and clock of a review queue, and the helpers its parts share."""
 
-    checkpointer: Checkpointer | None = None
-    """Set when the queue holds an authority: it signs a checkpoint after each event of ``SIGNED_KINDS``."""
+    authority: Authority | None = None
+    """The key this queue signs with (a server's, an operator's); None: it signs nothing."""
+    _checkpointer: Checkpointer | None = None
 
     def __init__(self, store: Store, *, clock: Clock, limits: InputLimits = DEFAULT_LIMITS) -> None:
         self.store = store
@@ -41,10 +43,22 @@ class QueueBase:
             raise NotFoundError(f"no request with id {request_id!r}")
         return request
 
+    @property
+    def checkpointer(self) -> Checkpointer | None:
+        """Signs this queue's audit checkpoints with its ``authority``; None without one."""
+        if self.authority is None:
+            return None
+        if self._checkpointer is None or self._checkpointer.authority is not self.authority:
+            from crossgate.checkpoints import Checkpointer
+
+            self._checkpointer = Checkpointer(self.store, self.authority, clock=self._clock)
+        return self._checkpointer
+
     def _sign_own(self, event: Event | None) -> None:
         """Sign an authored checkpoint of ``event``, just appended by this queue, when it holds an authority."""
-        if self.checkpointer is not None and event is not None:
-            self.checkpointer.authored(event)
+        checkpointer = self.checkpointer
+        if checkpointer is not None and event is not None:
+            checkpointer.authored(event)
 
     def _submitted_event(self, request: ApprovalRequest) -> NewEvent:
         call = request.call

@@ -106,10 +106,7 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
         if trusted is None and authority is not None:
             trusted = _pinned_or(authority)
         self._policies = PolicySource(store, policy, trusted, clock)
-        if authority is not None:
-            from crossgate.checkpoints import Checkpointer
-
-            self.checkpointer = Checkpointer(store, authority, trusted=trusted, clock=clock)
+        self.authority = authority
         self._waits = WaitRegistry(store)
         # The active standing rules as of a rules version: every rule change bumps it in the same
         # transaction, so an unchanged version (from any process) means unchanged rules.

@@ -21,6 +21,7 @@ import typer
 from crossgate.checkpoints import Checkpointer, export_checkpoint
 from crossgate.cli.audit import audit_app
 from crossgate.cli.context import CliContext
+from crossgate.cli.operator import AuthorityDirOpt
 from crossgate.display import visible
 from crossgate.errors import ConfigurationError, NotFoundError, SignatureError
 from crossgate.stores.base import Checkpoint
@@ -36,10 +37,7 @@ def checkpoint(
         Path | None, typer.Option("--out", metavar="FILE", dir_okay=False, help="Write it to FILE instead.")
     ] = None,
     webhook: Annotated[str | None, typer.Option("--webhook", metavar="URL", help="POST it to URL instead.")] = None,
-    directory: Annotated[
-        Path | None,
-        typer.Option("--dir", metavar="DIR", file_okay=False, help="The operator's key directory."),
-    ] = None,
+    directory: AuthorityDirOpt = None,
 ) -> None:
     """Export the latest signed checkpoint of the audit log (signing the head first when the key is here)."""
     if target != "-":

@@ -11,10 +11,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
+
+import typer
 
 from crossgate.authority import Authority, Keyring, TrustedKeys, default_directory
-from crossgate.authority.keyring import KEYRING_FILE
+from crossgate.authority.keyring import KEYRING_DIR_ENV, KEYRING_FILE
 from crossgate.errors import ConfigurationError
+
+AuthorityDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--authority-dir",
+        metavar="DIR",
+        envvar=KEYRING_DIR_ENV,
+        show_envvar=True,
+        file_okay=False,
+        help="The authority's key directory. [default: ~/.config/crossgate/authority]",
+    ),
+]
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,6 @@ keys this command trusts. Standard output carries the policy or the diff; notes 
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -16,7 +15,7 @@ import typer
 from crossgate.authority import TrustedKeys
 from crossgate.cli.context import CliContext, queue_of, reviewer_name
 from crossgate.cli.exit_codes import FAILURE
-from crossgate.cli.operator import require_authority
+from crossgate.cli.operator import AuthorityDirOpt, require_authority
 from crossgate.cli.options import JsonFlag
 from crossgate.cli.output import list_json, print_json, say
 from crossgate.display import visible
@@ -31,15 +30,6 @@ from crossgate.policy.versions import (
 )
 from crossgate.stores.base import PolicyVersion, Store
 
-DirOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--dir",
-        metavar="DIR",
-        file_okay=False,
-        help="The operator's key directory. [default: $CROSSGATE_AUTHORITY_DIR or ~/.config/crossgate/authority]",
-    ),
-]
 NO_VERSION = "no policy version is stored yet; store one with: crossgate policy apply FILE"
 
 
@@ -49,7 +39,7 @@ def apply(
     by: Annotated[
         str | None, typer.Option("--by", metavar="NAME", help="Who changes the policy. [default: the OS user]")
     ] = None,
-    directory: DirOpt = None,
+    directory: AuthorityDirOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Store FILE as the next policy version, signed with the authority's key; every agent evaluates it."""
