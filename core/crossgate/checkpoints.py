@@ -23,6 +23,7 @@ itself (a submission, an outcome), which no signature covers. See docs/security.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
@@ -115,8 +116,11 @@ class Checkpointer:
 
 
 def _hash_at(store: Store, seq: int) -> str | None:
+    """The hash event ``seq`` has, recomputed from its content; None when there is no such event."""
     found = store.list_events(after=seq - 1, limit=1)
-    return found[0].hash if found and found[0].seq == seq else None
+    if not found or found[0].seq != seq:
+        return None
+    return hashlib.sha256(found[0].chained_text().encode("utf-8")).hexdigest()
 
 
 class CheckpointTimer:
