@@ -50,6 +50,9 @@ OPERATOR_POLICY = Policy(rules=(ASK_DELETES, ALLOW_READS), default=VerdictKind.D
 FORGED_POLICY = Policy(rules=(PolicyRule(name="everything", verdict=VerdictKind.ALLOW, tool="*"),))
 
 
+REASONS = {"document": "binding", "resigned": "unknown_key", "replayed": "binding", "unsigned": "malformed"}
+
+
 def delete(ticket: str = "t1") -> ToolCall:
     return ToolCall(framework="openai-agents", tool="delete_ticket", args={"id": ticket}, run="run-1")
 
@@ -213,7 +216,7 @@ def test_a_replaced_stored_policy_is_refused_and_no_call_runs_under_it(
     other = agent.submit(delete("t9"))
     assert other.request is None  # nothing to approve under it either
     agent.submit(read("t3"))
-    assert len(refusals(agent)) == 1  # recorded once, however many calls it refused
+    assert [r["reason"] for r in refusals(agent)] == [REASONS[tamper]]  # once, however many calls it refused
     denied = [e for e in agent.events() if e.kind == "auto_denied"]
     assert [e.payload["args"] for e in denied] == [{"id": "t2"}, {"id": "t9"}, {"id": "t3"}]
     assert all(e.payload["rule"] == REFUSED_RULE for e in denied)
