@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from crossgate._approvals import ApprovalsMixin
 from crossgate._parked_runs import ParkedRunsMixin
+from crossgate._policies import PoliciesMixin
 from crossgate._queue_base import call_payload, clip_text
 from crossgate._standing_rules import StandingRulesMixin
 from crossgate.audit import AuditReport, verify_log
@@ -50,7 +51,6 @@ from crossgate.model import (
 )
 from crossgate.policy.index import StandingRuleIndex
 from crossgate.policy.rules import Policy
-from crossgate.policy.versions import PolicySource
 from crossgate.stores.base import Page, RequestQuery, Store
 from crossgate.waiting import WaitRegistry
 
@@ -79,11 +79,11 @@ class Submission:
     """False for a request :meth:`ReviewQueue.prepare` built and nobody stored yet."""
 
 
-class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
+class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, PoliciesMixin):
     """Submit calls, decide requests exactly once, wait for decisions, and keep the audit chain.
 
-    Approvals by several reviewers, standing rules and parked runs are in their own modules
-    (``_approvals``, ``_standing_rules``, ``_parked_runs``).
+    Approvals by several reviewers, standing rules, parked runs and which policy it evaluates are in
+    their own modules (``_approvals``, ``_standing_rules``, ``_parked_runs``, ``_policies``).
     """
 
     def __init__(
@@ -103,9 +103,7 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
         the queue then signs an audit checkpoint after each decision and standing rule it records.
         """
         super().__init__(store, clock=clock, limits=limits)
-        if trusted is None and authority is not None:
-            trusted = _pinned_or(authority)
-        self._policies = PolicySource(store, policy, trusted, clock)
+        self._use_policy(policy, trusted, authority)
         self.authority = authority
         self._waits = WaitRegistry(store)
         # The active standing rules as of a rules version: every rule change bumps it in the same
@@ -118,25 +116,6 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
         self.store.close()
 
     # policy -------------------------------------------------------------------------------------
-    @property
-    def policy(self) -> Policy:
-        """The policy evaluated now: the local one, or the store's current signed version (verified).
-
-        While the stored version does not verify, a policy that denies every call with the refusal as the
-        reason (``crossgate.policy.versions.refusing_policy``). Assigning a ``Policy`` makes it local.
-        """
-        return self._policies.at(self.store.rules_version())[0]
-
-    @policy.setter
-    def policy(self, policy: Policy) -> None:
-        self._policies = PolicySource(self.store, policy, self._policies.trusted, self._clock)
-
-    @property
-    def policy_version(self) -> int | None:
-        """The stored policy version evaluated now; None for a local policy, while none is stored, or while
-        the stored one is refused."""
-        return self._policies.at(self.store.rules_version())[1]
-
     def evaluate(self, call: ToolCall) -> Verdict:
         """The policy's verdict for ``call`` with the current standing rules; records nothing.
 
@@ -582,13 +561,6 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
     def verify_audit(self) -> AuditReport:
         """Check the hash chain of the whole log against the recorded head."""
         return verify_log(self.store)
-
-
-def _pinned_or(authority: Authority) -> TrustedKeys:
-    """The keys pinned in the environment, else the authority's own public key."""
-    from crossgate.authority import TrustedKeys
-
-    return TrustedKeys.from_env() or authority.trusted_keys()
 
 
 def _text(value: object) -> str | None:
