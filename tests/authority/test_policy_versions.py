@@ -304,3 +304,27 @@ def test_decisions_made_under_a_stored_version_can_name_it(
     applied(operator_store, authority, Policy(rules=(ASK_DELETES,), default=VerdictKind.DENY))
     assert agent.policy_version == 2
     assert json.loads(operator_store.get_policy_version(2).document)["default"] == "deny"  # type: ignore[union-attr]
+
+
+def test_the_stored_version_is_verified_once_until_it_changes(
+    operator_store: SqliteStore, authority: Authority, agent: ReviewQueue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import crossgate.policy.versions as versions
+
+    checked: list[int] = []
+    original = versions.verify_policy_version
+
+    def counting(stored: versions.PolicyVersion, trusted: TrustedKeys) -> versions.VerifiedPolicy:
+        checked.append(stored.version)
+        return original(stored, trusted)
+
+    monkeypatch.setattr(versions, "verify_policy_version", counting)
+    applied(operator_store, authority)
+    for _ in range(50):
+        agent.evaluate(read())
+    agent.add_rule(agent.new_rule(effect=VerdictKind.ALLOW, tool="list_*"), actor="ann")  # moves rules_version
+    agent.evaluate(read())
+    assert checked == [1]
+    applied(operator_store, authority, Policy(rules=(ASK_DELETES,)))
+    agent.evaluate(read())
+    assert checked == [1, 2]

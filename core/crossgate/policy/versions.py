@@ -249,8 +249,9 @@ class PolicySource:
     """Where a queue's policy comes from: a local ``Policy``, or the store's current signed version.
 
     ``at(key)`` is called with the store's ``rules_version()`` on each evaluation; the stored version is
-    read and verified again only when that number moved (a policy version stored bumps it), so an
-    unchanged store costs nothing. ``trusted`` None: ``TrustedKeys.from_env()``, read when a stored
+    read again only when that number moved (a policy version stored bumps it; on PostgreSQL every event
+    does), and parsed and verified again only when the row read differs from the one verified last, so
+    an unchanged store costs nothing. ``trusted`` None: ``TrustedKeys.from_env()``, read when a stored
     version is first found.
     """
 
@@ -262,6 +263,7 @@ class PolicySource:
         default=None, repr=False
     )
     _seen: int = field(default=0, repr=False)
+    _verified: VerifiedPolicy | None = field(default=None, repr=False)
     _recorded: set[str] = field(default_factory=set, repr=False)
     _warned: bool = field(default=False, repr=False)
 
@@ -305,11 +307,14 @@ class PolicySource:
                 f"the store's current policy is version {stored.version}, older than version {self._seen} "
                 "already verified here (rollback)",
             )
+        if self._verified is not None and self._verified.version == stored:
+            return self._verified  # the same row as last time: no need to parse and verify it again
         try:
             verified = verify_policy_version(stored, self._keys(stored))
         except SignatureError as exc:
             raise self._refused(stored, str(exc), exc.reason) from None
         self._seen = max(self._seen, stored.version)
+        self._verified = verified
         return verified
 
     def _keys(self, stored: PolicyVersion) -> TrustedKeys:
