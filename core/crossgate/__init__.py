@@ -1,5 +1,6 @@
 """crossgate: one review queue for AI agent tool approvals, across agent SDKs."""
 
+from crossgate._open import open_queue
 from crossgate.audit import AuditReport
 from crossgate.errors import (
     AdapterError,
@@ -93,6 +94,7 @@ __all__ = [
     "VerdictKind",
     "canonical_json",
     "fingerprint",
+    "open_queue",
     "open_store",
     "parse_args",
     "parse_decision",

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -17,6 +21,34 @@ if TYPE_CHECKING:
 
 OUTCOME_TEXT_LIMIT = 500
 """How much of a tool's result or error text an audit event keeps."""
+QUEUE_ACTORS = frozenset({"policy", "crossgate"})
+"""Actors the queue records as itself: a policy verdict, an expiry. :func:`recorded_as` keeps them."""
+
+
+@dataclass(frozen=True, slots=True)
+class Attribution:
+    """Who the events recorded in this context are by, and through which channel."""
+
+    actor: str
+    channel: str
+
+
+_ATTRIBUTION: ContextVar[Attribution | None] = ContextVar("crossgate_attribution", default=None)
+
+
+@contextmanager
+def recorded_as(actor: str, channel: str) -> Iterator[None]:
+    """Record every event of the queue calls inside as by ``actor`` through ``channel``.
+
+    For a caller that acts for someone the queue cannot see (the server's agent API: an agent credential),
+    so the audit log names the credential rather than what the agent said about itself. Events the queue
+    records as itself (``QUEUE_ACTORS``) keep their actor and take the channel.
+    """
+    token = _ATTRIBUTION.set(Attribution(actor, channel))
+    try:
+        yield
+    finally:
+        _ATTRIBUTION.reset(token)
 
 
 class QueueBase:
@@ -77,6 +109,9 @@ class QueueBase:
     ) -> NewEvent:
         # Built without re-validation (it is on every call's path): every field is the queue's own, typed
         # here, and a payload is built from validated models (calls, decisions) and plain text.
+        if (attribution := _ATTRIBUTION.get()) is not None:
+            channel = attribution.channel
+            actor = actor if actor in QUEUE_ACTORS else attribution.actor
         return NewEvent.model_construct(
             kind=kind,
             at=self.now(),

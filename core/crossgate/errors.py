@@ -18,7 +18,8 @@
     │   └── SignatureError         not signed by a trusted authority key, or signed for something else
     ├── ConfigurationError         a policy file or option that cannot work
     ├── StoreError                 the database failed; driver errors are wrapped here
-    │   └── AuditHeadMissingError  the audit log's recorded head row is gone
+    │   ├── AuditHeadMissingError  the audit log's recorded head row is gone
+    │   └── ServerUnavailableError (crossgate.remote) the review server did not answer; nothing ran
     └── AdapterError               an SDK did something the adapter cannot translate
 
 A pending request is a return value, never an exception.

@@ -12,8 +12,9 @@ from crossgate.fingerprint import canonical_json, fingerprint, json_string
 
 JsonObject = dict[str, JsonValue]
 
-FRAMEWORKS = ("openai-agents", "claude-agent-sdk", "langgraph", "langchain")
-"""Frameworks the bundled adapters report: the names a policy rule's ``frameworks`` may use (any other name,
+FRAMEWORKS = ("openai-agents", "claude-agent-sdk", "langgraph", "langchain", "ai-sdk", "mastra")
+"""Frameworks the bundled adapters report (``ai-sdk`` and ``mastra`` are the TypeScript ones, adapters/typescript):
+the names a policy rule's ``frameworks`` may use (any other name,
 such as a typo for one of these, would never match, so a policy naming one is refused)."""
 
 CONTEXT_KEYS: dict[str, frozenset[str]] = {
@@ -43,6 +44,8 @@ CONTEXT_KEYS: dict[str, frozenset[str]] = {
     ),
     "langgraph": frozenset({"requested_by"}),
     "langchain": frozenset({"requested_by"}),
+    "ai-sdk": frozenset({"requested_by"}),
+    "mastra": frozenset({"requested_by"}),
 }
 """The context keys each bundled adapter puts on a call (besides what the app passes as ``context``), so
 ``crossgate policy check`` can tell a rule that tests a key no adapter sets. Keep it in step with the adapters."""

@@ -42,7 +42,6 @@ from crossgate.model import (
     Edit,
     Event,
     JsonObject,
-    NewEvent,
     RememberScope,
     RequestStatus,
     ToolCall,
@@ -446,7 +445,9 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, PoliciesM
             run, request_id = request_id.call.run, request_id.id
         elif request_id is not None:
             run = self.get(request_id).call.run
-        event = NewEvent(kind="executed", at=self.now(), request_id=request_id, run=run, payload=payload)
+        event = self._event("executed", run=run, payload=payload)
+        if request_id is not None:
+            event = event.model_copy(update={"request_id": request_id})
         if request_id is None:
             self.store.enqueue_event(event)
         else:

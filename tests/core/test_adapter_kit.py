@@ -26,6 +26,7 @@ from crossgate import (
 from crossgate.adapter import AdapterQueue, request_id, resume_leased, run_checked, run_checked_sync
 from crossgate.model import JsonObject
 from crossgate.policy.rules import Policy, PolicyRule
+from crossgate.remote import RemoteQueue, ServerUnavailableError
 from crossgate.runs import Finished, Parked
 from crossgate.stores.memory import MemoryStore
 from tests.support.clock import FakeClock
@@ -228,6 +229,16 @@ def test_a_failing_resume_marks_the_run_failed_with_its_error() -> None:
 def test_review_queue_is_an_adapter_queue() -> None:
     queue: AdapterQueue = _queue()  # mypy checks this assignment against the protocol
     assert queue.evaluate(ToolCall(framework="kit", tool="read", args={})).kind is VerdictKind.ASK
+
+
+def test_remote_queue_is_an_adapter_queue() -> None:
+    remote = RemoteQueue("http://127.0.0.1:9", token="agent-token-0000001", retry_seconds=0.2)
+    queue: AdapterQueue = remote  # mypy checks this assignment against the protocol
+    try:
+        with pytest.raises(ServerUnavailableError, match="nothing was run"):  # port 9: nobody answers
+            queue.evaluate(ToolCall(framework="kit", tool="read", args={}))
+    finally:
+        remote.close()
 
 
 def _imports(package: Path) -> set[str]:

@@ -29,8 +29,8 @@ def test_no_server_errors(case: schemathesis.Case) -> None:
 
 
 def test_document_lists_every_operation() -> None:
-    paths = app.openapi()["paths"]
-    assert set(paths) == {
+    paths = {p for p in app.openapi()["paths"] if not p.startswith("/api/agent/")}  # see agent_api/test_openapi.py
+    assert paths == {
         "/api/health",
         "/api/me",
         "/api/requests",

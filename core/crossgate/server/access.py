@@ -97,7 +97,8 @@ class Authenticator:
             reviewer = self.reviewer_for(token.strip())
             if reviewer is None and self.is_agent_token(token.strip()):
                 raise ForbiddenError(
-                    "this is an agent credential: it may submit, wait on and cancel its own calls over /aap, "
+                    "this is an agent credential: it may submit, wait on and cancel its own calls over /api/agent/v1 "
+                    "and /aap, "
                     "never decide, add rules or read the review queue"
                 )
             if reviewer is None:

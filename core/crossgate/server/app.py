@@ -17,6 +17,7 @@ from fastapi_offline import FastAPIOffline
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 
+import crossgate.server.agent_api as agent_api
 import crossgate.server.agui_api as agui_api
 import crossgate.server.api as api
 import crossgate.server.linkpages as linkpages
@@ -53,7 +54,7 @@ def create_app(
     webhook_transport: httpx.AsyncBaseTransport | None = None,
 ) -> FastAPI:
     """The review server for ``queue``: JSON API under ``/api``, the reviewer page at ``/``, signed links, and
-    the Agent Approval Protocol (AAP v1) provider under ``/aap``.
+    the native agent API under ``/api/agent/v1``, and the Agent Approval Protocol (AAP v1) provider under ``/aap``.
 
     The app does not own the queue: closing it is the caller's job.
     """
@@ -90,12 +91,15 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.crossgate = state
+    app.state.agent_api = agent_api.AgentApi(queue)
+    app.state.agent_registry = aap.state.aap.registry  # agent credentials: the file's services and AAP instances
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_exception_handler(CrossgateError, _error_response)
     app.add_exception_handler(ValidationError, _error_response)
     app.add_exception_handler(RequestValidationError, _validation_response)
     app.add_exception_handler(HTTPException, _http_response)
     app.add_exception_handler(Exception, _error_response)
+    app.include_router(agent_api.router)  # before /api's routes: /api/agent/v1 is the agents' own
     app.include_router(api.router)
     app.include_router(agui_api.router)
     app.include_router(stream.router)

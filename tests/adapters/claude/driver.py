@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from claude_agent_sdk import ClaudeAgentOptions, ResultMessage
 
-from crossgate import DecisionKind, Policy, ReviewQueue, open_store
+from crossgate import DecisionKind, Policy, ReviewQueue, open_queue
 from crossgate.runs import Finished, Parked
 from crossgate.testing import TicketStore
 from crossgate.testing.driver import TOOL, TicketAgentDriver
@@ -109,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     command, workdir_text, db_url, *rest = list(argv if argv is not None else sys.argv[1:])
     workdir = Path(workdir_text)
     policy = Policy.model_validate_json((workdir / "policy.json").read_text(encoding="utf-8"))
-    queue = ReviewQueue(open_store(db_url), policy)
+    queue = open_queue(db_url, policy=policy)  # a store's URL, or a review server's (RemoteQueue)
     lease = float(rest[1]) if command == "resume" and len(rest) > 1 else 600.0
     driver = ClaudeTicketDriver(queue, TicketStore(workdir / "tickets.db"), workdir, db_url, lease_seconds=lease)
     try:

@@ -32,7 +32,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 
-from crossgate import DecisionKind, Policy, ReviewQueue, open_store
+from crossgate import DecisionKind, Policy, ReviewQueue, open_queue
 from crossgate.runs import Finished, Parked
 from crossgate.testing import TicketStore
 from crossgate.testing.driver import TOOL, TicketAgentDriver
@@ -230,8 +230,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("parked_run")
     args = parser.parse_args(argv)
     policy_file = args.workdir / f"{args.kind}-policy.json"
-    policy = Policy.model_validate_json(policy_file.read_text()) if policy_file.exists() else Policy()
-    queue = ReviewQueue(open_store(args.db), policy)
+    policy = Policy.model_validate_json(policy_file.read_text()) if policy_file.exists() else None
+    queue = open_queue(args.db, policy=policy)  # a store's URL, or a review server's (RemoteQueue)
     try:
         driver = DRIVERS[args.kind](queue, TicketStore(args.tickets), args.workdir, args.db, lease_seconds=args.lease)
         outcome = asyncio.run(driver.resume(args.parked_run))

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 from agents import Agent, set_tracing_disabled
 
-from crossgate import DecisionKind, Policy, ReviewQueue, open_store
+from crossgate import DecisionKind, Policy, ReviewQueue, open_queue
 from crossgate.runs import Finished, Parked
 from crossgate.testing import TicketAgentDriver, TicketStore
 from crossgate_openai import CAPABILITIES, FRAMEWORK, Gate
@@ -100,8 +100,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("target", nargs="+", help="ticket ids to ask for (start), or the parked run (resume)")
     args = parser.parse_args(argv)
     policy_file = args.workdir / "openai-policy.json"
-    policy = Policy.model_validate_json(policy_file.read_text(encoding="utf-8")) if policy_file.exists() else Policy()
-    queue = ReviewQueue(open_store(args.db), policy)
+    policy = Policy.model_validate_json(policy_file.read_text(encoding="utf-8")) if policy_file.exists() else None
+    queue = open_queue(args.db, policy=policy)  # a store's URL, or a review server's (RemoteQueue)
     try:
         driver = OpenAITicketDriver(queue, TicketStore(args.tickets), args.workdir, args.db)
         if args.command == "start":

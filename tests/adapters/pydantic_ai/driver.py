@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 from pydantic_ai import Agent
 from pydantic_ai.models import Model
 
-from crossgate import DecisionKind, Policy, ReviewQueue, open_store
+from crossgate import DecisionKind, Policy, ReviewQueue, open_queue
 from crossgate.runs import Finished, Parked
 from crossgate.testing import TicketAgentDriver, TicketStore
 from crossgate.testing.driver import TOOL
@@ -135,8 +135,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("target", nargs="+", help="ticket ids to ask for (start), or the parked run (resume)")
     args = parser.parse_args(argv)
     policy_file = args.workdir / "pydantic-ai-policy.json"
-    policy = Policy.model_validate_json(policy_file.read_text(encoding="utf-8")) if policy_file.exists() else Policy()
-    queue = ReviewQueue(open_store(args.db), policy)
+    policy = Policy.model_validate_json(policy_file.read_text(encoding="utf-8")) if policy_file.exists() else None
+    queue = open_queue(args.db, policy=policy)  # a store's URL, or a review server's (RemoteQueue)
     try:
         driver = PydanticAITicketDriver(queue, TicketStore(args.tickets), args.workdir, args.db)
         driver.gate.lease_seconds = args.lease

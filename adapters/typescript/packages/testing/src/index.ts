@@ -1,0 +1,16 @@
+/** Test support shared by the crossgate TypeScript packages (private; not published). */
+
+export { crossgateCli, pythonExecutable, pythonOps } from './python.js';
+export type { Completed } from './python.js';
+export {
+  AGENT,
+  AGENT_TOKEN,
+  OTHER_AGENT,
+  OTHER_AGENT_TOKEN,
+  REVIEWER,
+  REVIEWER_TOKEN,
+  SEED_POLICY,
+  startServer,
+} from './server.js';
+export type { DecisionBody, LiveServer } from './server.js';
+export { TicketStore } from './tickets.js';

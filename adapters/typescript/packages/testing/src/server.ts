@@ -1,0 +1,163 @@
+/**
+ * A live `crossgate serve` on 127.0.0.1 for the tests: SQLite in a temporary folder, one reviewer and
+ * two agent credentials in a tokens file, the policy given as YAML.
+ */
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { AgentClient, type ApprovalRequest, type ClientOptions, type JsonObject, type Remember } from '@crossgate/client';
+
+import { crossgateCli, pythonExecutable, type Completed } from './python.js';
+
+export const REVIEWER = 'alice';
+export const REVIEWER_TOKEN = 'alice-reviewer-token-0123456789';
+export const AGENT = 'ts-agent';
+export const AGENT_TOKEN = 'ts-agent-token-0123456789abcdef';
+export const OTHER_AGENT = 'other-agent';
+export const OTHER_AGENT_TOKEN = 'other-agent-token-0123456789abc';
+
+/** The seed policy: every delete goes to a person. */
+export const SEED_POLICY = `version: 1
+default: allow
+rules:
+  - name: review-ticket-deletes
+    verdict: ask
+    tool: delete_ticket
+    reason: Deleting a ticket cannot be undone.
+  - name: no-dropping-tables
+    verdict: deny
+    tool: execute_sql
+    where:
+      - arg: query
+        regex: '(?i)\\bdrop\\s+table\\b'
+    reason: Dropping tables is not allowed. Do not retry.
+`;
+
+/** A reviewer's answer, as the reviewer API takes it. */
+export type DecisionBody = (
+  | { kind: 'approve' }
+  | { kind: 'edit'; args: JsonObject }
+  | { kind: 'reject'; message: string }
+  | { kind: 'respond'; content: string }
+) & { remember?: Partial<Remember>; note?: string; fingerprint?: string };
+
+export interface LiveServer {
+  readonly url: string;
+  readonly dir: string;
+  readonly db: string;
+  readonly policyFile: string;
+  /** The environment a separate agent process needs to reach this server (no store, only a token). */
+  readonly agentEnv: Record<string, string>;
+  client(options?: Partial<ClientOptions>): AgentClient;
+  /** Decide through the reviewer API, as the page does. */
+  decide(requestId: string, decision: DecisionBody): Promise<ApprovalRequest>;
+  /** Run the `crossgate` CLI against this server's database (another process, as an operator would). */
+  cli(...args: string[]): Promise<Completed>;
+  /** A reviewer API call. */
+  reviewerFetch(path: string, init?: RequestInit): Promise<Response>;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** Start `crossgate serve` and wait until it answers; `stop()` ends it and removes its folder. */
+export async function startServer(options: { policy?: string } = {}): Promise<LiveServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'crossgate-ts-'));
+  const db = join(dir, 'queue.db');
+  const policyFile = join(dir, 'policy.yaml');
+  const tokens = join(dir, 'tokens.toml');
+  writeFileSync(policyFile, options.policy ?? SEED_POLICY);
+  writeFileSync(
+    tokens,
+    `[[reviewers]]\nname = "${REVIEWER}"\ntoken = "${REVIEWER_TOKEN}"\n\n` +
+      `[[agents]]\nname = "${AGENT}"\ntoken = "${AGENT_TOKEN}"\n\n` +
+      `[[agents]]\nname = "${OTHER_AGENT}"\ntoken = "${OTHER_AGENT_TOKEN}"\n`,
+  );
+  let lastError: unknown;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const child = spawn(
+      pythonExecutable(),
+      ['-m', 'crossgate.cli', '--db', db, '--policy', policyFile, 'serve', '--port', String(port), '--tokens', tokens, '--log-level', 'warning'],
+      { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, CROSSGATE_TOKENS: '' } },
+    );
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    try {
+      await waitUntilUp(url, child, () => stderr);
+      return liveServer({ url, dir, db, policyFile, child });
+    } catch (error) {
+      lastError = error;
+      child.kill('SIGTERM');
+    }
+  }
+  rmSync(dir, { recursive: true, force: true });
+  throw lastError;
+}
+
+async function waitUntilUp(url: string, child: ChildProcess, stderr: () => string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`crossgate serve exited (${child.exitCode}): ${stderr()}`);
+    try {
+      const reply = await fetch(`${url}/api/health`, { headers: { authorization: `Bearer ${REVIEWER_TOKEN}` } });
+      if (reply.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`crossgate serve did not answer at ${url} within 30 s: ${stderr()}`);
+}
+
+function liveServer(parts: { url: string; dir: string; db: string; policyFile: string; child: ChildProcess }): LiveServer {
+  const { url, dir, db, policyFile, child } = parts;
+  const reviewerFetch = (path: string, init: RequestInit = {}) =>
+    fetch(`${url}${path}`, {
+      ...init,
+      headers: { authorization: `Bearer ${REVIEWER_TOKEN}`, 'content-type': 'application/json', ...(init.headers ?? {}) },
+    });
+  return {
+    url,
+    dir,
+    db,
+    policyFile,
+    agentEnv: { CROSSGATE_URL: url, CROSSGATE_AGENT_TOKEN: AGENT_TOKEN },
+    client: (options = {}) => new AgentClient({ baseUrl: url, token: AGENT_TOKEN, ...options }),
+    async decide(requestId, decision) {
+      const reply = await reviewerFetch(`/api/requests/${encodeURIComponent(requestId)}/decision`, {
+        method: 'POST',
+        body: JSON.stringify(decision),
+      });
+      const body = (await reply.json()) as ApprovalRequest;
+      if (!reply.ok) throw new Error(`deciding ${requestId} failed: ${reply.status} ${JSON.stringify(body)}`);
+      return body;
+    },
+    cli: (...args: string[]) => crossgateCli(['--db', db, '--policy', policyFile, ...args]),
+    reviewerFetch,
+    async stop() {
+      if (child.exitCode === null) {
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGTERM');
+        await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5_000))]);
+        if (child.exitCode === null) child.kill('SIGKILL');
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

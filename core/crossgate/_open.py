@@ -1,0 +1,43 @@
+"""``open_queue``: the queue a URL names, in process over a store or remote over HTTP."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from crossgate.errors import ConfigurationError
+from crossgate.policy.rules import Policy
+from crossgate.queue import ReviewQueue
+from crossgate.stores import open_store, resolve_db
+
+if TYPE_CHECKING:
+    from crossgate.remote import RemoteQueue
+
+
+def is_remote(url: str | None) -> bool:
+    """True for a URL of a review server (``http://`` or ``https://``) rather than of a store."""
+    return url is not None and url.lower().startswith(("http://", "https://"))
+
+
+def open_queue(
+    url: str | None = None, *, policy: Policy | None = None, token: str | None = None
+) -> ReviewQueue | RemoteQueue:
+    """The queue ``url`` names: a ``RemoteQueue`` for a review server, else a ``ReviewQueue`` over ``open_store(url)``.
+
+    ``url`` defaults as ``open_store``'s does (``$CROSSGATE_DB``), so setting it to the server's address
+    moves an agent off the store with no change to its code. For a remote queue ``token`` is the agent
+    credential (default ``$CROSSGATE_AGENT_TOKEN``), and the server's policy applies: a ``policy`` given
+    must be the server's, or ConfigurationError (an agent that believes another policy gates it should
+    not start). For a store, ``token`` must not be given and ``policy`` is the queue's policy.
+    """
+    target = resolve_db(url)
+    if not is_remote(target):
+        if token is not None:
+            raise ConfigurationError("token= is for a review server's URL; a store needs none")
+        return ReviewQueue(open_store(target), policy)
+    from crossgate.remote import RemoteQueue
+
+    queue = RemoteQueue(target, token=token)
+    if policy is not None and queue.policy != policy:
+        queue.close()
+        raise ConfigurationError(f"the policy given is not the one {target} judges calls by")
+    return queue
