@@ -100,7 +100,9 @@ async def test_the_demo_prints_its_database_and_a_terminal_command_that_decides(
         printed["command"] = _printed(out, "decide from a terminal:")
 
     async def terminal_reviewer(_base_url: str, _token: str) -> None:
-        argv = shlex.split(printed["command"])
+        assignment, *argv = shlex.split(printed["command"])  # NAME=value crossgate ...: the demo's key directory
+        name, _, value = assignment.partition("=")
+        assert name == "CROSSGATE_AUTHORITY_DIR" and value.endswith("authority")
         assert argv[0] == "crossgate" and argv[-1] == "review"
         argv[0] = str(crossgate)
         db = ["--db", printed["database"]]
@@ -108,16 +110,18 @@ async def test_the_demo_prints_its_database_and_a_terminal_command_that_decides(
             if len(json.loads((await _run([str(crossgate), *db, "list", "--json"])).stdout)["items"]) == 4:
                 break
             await asyncio.sleep(0.1)
-        walked = await _run(argv, stdin="a\na\na\na\n")
+        walked = await _run(argv, stdin="a\na\na\na\n", env={name: value})
         assert walked.returncode == 0, walked.stderr
         assert "4 approved, 0 edited, 0 rejected, 0 skipped" in walked.stdout
 
     report = await demo.run_demo(
         reviewer=terminal_reviewer, port=0, synthetic=True, on_ready=on_ready, wait_for_reviewer=True
     )
-    assert printed["command"] == shlex.join(
-        ["crossgate", "--db", printed["database"], "--policy", str(EXAMPLES / "policy.yaml"), "review"]
+    key_dir = Path(printed["database"]).parent / "authority"
+    assert printed["command"] == f"CROSSGATE_AUTHORITY_DIR={shlex.quote(str(key_dir))} " + shlex.join(
+        ["crossgate", "--db", printed["database"], "review"]
     )
+    assert report.policy_version == 1 and report.audit == ""
     every = ["T-101", "T-202", "T-303", "T-404"]
     assert sorted(report.deletes_run) == every, "every run went on after the terminal's approvals"
     out = capsys.readouterr().out
@@ -127,8 +131,11 @@ async def test_the_demo_prints_its_database_and_a_terminal_command_that_decides(
     assert not Path(printed["database"]).parent.exists(), "the demo's own temporary folder is removed on exit"
 
 
-async def _run(argv: list[str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("CROSSGATE_DB", "CROSSGATE_POLICY")}
+async def _run(
+    argv: list[str], stdin: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    ours = ("CROSSGATE_DB", "CROSSGATE_POLICY", "CROSSGATE_AUTHORITY_DIR")
+    env = {**{k: v for k, v in os.environ.items() if k not in ours}, **(env or {})}
     return await asyncio.to_thread(
         subprocess.run, argv, input=stdin, env=env, capture_output=True, text=True, timeout=60
     )
