@@ -85,7 +85,7 @@ def request_view(request: ApprovalRequest, caller: Caller) -> RequestOut:
     # Built without validating the request again: its fields come from a validated ApprovalRequest, the
     # three added ones are typed here (a listing builds one per request on every call).
     return RequestOut.model_construct(
-        **dict(request),
+        **request.__dict__,
         can_decide=blocked is None,
         decide_blocked=blocked,
         remember_covers=decision_coverage(request),
