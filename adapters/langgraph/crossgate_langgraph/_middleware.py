@@ -2,8 +2,9 @@
 
 :func:`crossgate_middleware` returns two middlewares for ``create_agent(middleware=...)``, in this order:
 
-1. ``HumanInTheLoopMiddleware(interrupt_on=...)``: every tool gets an ``InterruptOnConfig`` whose ``when``
-   pauses exactly the calls the policy sends to a person (verdict ask, or a call that already has a
+1. ``HumanInTheLoopMiddleware(interrupt_on=...)`` (in per-call mode ``PerCallReview``, the same without
+   its after-model graph step, which does nothing in that mode): every tool gets an ``InterruptOnConfig``
+   whose ``when`` pauses exactly the calls the policy sends to a person (verdict ask, or a call that already has a
    crossgate request, so the answer is the same on resume). ``when`` returning False means "run" to
    the middleware, so it is False for allow **and** deny;
 2. ``CrossgateGuard``, which wraps every tool execution: a denied call never runs (the model gets the
@@ -85,10 +86,22 @@ def crossgate_middleware(
             description=_describe(queue, origin, tool),
             when=_when(queue, origin),
         )
+    review = PerCallReview if interrupt_mode == "per_call" else HumanInTheLoopMiddleware
     return [
-        HumanInTheLoopMiddleware(interrupt_on=interrupt_on, interrupt_mode=interrupt_mode),
+        review(interrupt_on=interrupt_on, interrupt_mode=interrupt_mode),
         CrossgateGuard(queue, agent=agent, context=context),
     ]
+
+
+class PerCallReview(HumanInTheLoopMiddleware):
+    """LangChain's ``HumanInTheLoopMiddleware`` in per-call mode, without its after-model step.
+
+    In per-call mode that step returns at once (the pause happens around each tool call), but as a
+    hook it is a node of the agent's graph: one more step, with its checkpoint, on every model turn.
+    """
+
+    after_model = AgentMiddleware.after_model
+    aafter_model = AgentMiddleware.aafter_model
 
 
 @dataclass(frozen=True, slots=True)
