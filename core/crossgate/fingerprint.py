@@ -156,9 +156,10 @@ def canonical_json(value: Any, *, max_depth: int = MAX_JSON_DEPTH + ENVELOPE_DEP
     return _ENCODER.encode(_canonical_value(value, max_depth))
 
 
-def require_json(value: Any) -> None:
-    """Raise InvalidArgumentsError, naming where, unless ``value`` is a JSON value crossgate accepts as arguments."""
-    _canonical_value(value, MAX_JSON_DEPTH)
+def require_json(value: Any, *, max_depth: int = MAX_JSON_DEPTH) -> None:
+    """Raise InvalidArgumentsError, naming where, unless ``value`` is a JSON value crossgate accepts as arguments
+    (or, with ``max_depth``, one that ``canonical_json`` accepts at that depth)."""
+    _canonical_value(value, max_depth)
 
 
 def _canonical_value(value: Any, max_depth: int) -> Any:
