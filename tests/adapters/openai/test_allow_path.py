@@ -68,11 +68,11 @@ async def test_allowed_and_denied_calls_are_judged_once_and_read_no_request(
     recorded = sorted((e.payload["call_id"], e.kind, e.payload.get("ran")) for e in queue.events())
     assert recorded == [
         ("call_t1", "auto_denied", None),
-        ("call_t1", "executed", False),
+        ("call_t1", "not_run", False),
         ("call_t2", "auto_allowed", None),
-        ("call_t2", "executed", True),
+        ("call_t2", "ran", True),
         ("call_t3", "auto_allowed", None),
-        ("call_t3", "executed", True),
+        ("call_t3", "ran", True),
     ]
     assert queue.verify_audit().ok
 
