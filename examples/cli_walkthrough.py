@@ -6,7 +6,9 @@ Each step runs the real ``crossgate`` command as its own process on one SQLite f
 folder, under ``examples/policy.yaml`` (the built-in ask-for-everything policy if that file is missing),
 and prints the command and what it printed. Offline; a few seconds.
 
-Three agents on three SDKs ask for risky calls: a Claude agent wants to write a file, a LangGraph agent
+The operator first makes the authority's key pair (``crossgate keys init``): deciding from the command
+line needs its private key (or a review server and a reviewer token), and every decision is signed with
+it. Three agents on three SDKs ask for risky calls: a Claude agent wants to write a file, a LangGraph agent
 wants to delete ticket t3 (it meant the duplicate, t2), an OpenAI agent wants to run a SQL delete. The
 reviewer approves the write and remembers it for the run's ``notes/`` folder, edits the delete to t2,
 and rejects the SQL with a message the model reads. Then a second write in the same run goes through on
@@ -37,7 +39,8 @@ class Walkthrough:
     """Runs ``crossgate`` commands against one database and prints each like a terminal session."""
 
     def __init__(self, folder: Path, policy: Path | None) -> None:
-        self.env = {k: v for k, v in os.environ.items() if k not in ("CROSSGATE_DB", "CROSSGATE_POLICY")}
+        ours = ("CROSSGATE_DB", "CROSSGATE_POLICY", "CROSSGATE_AUTHORITY_DIR")
+        self.env = {k: v for k, v in os.environ.items() if k not in ours}
         self.env["CROSSGATE_DB"] = str(folder / "crossgate.db")
         if policy is not None:
             self.env["CROSSGATE_POLICY"] = str(policy)
@@ -78,6 +81,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="crossgate-walkthrough-") as folder:
         cg = Walkthrough(Path(folder), policy)
         print(f"# database {cg.env['CROSSGATE_DB']}, policy {policy or '(built-in: ask for everything)'}\n")
+
+        print("# 0. The operator makes the authority's key pair; agents pin the public key it prints.\n")
+        cg.env["CROSSGATE_AUTHORITY_DIR"] = str(Path(folder) / "authority")
+        cg.run("keys", "init")
 
         print("# 1. Three agents on three SDKs propose risky tool calls.\n")
         write = cg.submit("claude-agent-sdk", "write_file", {"path": "notes/triage.md", "content": "t2: dup"}, "s-1")

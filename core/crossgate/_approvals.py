@@ -12,12 +12,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from crossgate._queue_base import QueueBase
+from crossgate.authority.claims import ReviewerKind
 from crossgate.decisions import AnyDecision
 from crossgate.errors import AlreadyDecidedError, ConflictError, DecisionNotAllowedError
 from crossgate.model import ApprovalRequest, Approve, JsonObject, RequestStatus
 
 APPROVED = "approved"
 """The event kind of one approval that did not yet decide its request."""
+SIGNATURE = "signature"
+"""The key of an ``approved`` event's payload that holds the authority's token over that approval."""
 
 
 class ApprovalsMixin(QueueBase):
@@ -26,8 +29,17 @@ class ApprovalsMixin(QueueBase):
     if TYPE_CHECKING:
 
         def _record_decision(
-            self, request: ApprovalRequest, stamped: AnyDecision, extra: JsonObject | None = None
+            self,
+            request: ApprovalRequest,
+            stamped: AnyDecision,
+            extra: JsonObject | None = None,
+            *,
+            signatures: tuple[str, ...] = (),
         ) -> ApprovalRequest: ...
+
+        def _sign_decision(
+            self, request: ApprovalRequest, stamped: AnyDecision, reviewer_kind: ReviewerKind
+        ) -> str | None: ...
 
     def approvers(self, request_id: str) -> list[str]:
         """The different reviewers who have approved the request so far, first approval first."""
@@ -37,8 +49,23 @@ class ApprovalsMixin(QueueBase):
                 names.append(event.actor)
         return names
 
-    def _approve_in_turn(self, request: ApprovalRequest, approval: Approve) -> ApprovalRequest:
-        """Count ``approval`` (checked and stamped); decide the request once enough reviewers approved."""
+    def _approval_tokens(self, request_id: str) -> tuple[str, ...]:
+        """The signed approvals of the request so far, one per approver (first approval first)."""
+        tokens: dict[str, str] = {}
+        for event in self.store.list_events(request_id=request_id):
+            token = event.payload.get(SIGNATURE)
+            if event.kind == APPROVED and event.actor is not None and isinstance(token, str):
+                tokens.setdefault(event.actor, token)
+        return tuple(tokens.values())
+
+    def _approve_in_turn(
+        self, request: ApprovalRequest, approval: Approve, reviewer_kind: ReviewerKind = ReviewerKind.REVIEWER
+    ) -> ApprovalRequest:
+        """Count ``approval`` (checked and stamped); decide the request once enough reviewers approved.
+
+        Each approval is signed on its own and its token kept in its ``approved`` event; the decision
+        carries every approver's token, so the gate counts signed approvals, not events.
+        """
         required, reviewer = request.approvals_required, approval.reviewer
         assert reviewer is not None
         if approval.remember is not None:
@@ -53,6 +80,8 @@ class ApprovalsMixin(QueueBase):
                 "approval(s) from other reviewers"
             )
         payload: JsonObject = {"note": approval.note, "approvals": len(before) + 1, "required": required}
+        if (token := self._sign_decision(request, approval, reviewer_kind)) is not None:
+            payload[SIGNATURE] = token
         self.store.append_event(
             self._event(APPROVED, request, actor=reviewer, channel=approval.channel, payload=payload)
         )
@@ -60,7 +89,9 @@ class ApprovalsMixin(QueueBase):
         if len(approvers) < required:
             return self.get(request.id)
         try:
-            return self._record_decision(request, approval, {"approvers": list(approvers)})
+            return self._record_decision(
+                request, approval, {"approvers": list(approvers)}, signatures=self._approval_tokens(request.id)
+            )
         except (AlreadyDecidedError, ConflictError):
             # Another reviewer's approval completed the count at the same moment and recorded the decision.
             latest = self.get(request.id)

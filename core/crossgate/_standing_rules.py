@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from crossgate._queue_base import QueueBase
 from crossgate.clock import new_id
@@ -16,9 +17,14 @@ from crossgate.model import ApprovalRequest, Reject, RememberMatch, RememberScop
 class StandingRulesMixin(QueueBase):
     """Standing rules: each change is stored with its audit event in one transaction."""
 
+    if TYPE_CHECKING:
+
+        def _signed_rule(self, rule: StandingRule) -> StandingRule: ...
+
     def add_rule(self, rule: StandingRule, *, actor: str | None = None, channel: str = "api") -> StandingRule:
-        """Store a standing rule (built by hand, or by ``remember``)."""
+        """Store a standing rule (built by hand, or by ``remember``), signed when the queue has an authority."""
         self.limits.check_text(rule.message, "the rule's message", self.limits.message_bytes)
+        rule = self._signed_rule(rule)
         payload = rule.model_dump(mode="json", exclude_none=True)
         self.store.insert_rule(rule, self._event("rule_added", actor=actor, channel=channel, payload=payload))
         return rule

@@ -152,6 +152,8 @@ class Verdict(_Frozen):
     """How long an approval stays good to apply after it is given; None means it never lapses."""
     approvals: int = 1
     """How many different reviewers must approve before the call may run."""
+    standing_rule: StandingRule | None = None
+    """The standing rule that allowed the call, when one did: the gate verifies its signature before it runs."""
 
 
 class Remember(_Frozen):
@@ -246,6 +248,9 @@ class ApprovalRequest(_Frozen):
     approvals_required: int = Field(default=1, ge=1)
     """Different reviewers who must approve before the call runs; each approval before the last is an
     ``approved`` event, and the last one decides. Edit, respond and remembered approvals are not offered."""
+    signatures: tuple[str, ...] = ()
+    """The authority's tokens over the decision (JWS compact, see ``crossgate.authority``): one, or one per
+    approver for a request that needs several; empty while pending, or when the queue signs nothing."""
 
     @property
     def is_open(self) -> bool:
@@ -304,12 +309,17 @@ class StandingRule(_Frozen):
     expires_at: datetime | None = None
     revoked_at: datetime | None = None
     revoked_by: str | None = None
+    signature: str | None = None
+    """The authority's token over the rule (JWS compact); revocation is not part of what it signs."""
 
     def is_active(self, now: datetime) -> bool:
         """True if not revoked and not expired at ``now``."""
         if self.revoked_at is not None:
             return False
         return self.expires_at is None or now < self.expires_at
+
+
+Verdict.model_rebuild()
 
 
 class ParkedRunStatus(StrEnum):

@@ -10,12 +10,16 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from crossgate._approvals import ApprovalsMixin
 from crossgate._parked_runs import ParkedRunsMixin
 from crossgate._queue_base import call_payload, clip_text
+from crossgate._refusals import RefusalsMixin
+from crossgate._signing import SigningMixin
 from crossgate._standing_rules import StandingRulesMixin
 from crossgate.audit import AuditReport, verify_log
+from crossgate.authority.claims import ReviewerKind
 from crossgate.clock import Clock, new_id, utc_now
 from crossgate.decisions import AnyDecision, check_decision, check_open, check_schema, decision_summary
 from crossgate.errors import (
@@ -51,6 +55,9 @@ from crossgate.policy.rules import Policy
 from crossgate.stores.base import Page, RequestQuery, Store
 from crossgate.waiting import WaitRegistry
 
+if TYPE_CHECKING:
+    from crossgate.authority.keys import Authority
+
 REQUESTED_BY = "requested_by"
 """The context key under which a call carries who its run acts for (``submit(requested_by=...)``)."""
 REFUSED_MESSAGE = (
@@ -73,11 +80,13 @@ class Submission:
     """False for a request :meth:`ReviewQueue.prepare` built and nobody stored yet."""
 
 
-class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
+class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMixin, RefusalsMixin):
     """Submit calls, decide requests exactly once, wait for decisions, and keep the audit chain.
 
-    Approvals by several reviewers, standing rules and parked runs are in their own modules
-    (``_approvals``, ``_standing_rules``, ``_parked_runs``).
+    Approvals by several reviewers, standing rules, parked runs, signing and the record of a gate's
+    refusals are in their own modules (``_approvals``, ``_standing_rules``, ``_parked_runs``,
+    ``_signing``, ``_refusals``). With ``authority`` (the review server's key, or an operator's), every
+    decision and standing rule it records is signed.
     """
 
     def __init__(
@@ -87,9 +96,11 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
         *,
         clock: Clock = utc_now,
         limits: InputLimits = DEFAULT_LIMITS,
+        authority: Authority | None = None,
     ) -> None:
         super().__init__(store, clock=clock, limits=limits)
         self.policy = policy or Policy()
+        self.authority = authority
         self._waits = WaitRegistry(store)
         # The active standing rules as of a rules version: every rule change bumps it in the same
         # transaction, so an unchanged version (from any process) means unchanged rules.
@@ -260,8 +271,20 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
             cursor = page.next_cursor
 
     # deciding -----------------------------------------------------------------------------------
-    def decide(self, request_id: str, decision: AnyDecision, *, reviewer: str, channel: str = "api") -> ApprovalRequest:
-        """Record ``decision`` exactly once; refuse anything invalid and change nothing then."""
+    def decide(
+        self,
+        request_id: str,
+        decision: AnyDecision,
+        *,
+        reviewer: str,
+        channel: str = "api",
+        reviewer_kind: ReviewerKind = ReviewerKind.REVIEWER,
+    ) -> ApprovalRequest:
+        """Record ``decision`` exactly once; refuse anything invalid and change nothing then.
+
+        ``reviewer`` must be an authenticated name (the server's reviewer, or the operator holding the key,
+        ``reviewer_kind=operator``); the queue's authority signs it with the decision.
+        """
         self.limits.check_decision(decision)
         request = self.get(request_id)
         now = self.now()
@@ -273,17 +296,24 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin):
             update={"fingerprint": request.fingerprint, "reviewer": reviewer, "channel": channel, "decided_at": now}
         )
         if isinstance(stamped, Approve) and request.approvals_required > 1:
-            return self._approve_in_turn(request, stamped)
-        return self._record_decision(request, stamped)
+            return self._approve_in_turn(request, stamped, reviewer_kind)
+        token = self._sign_decision(request, stamped, reviewer_kind)
+        return self._record_decision(request, stamped, signatures=() if token is None else (token,))
 
     def _record_decision(
-        self, request: ApprovalRequest, stamped: AnyDecision, extra: JsonObject | None = None
+        self,
+        request: ApprovalRequest,
+        stamped: AnyDecision,
+        extra: JsonObject | None = None,
+        *,
+        signatures: tuple[str, ...] = (),
     ) -> ApprovalRequest:
-        """Store a checked, stamped decision with its ``decided`` event, exactly once."""
+        """Store a checked, stamped decision (and its tokens) with its ``decided`` event, exactly once."""
         assert stamped.reviewer is not None
         assert stamped.decided_at is not None
         reviewer, now = stamped.reviewer, stamped.decided_at
-        decided = request.model_copy(update={"status": RequestStatus.DECIDED, "decision": stamped, "decided_at": now})
+        update = {"status": RequestStatus.DECIDED, "decision": stamped, "decided_at": now, "signatures": signatures}
+        decided = request.model_copy(update=update)
         payload = {**decision_summary(stamped, request.call.args), **(extra or {})}
         event = self._event("decided", request, actor=reviewer, channel=stamped.channel, payload=payload)
         if self.store.update_request(decided, (RequestStatus.PENDING,), event) is None:

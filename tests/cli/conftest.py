@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
+import functools
 import json
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +20,7 @@ import typer.testing
 from typer.testing import CliRunner, Result
 
 from crossgate import MemoryStore, Policy, ReviewQueue, ToolCall
+from crossgate.authority import Authority, Keyring
 from crossgate.cli import CliContext, app
 from tests.support.clock import FakeClock
 
@@ -64,9 +69,20 @@ def clean_env() -> dict[str, str | None]:
 
 
 def subprocess_env(**extra: str) -> dict[str, str]:
+    """The test run's environment for a ``crossgate`` process, holding an operator's signing key."""
     env = {k: v for k, v in os.environ.items() if k not in ("CROSSGATE_DB", "CROSSGATE_POLICY")}
+    env["CROSSGATE_AUTHORITY_DIR"] = str(operator_keys())
     env.update(extra)
     return env
+
+
+@functools.cache
+def operator_keys() -> Path:
+    """One key directory for the whole run (``crossgate keys init``), removed at exit: the CLI decides with it."""
+    folder = Path(tempfile.mkdtemp(prefix="crossgate-test-keys-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    Keyring.init(folder / "authority")
+    return folder / "authority"
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -88,7 +104,8 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def queue(clock: FakeClock) -> Iterator[ReviewQueue]:
-    q = ReviewQueue(MemoryStore(), Policy(default_timeout_seconds=3600), clock=clock)
+    # The CLI decides only with credentials: this queue holds the authority's key, as an operator's CLI does.
+    q = ReviewQueue(MemoryStore(), Policy(default_timeout_seconds=3600), clock=clock, authority=Authority.generate())
     yield q
     q.close()
 

@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from crossgate import MemoryStore, Policy, PolicyRule, RequestExpiredError, ReviewQueue, VerdictKind, fingerprint
+from crossgate.authority import Authority
 from crossgate.cli import app
 from crossgate.cli.context import os_user
 from crossgate.model import CANCEL_MESSAGE, EXPIRY_MESSAGE
@@ -44,7 +45,7 @@ def policy_cli() -> Cli:
             PolicyRule(name="no-drops", verdict=VerdictKind.DENY, tool="drop_*", reason="Never drop tables."),
         )
     )
-    return Cli(ReviewQueue(MemoryStore(), policy), CliRunner())
+    return Cli(ReviewQueue(MemoryStore(), policy, authority=Authority.generate()), CliRunner())
 
 
 def test_submit_prints_the_policy_allow_without_a_request(policy_cli: Cli) -> None:
@@ -377,7 +378,7 @@ def test_hidden_characters_reach_the_reviewer_escaped(cli: Cli) -> None:
 
 def test_remembering_under_a_rule_that_keeps_asking_says_so() -> None:
     strict = PolicyRule(name="deletes", verdict=VerdictKind.ASK, tool="delete_ticket", rememberable=False)
-    cli = Cli(ReviewQueue(MemoryStore(), Policy(rules=(strict,))), CliRunner())
+    cli = Cli(ReviewQueue(MemoryStore(), Policy(rules=(strict,)), authority=Authority.generate()), CliRunner())
     rid = cli.submit()["id"]
     lines = cli.ok("approve", rid, "--remember", "forever", "--reviewer", "ann").stdout.splitlines()
     assert lines[-1] == "note: the policy still asks for calls like this one (rule deletes)"
@@ -389,7 +390,9 @@ def test_remembering_under_a_rule_that_keeps_asking_says_so() -> None:
 
 
 def test_show_says_how_long_an_approval_stays_good_and_why_it_lapsed(clock: FakeClock) -> None:
-    queue = ReviewQueue(MemoryStore(), Policy(default_apply_within_seconds=900), clock=clock)
+    queue = ReviewQueue(
+        MemoryStore(), Policy(default_apply_within_seconds=900), clock=clock, authority=Authority.generate()
+    )
     cli = Cli(queue, CliRunner())
     rid = cli.submit()["id"]
     assert cli.json("show", rid)["apply_within_seconds"] == 900
@@ -406,7 +409,7 @@ def test_show_says_how_long_an_approval_stays_good_and_why_it_lapsed(clock: Fake
 
 def test_show_says_who_approved_a_request_that_needs_two(clock: FakeClock) -> None:
     two = PolicyRule(name="two", verdict=VerdictKind.ASK, tool="delete_*", approvals=2)
-    queue = ReviewQueue(MemoryStore(), Policy(rules=(two,)), clock=clock)
+    queue = ReviewQueue(MemoryStore(), Policy(rules=(two,)), clock=clock, authority=Authority.generate())
     cli = Cli(queue, CliRunner())
     rid = cli.submit()["id"]
     assert cli.json("show", rid)["approvers"] == [] and cli.json("show", rid)["approvals_required"] == 2

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from crossgate import ReviewQueue, ToolCall, open_store
+from crossgate.authority import Authority
 from crossgate.cli import app
 from crossgate.limits import MAX_INT64
 from tests.cli.conftest import Cli
@@ -60,7 +61,7 @@ VALUES = st.one_of(
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cli]:
     folder = Path(tmp_path_factory.mktemp("cli-fuzz"))
-    queue = ReviewQueue(open_store(str(folder / "q.db")))
+    queue = ReviewQueue(open_store(str(folder / "q.db")), authority=Authority.generate())
     # A fuzzed path argument (keys --dir 0, a default key directory) lands in this folder, not the checkout.
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)

@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from crossgate import ReviewQueue, ToolCall, VerdictKind, open_store
+from crossgate.authority import Authority
 from crossgate.cli import app
 from crossgate.limits import MAX_INT64, InputLimits
 from crossgate.stores.base import encode_cursor
@@ -24,7 +25,7 @@ TOO_BIG = str(MAX_INT64 + 1)
 
 @pytest.fixture
 def queue(tmp_path: Path) -> Iterator[ReviewQueue]:
-    q = ReviewQueue(open_store(str(tmp_path / "q.db")))
+    q = ReviewQueue(open_store(str(tmp_path / "q.db")), authority=Authority.generate())
     yield q
     q.close()
 
@@ -123,7 +124,7 @@ def test_arguments_that_are_not_utf8_are_usage_errors(cli: Cli, pending: str, ar
 
 @pytest.fixture
 def small(tmp_path: Path) -> Iterator[Cli]:
-    queue = ReviewQueue(open_store(str(tmp_path / "small.db")), limits=SMALL)
+    queue = ReviewQueue(open_store(str(tmp_path / "small.db")), limits=SMALL, authority=Authority.generate())
     yield Cli(queue, CliRunner())
     queue.close()
 

@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from crossgate import MemoryStore, Policy, PolicyRule, ReviewQueue, ToolCall, VerdictKind
+from crossgate.authority import Authority
 from crossgate.cli import exit_codes
 from tests.cli.conftest import Cli
 
@@ -17,7 +18,9 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def cli_for(default: VerdictKind, **policy: object) -> Cli:
-    return Cli(ReviewQueue(MemoryStore(), Policy(default=default, **policy)), CliRunner())  # type: ignore[arg-type]
+    return Cli(
+        ReviewQueue(MemoryStore(), Policy(default=default, **policy), authority=Authority.generate()), CliRunner()
+    )  # type: ignore[arg-type]
 
 
 SUBMIT = ("submit", "--framework", "langgraph", "--tool", "delete_ticket", "--args", '{"id": "t3"}')

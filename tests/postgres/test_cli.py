@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
@@ -11,12 +10,14 @@ import pytest
 
 from crossgate import RequestStatus, ReviewQueue
 from crossgate.stores.postgres import PostgresStore
+from tests.cli.conftest import subprocess_env
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 
 def crossgate(*args: str, db: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "CROSSGATE_DB"}
+    env = subprocess_env()  # an operator's environment: it holds the authority's key, so it may decide
+    env.pop("CROSSGATE_DB", None)
     if db is not None:
         env["CROSSGATE_DB"] = db
     command = [sys.executable, "-m", "crossgate.cli", *args]

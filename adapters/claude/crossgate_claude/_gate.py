@@ -20,7 +20,7 @@ from crossgate import (
     ParkedRun,
     ParkedRunStatus,
 )
-from crossgate.adapter import AdapterQueue, app_context, resume_leased
+from crossgate.adapter import AdapterQueue, AuthorityPin, app_context, resume_leased, verified_queue
 from crossgate.model import JsonObject
 from crossgate.runs import Finished, Parked
 from crossgate_claude._agents import Agents
@@ -51,6 +51,11 @@ class Gate:
     bounds how long a resumed session may take to re-ask the deferred call (the CLI otherwise waits
     forever). ``transport`` builds a custom SDK transport for each session (tests use an in-process
     double of the CLI).
+
+    ``authority`` pins the authority's public key(s) this gate verifies decisions and standing rules with
+    before a tool runs (``TrustedKeys``, a ``PublicKey``, an ``Authority``, a pin file's path or the pin
+    text; default: ``$CROSSGATE_AUTHORITY_PUBKEY`` or ``$CROSSGATE_AUTHORITY_PUBKEY_FILE``); see
+    ``crossgate.adapter.verified_queue`` and docs/security.md.
     """
 
     framework = FRAMEWORK
@@ -71,12 +76,13 @@ class Gate:
         lease_seconds: float = 600.0,
         strict: bool = False,
         transport: TransportFactory | None = None,
+        authority: AuthorityPin = None,
     ) -> None:
         if defer and hold is None:
             raise ConfigurationError("a gate that defers needs a finite hold (seconds the hook may wait)")
         if (hold is not None and hold < 0) or (subagent_hold is not None and subagent_hold < 0):
             raise ConfigurationError("hold cannot be negative")
-        self.queue = queue
+        self.queue: AdapterQueue = verified_queue(queue, authority)
         self.base_options = options or ClaudeAgentOptions()
         self.hold = hold
         self.defer = defer

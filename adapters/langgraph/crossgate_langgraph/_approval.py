@@ -28,7 +28,7 @@ from crossgate import (
     VerdictKind,
     canonical_json,
 )
-from crossgate.adapter import AdapterQueue, apply_decision_sync, find_request, request_id
+from crossgate.adapter import AdapterQueue, apply_decision_sync, find_request, request_id, verified_queue
 from crossgate.decisions import AnyDecision, validate_args
 from crossgate.model import Decision, JsonObject
 from crossgate.schemas import decision_schema
@@ -192,6 +192,7 @@ def ask(
     requested_by: str | None = None,
 ) -> tuple[AnyDecision, str | None]:
     """:func:`request_approval` for a built call; also returns the request id (None for allow and deny)."""
+    queue = verified_queue(queue)  # the keys pinned for this queue (Gate(authority=...), the environment)
     thread, namespace = current_thread()
     config = _config()
     origin = {"run": thread, "agent": agent_in(config, call.agent), "context": context_in(config, call.context)}

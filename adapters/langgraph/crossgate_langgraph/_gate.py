@@ -39,7 +39,15 @@ from crossgate import (
     VerdictKind,
     fingerprint,
 )
-from crossgate.adapter import AdapterQueue, app_context, apply_decision_sync, find_request, resume_leased
+from crossgate.adapter import (
+    AdapterQueue,
+    AuthorityPin,
+    app_context,
+    apply_decision_sync,
+    find_request,
+    resume_leased,
+    verified_queue,
+)
 from crossgate.model import JsonObject
 from crossgate.runs import Finished, Parked
 from crossgate_langgraph._arguments import args_json_schema, tool_args
@@ -64,6 +72,12 @@ class Gate:
 
     ``graphs`` are the compiled graphs this gate may resume, by name (``compile(name=...)`` or
     ``create_agent(name=...)``); ``run`` adds the graph it is given.
+
+    ``authority`` pins the authority's public key(s) this gate, and every middleware, tool wrapper
+    and ``request_approval`` on the same queue object, verify decisions and standing rules with before a
+    tool runs (``TrustedKeys``, a ``PublicKey``, an ``Authority``, a pin file's path or the pin
+    text; default: ``$CROSSGATE_AUTHORITY_PUBKEY`` or ``$CROSSGATE_AUTHORITY_PUBKEY_FILE``); see
+    ``crossgate.adapter.verified_queue`` and docs/security.md.
     """
 
     framework = "langgraph"
@@ -76,8 +90,9 @@ class Gate:
         agent: str | None = None,
         context: JsonObject | None = None,
         lease_seconds: float = 300.0,
+        authority: AuthorityPin = None,
     ) -> None:
-        self.queue = queue
+        self.queue: AdapterQueue = verified_queue(queue, authority)
         self.context: JsonObject = app_context(context)
         """App context (a tenant, say) for every call of every run, as ``crossgate_openai.Gate(context=)``;
         ``run(call_context=...)`` adds to it for one run."""

@@ -40,7 +40,7 @@ from crossgate import (
     ToolCall,
     VerdictKind,
 )
-from crossgate.adapter import AdapterQueue, apply_decision_sync, find_request
+from crossgate.adapter import AdapterQueue, AuthorityPin, apply_decision_sync, find_request, verified_queue
 from crossgate.model import ALL_DECISIONS, JsonObject
 from crossgate.policy import Policy
 from crossgate.queue import REQUESTED_BY
@@ -60,6 +60,7 @@ def crossgate_middleware(
     interrupt_mode: InterruptMode = "per_call",
     agent: str | None = None,
     context: JsonObject | None = None,
+    authority: AuthorityPin = None,
 ) -> list[AgentMiddleware[Any, Any]]:
     """Middlewares that gate ``tools`` by crossgate's policy; list them first in ``create_agent``.
 
@@ -67,8 +68,12 @@ def crossgate_middleware(
     check each answer before saving it; ``batched`` pauses once per model turn. ``agent`` names the
     agent in the neutral calls (default: the gate's name for the run, else ``create_agent(name=...)``);
     if given, give ``Gate(agent=...)`` the same name. ``context`` is app context (a tenant, say) that
-    policy rules can test, merged with ``Gate.run(context=...)``.
+    policy rules can test, merged with ``Gate.run(context=...)``. ``authority`` pins the public key(s)
+    decisions and standing rules are verified with before a tool runs, as ``Gate(authority=...)`` does
+    (either one pins the queue object for both).
     """
+    if authority is not None:
+        verified_queue(queue, authority)  # pins this queue object: the guard's checks find the keys
     origin = _Origin(agent, dict(context or {}), {tool.name: tool for tool in tools})
     interrupt_on: dict[str, bool | InterruptOnConfig] = {}
     for tool in tools:
@@ -196,9 +201,14 @@ class CrossgateGuard(AgentMiddleware[Any, Any]):
 
     def __init__(self, queue: AdapterQueue, *, agent: str | None = None, context: JsonObject | None = None) -> None:
         super().__init__()
-        self.queue = queue
+        self._queue = queue
         self.agent = agent
         self.context: JsonObject = dict(context or {})
+
+    @property
+    def queue(self) -> AdapterQueue:
+        """The queue behind the authority check, with the keys pinned for it by now (a Gate built later pins too)."""
+        return verified_queue(self._queue)
 
     def wrap_tool_call(self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], ToolResult]) -> ToolResult:
         """Check the call, then run it with the arguments crossgate judged (or answer in its place)."""

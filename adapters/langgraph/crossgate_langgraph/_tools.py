@@ -11,7 +11,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command, Send
 
 from crossgate import Approve, Edit, InvalidArgumentsError, Reject, ToolCall
-from crossgate.adapter import AdapterQueue
+from crossgate.adapter import AdapterQueue, AuthorityPin, verified_queue
 from crossgate.model import JsonObject
 from crossgate_langgraph._approval import ask
 from crossgate_langgraph._arguments import args_json_schema, refusal, tool_args
@@ -21,7 +21,12 @@ Execute = Callable[[ToolCallRequest], ToolResult]
 
 
 def gated_tool_wrapper(
-    queue: AdapterQueue, *, agent: str | None = None, context: JsonObject | None = None, framework: str = "langgraph"
+    queue: AdapterQueue,
+    *,
+    agent: str | None = None,
+    context: JsonObject | None = None,
+    framework: str = "langgraph",
+    authority: AuthorityPin = None,
 ) -> Callable[[ToolCallRequest, Execute], ToolResult]:
     """A ``wrap_tool_call`` for ``ToolNode(tools, wrap_tool_call=...)`` that asks crossgate first.
 
@@ -33,7 +38,11 @@ def gated_tool_wrapper(
 
     ``agent`` defaults to the name ``Gate`` runs the graph under (its ``name``); ``context`` (app
     context such as a tenant, which policy rules can test) is merged with ``Gate.run(context=...)``.
+    ``authority`` pins the public key(s) decisions and standing rules are verified with, as
+    ``Gate(authority=...)`` does (either one pins the queue object for both).
     """
+    if authority is not None:
+        verified_queue(queue, authority)  # pins this queue object for ask()
 
     def wrap(request: ToolCallRequest, execute: Execute) -> ToolResult:
         tool_call = request.tool_call

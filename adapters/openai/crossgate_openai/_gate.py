@@ -35,7 +35,7 @@ from crossgate import (
     Respond,
     VerdictKind,
 )
-from crossgate.adapter import AdapterQueue, app_context, apply_decision, resume_leased
+from crossgate.adapter import AdapterQueue, AuthorityPin, app_context, apply_decision, resume_leased, verified_queue
 from crossgate.clock import new_id
 from crossgate.model import JsonObject
 from crossgate.runs import Finished, Parked
@@ -87,6 +87,11 @@ class Gate:
     ``context`` is the app's context for every call of the gate's runs (a JSON object, say
     ``{"tenant": "acme"}``), which policy ``context:`` conditions test, as ``crossgate_claude.Gate(context=)``;
     ``run(call_context=...)`` adds to it for one run. It is parked with the run and read back on resume.
+
+    ``authority`` pins the authority's public key(s) this gate verifies decisions and standing rules with
+    before a tool runs (``TrustedKeys``, a ``PublicKey``, an ``Authority``, a pin file's path or the pin
+    text; default: ``$CROSSGATE_AUTHORITY_PUBKEY`` or ``$CROSSGATE_AUTHORITY_PUBKEY_FILE``); see
+    ``crossgate.adapter.verified_queue`` and docs/security.md.
     """
 
     framework = FRAMEWORK
@@ -101,15 +106,16 @@ class Gate:
         owner: str | None = None,
         lease_seconds: float = 300.0,
         context: JsonObject | None = None,
+        authority: AuthorityPin = None,
     ) -> None:
-        self.queue = queue
+        self.queue: AdapterQueue = verified_queue(queue, authority)
         self.context: JsonObject = app_context(context)
         self.agent = agent
         self.run_config = run_config
         self.max_turns = max_turns
         self.owner = owner or f"{FRAMEWORK}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.lease_seconds = lease_seconds
-        self._binding = GateBinding(queue)
+        self._binding = GateBinding(self.queue)
         if agent is not None:
             self.install(agent)
 

@@ -50,7 +50,7 @@ from crossgate import (
     VerdictKind,
     parse_args,
 )
-from crossgate.adapter import AdapterQueue, find_request, run_checked, run_recorded
+from crossgate.adapter import AdapterQueue, find_request, run_checked, run_recorded, verified_queue
 from crossgate.decisions import validate_args
 from crossgate.model import JsonObject
 from crossgate.queue import REQUESTED_BY
@@ -220,6 +220,7 @@ class GatedInvoker:
             and request.fingerprint == call.fingerprint
             and isinstance(request.resolution(), Approve | Edit)
             and _resumes_nested_run(ctx)
+            and verified_queue(queue).check_applied(request, call.args)
         ):
             # An approved as_tool call is invoked again to continue its paused inner run; the inner
             # agent's own tools stay gated by their own requests.

@@ -13,7 +13,15 @@ from pydantic_ai.agent import AgentRunResult
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from crossgate import AdapterError, ApprovalRequest, Approve, ConfigurationError, Edit, ParkedRun
-from crossgate.adapter import AdapterQueue, app_context, apply_decision, resume_leased, store_call
+from crossgate.adapter import (
+    AdapterQueue,
+    AuthorityPin,
+    app_context,
+    apply_decision,
+    resume_leased,
+    store_call,
+    verified_queue,
+)
 from crossgate.clock import new_id
 from crossgate.model import JsonObject
 from crossgate.runs import Finished, Parked
@@ -39,6 +47,11 @@ class Gate:
     drive. ``context`` is the app's context for every call of the gate's runs (a JSON object), which
     policy ``context:`` conditions test; ``run(call_context=...)`` adds to it for one run. It is parked
     with the run and read back on resume, as ``requested_by`` is.
+
+    ``authority`` pins the authority's public key(s) this gate verifies decisions and standing rules with
+    before a tool runs (``TrustedKeys``, a ``PublicKey``, an ``Authority``, a pin file's path or the pin
+    text; default: ``$CROSSGATE_AUTHORITY_PUBKEY`` or ``$CROSSGATE_AUTHORITY_PUBKEY_FILE``); see
+    ``crossgate.adapter.verified_queue`` and docs/security.md.
     """
 
     framework = FRAMEWORK
@@ -51,8 +64,9 @@ class Gate:
         owner: str | None = None,
         lease_seconds: float = 300.0,
         context: JsonObject | None = None,
+        authority: AuthorityPin = None,
     ) -> None:
-        self.queue = queue
+        self.queue: AdapterQueue = verified_queue(queue, authority)
         self.agent = agent
         self.context: JsonObject = app_context(context)
         self.owner = owner or f"{FRAMEWORK}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"

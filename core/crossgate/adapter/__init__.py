@@ -22,13 +22,26 @@ else it needs is here, and nothing else decides whether a reviewed tool runs:
 - :func:`app_context` checks the app's context for a gate's calls (``Gate(context=)``, ``run(call_context=)``).
 - :class:`AdapterQueue` is exactly what an adapter may call on the queue; type the ``queue`` parameter
   of a ``Gate`` with it. ``ReviewQueue`` implements it, and so will a queue served over HTTP.
+- :func:`verified_queue` puts a gate's queue behind the authority check: ``Gate(authority=...)`` (or
+  ``$CROSSGATE_AUTHORITY_PUBKEY`` / ``$CROSSGATE_AUTHORITY_PUBKEY_FILE``) pins the public keys, and every
+  decision and every standing rule that lets a call run is verified with them before it runs
+  (:class:`VerifiedQueue`). With nothing pinned it verifies nothing and warns once (:class:`UnverifiedWarning`).
 
-Porting an adapter: name its calls with ``request_id``, submit asks with ``request_id=``, and route
+Porting an adapter: take ``authority`` in the Gate and keep ``verified_queue(queue, authority)`` as its
+queue, name its calls with ``request_id``, submit asks with ``request_id=``, and route
 every reviewed call through ``run_checked`` (or ``apply_decision``) and every resume through
 ``resume_leased``; keep ``agent`` a string name, and the decision union is ``crossgate.decisions.AnyDecision``
 (``crossgate.Decision`` is the same union, tagged for pydantic to parse).
 """
 
+from crossgate.adapter._authority import (
+    AuthorityPin,
+    UnverifiedWarning,
+    VerifiedQueue,
+    Verifier,
+    pinned_keys,
+    verified_queue,
+)
 from crossgate.adapter._check import (
     Application,
     ToolAnswer,
@@ -48,15 +61,21 @@ from crossgate.adapter._resume import resume_leased
 __all__ = [
     "AdapterQueue",
     "Application",
+    "AuthorityPin",
     "ToolAnswer",
+    "UnverifiedWarning",
+    "VerifiedQueue",
+    "Verifier",
     "app_context",
     "apply_decision",
     "apply_decision_sync",
     "find_request",
+    "pinned_keys",
     "request_id",
     "resume_leased",
     "run_checked",
     "run_checked_sync",
     "run_recorded",
     "store_call",
+    "verified_queue",
 ]

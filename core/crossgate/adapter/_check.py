@@ -2,7 +2,8 @@
 
 :func:`apply_decision` maps each decision kind to "run with these arguments" or "do not run, and the
 model reads this", marking the request applied exactly once and closing it when the queue refuses it
-at apply time (a lapsed approval, a policy deny added since). :func:`run_checked` wraps a tool body in
+at apply time (a lapsed approval, a policy deny added since, a decision whose signature does not verify
+with the keys pinned here). :func:`run_checked` wraps a tool body in
 it and records the outcome; :func:`run_checked_sync` is the same function for a synchronous body.
 """
 
@@ -12,6 +13,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from crossgate.adapter._authority import verified_queue
 from crossgate.adapter._crossing import store_call
 from crossgate.adapter._protocol import AdapterQueue
 from crossgate.errors import AlreadyAppliedError, CrossgateError, RequestCancelledError, RequestExpiredError, StoreError
@@ -68,7 +70,12 @@ async def apply_decision(
     binding check, for a call the SDK will not run whatever crossgate says (a native rejection).
     Raises StoreError (nothing decided: the run fails and can be retried, rather
     than the model being told the call did not run).
+
+    The decision is verified first with the keys pinned in this process (see
+    :mod:`crossgate.adapter._authority`): one that does not verify closes the request with a refusal,
+    which is what the model reads, and nothing runs.
     """
+    queue = verified_queue(queue)  # a gate's queue already is one; any other gets this process's pinned keys
     tool = request.call.tool
     if args is not None and fingerprint(tool, args) not in (request.fingerprint, request.approved_fingerprint()):
         return await _refused(queue, request, OTHER_ARGUMENTS.format(tool=tool, request=request.id), error=True)

@@ -89,6 +89,18 @@ class AdapterQueue(Protocol):
 
     def outcome(self, request_id: str) -> Event | None: ...
 
+    def refuse_unverified(
+        self,
+        target: ApprovalRequest | ToolCall,
+        *,
+        reason: str,
+        problem: str,
+        message: str,
+        rule: str | None = None,
+        actor: str | None = None,
+    ) -> ApprovalRequest | None:
+        """Record a gate's refusal of what did not verify (closing a decided request); see ``crossgate._refusals``."""
+
     # parked runs
     def park(
         self,

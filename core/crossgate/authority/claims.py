@@ -102,6 +102,9 @@ class DecisionClaims(_Claims):
     apply_by: UtcTime | None = None
     """An approve or edit not applied by then has lapsed."""
     policy_version: int | None = Field(default=None, ge=1)
+    approvals_required: int = Field(default=1, ge=1)
+    """How many different reviewers had to approve the request when this was signed (the gate holds the
+    request to it, whatever the store says now)."""
 
     @model_validator(mode="after")
     def _one_binding_for_its_kind(self) -> DecisionClaims:
@@ -229,6 +232,7 @@ def decision_claims(
         decided_at=decision.decided_at,
         apply_by=apply_by,
         policy_version=policy_version,
+        approvals_required=request.approvals_required,
     )
 
 

@@ -296,7 +296,8 @@ class TrustedKeys:
     ) -> tuple[DecisionClaims, ...]:
         """``required`` signed approvals of one request by different reviewers (a request needing several).
 
-        Each token must be an approve: an edit, reject or respond among them is refused.
+        Each token must be an approve: an edit, reject or respond among them is refused. The approvals
+        needed are the more of ``required`` and the count each approval was signed under.
         """
         approvals = [self.verify_decision(t, request_id=request_id, fingerprint=fingerprint, now=now) for t in tokens]
         for claims in approvals:
@@ -304,6 +305,8 @@ class TrustedKeys:
                 raise _binding(
                     f"request {request_id} has a signed {claims.kind.value} by {claims.reviewer}, not an approval"
                 )
+        # The count signed with the approvals binds too: lowering the stored one changes nothing.
+        required = max(required, *(c.approvals_required for c in approvals)) if approvals else required
         reviewers = {c.reviewer for c in approvals}
         if len(reviewers) < required:
             raise _binding(

@@ -46,6 +46,11 @@ class CliContext:
             self._owned = True
         return self.queue
 
+    @property
+    def owns_queue(self) -> bool:
+        """True when this context opened its queue (not one handed to it ready-made)."""
+        return self._owned
+
     def close(self) -> None:
         """Close the queue if this context opened it."""
         if self._owned and self.queue is not None:

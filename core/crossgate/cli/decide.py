@@ -6,13 +6,22 @@ one refused id neither stops nor undoes the others. Edit and respond stay single
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from crossgate.cli.context import CHANNEL, queue_of, reviewer_name
+from crossgate.cli.deciding import (
+    AuthorityDirOpt,
+    Decider,
+    LocalDecider,
+    ServerOpt,
+    TokenFileOpt,
+    decider,
+)
 from crossgate.cli.exit_codes import OK, exit_code_for, one_line
-from crossgate.cli.ids import RequestId, RequestIds
+from crossgate.cli.ids import request_id as resolve_request_id
 from crossgate.cli.options import (
     AgentOnly,
     Fingerprint,
@@ -43,8 +52,15 @@ from crossgate.model import (
     StandingRule,
     VerdictKind,
 )
-from crossgate.queue import ReviewQueue
 
+GivenId = Annotated[str, typer.Argument(metavar="ID", help="The request's id (or its start, without --server).")]
+GivenIds = Annotated[
+    list[str],
+    typer.Argument(
+        metavar="ID",
+        help="The request's id (or its start, without --server); give several to decide each on its own.",
+    ),
+]
 PAST_TENSE = {"approve": "approved", "edit": "edited", "reject": "rejected", "respond": "responded to"}
 
 
@@ -64,55 +80,77 @@ def _remember(
     return Remember(scope=scope, arg_patterns=arg_patterns, this_agent_only=agent_only, **chosen)
 
 
-def _decide(ctx: typer.Context, request_id: str, decision: AnyDecision, reviewer: str | None, as_json: bool) -> None:
-    queue = queue_of(ctx)
-    decided, remembered = _decide_one(queue, request_id, decision, reviewer_name(reviewer))
+@dataclass(frozen=True)
+class Credentials:
+    """The options that say who decides: ``--server`` with a token, or the key directory; and ``--reviewer``."""
+
+    server: str | None
+    token_file: Path | None
+    authority_dir: Path | None
+    reviewer: str | None
+
+    def decider(self, ctx: typer.Context, command: str) -> Decider:
+        return decider(
+            ctx,
+            command,
+            server=self.server,
+            token_file=self.token_file,
+            authority_dir=self.authority_dir,
+            reviewer=self.reviewer,
+        )
+
+
+def _resolved(ctx: typer.Context, deciding: Decider, given: list[str]) -> list[str]:
+    """Ids as given, each prefix resolved on the local database (the server takes full ids only)."""
+    if not isinstance(deciding, LocalDecider):
+        return given
+    return [resolve_request_id(deciding.queue, value) for value in given]
+
+
+def _decide(
+    ctx: typer.Context, command: str, given: str, decision: AnyDecision, who: Credentials, as_json: bool
+) -> None:
+    deciding = who.decider(ctx, command)
+    [target] = _resolved(ctx, deciding, [given])
+    decided, remembered = deciding.decide(target, decision)
     if as_json:
         print_json(_decided_json(decided, remembered))
     else:
-        _say_decided(queue, decided, remembered)
+        _say_decided(deciding, decided, remembered)
 
 
 def _decide_each(
-    ctx: typer.Context, request_ids: list[str], decision: AnyDecision, reviewer: str | None, as_json: bool
+    ctx: typer.Context, command: str, given: list[str], decision: AnyDecision, who: Credentials, as_json: bool
 ) -> None:
     """Decide every id on its own; exit with the first failure's code (0 when all were decided).
 
     A single id behaves exactly as before batches existed: its error is the command's error.
     """
-    if len(request_ids) == 1:
-        _decide(ctx, request_ids[0], decision, reviewer, as_json)
+    if len(given) == 1:
+        _decide(ctx, command, given[0], decision, who, as_json)
         return
-    queue = queue_of(ctx)
-    name = reviewer_name(reviewer)
+    deciding = who.decider(ctx, command)
     results: list[dict[str, Any]] = []
     exit_code = OK
-    for request_id in request_ids:
+    for request_id_ in _resolved(ctx, deciding, given):
         try:
-            decided, remembered = _decide_one(queue, request_id, decision, name)
+            decided, remembered = deciding.decide(request_id_, decision)
         except CrossgateError as exc:  # this id's refusal is its own result; the others go on
             code = exit_code_for(exc)
             exit_code = exit_code or code
             message = str(exc) or type(exc).__name__
             error = {"exit_code": code, "type": type(exc).__name__, "message": message}
-            results.append({"request_id": request_id, "ok": False, "error": error})
+            results.append({"request_id": request_id_, "ok": False, "error": error})
             if not as_json:
-                typer.echo(f"crossgate: error: {visible(request_id)}: {visible(one_line(message))}", err=True)
+                typer.echo(f"crossgate: error: {visible(request_id_)}: {visible(one_line(message))}", err=True)
             continue
-        results.append({"request_id": request_id, "ok": True, "request": _decided_json(decided, remembered)})
+        results.append({"request_id": request_id_, "ok": True, "request": _decided_json(decided, remembered)})
         if not as_json:
-            _say_decided(queue, decided, remembered)
+            _say_decided(deciding, decided, remembered)
     if as_json:
         print_json(results)
     if exit_code != OK:
         raise typer.Exit(exit_code)
-
-
-def _decide_one(
-    queue: ReviewQueue, request_id: str, decision: AnyDecision, reviewer: str
-) -> tuple[ApprovalRequest, list[StandingRule]]:
-    decided = queue.decide(request_id, decision, reviewer=reviewer, channel=CHANNEL)
-    return decided, [r for r in queue.rules() if r.source_request == decided.id]
 
 
 def _decided_json(decided: ApprovalRequest, remembered: list[StandingRule]) -> dict[str, Any]:
@@ -123,20 +161,20 @@ def _decided_json(decided: ApprovalRequest, remembered: list[StandingRule]) -> d
     }
 
 
-def _say_decided(queue: ReviewQueue, decided: ApprovalRequest, remembered: list[StandingRule]) -> None:
+def _say_decided(deciding: Decider, decided: ApprovalRequest, remembered: list[StandingRule]) -> None:
     stamped = decided.decision
     assert stamped is not None
     say(f"{PAST_TENSE[stamped.kind.value]} {decided.id} ({decided.call.tool}) as {stamped.reviewer}")
     for rule in remembered:
         say(f"remembered as standing rule {rule.id}: {rule.effect.value} {decision_coverage(decided) or rule.tool}")
-        if rule.effect is VerdictKind.ALLOW and (verdict := queue.evaluate(decided.call)).kind is VerdictKind.ASK:
+        if rule.effect is VerdictKind.ALLOW and (asking := deciding.still_asks(decided)) is not None:
             # e.g. a policy rule marked `rememberable: false`: the reviewer should know "always" does not hold
-            say(f"note: the policy still asks for calls like this one (rule {verdict.rule or 'default'})")
+            say(f"note: the policy still asks for calls like this one (rule {asking})")
 
 
 def approve(
     ctx: typer.Context,
-    request_ids: RequestIds,
+    request_ids: GivenIds,
     remember: RememberOpt = None,
     match: MatchOpt = None,
     pattern: PatternOpt = None,
@@ -144,6 +182,9 @@ def approve(
     note: Note = None,
     fingerprint: Fingerprint = None,
     reviewer: Reviewer = None,
+    server: ServerOpt = None,
+    token_file: TokenFileOpt = None,
+    authority_dir: AuthorityDirOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Approve requests: each call runs as proposed."""
@@ -151,12 +192,14 @@ def approve(
     decision = validated(
         lambda: Approve(remember=remembered, note=note, fingerprint=fingerprint), "decision", decision=True
     )
-    _decide_each(ctx, request_ids, decision, reviewer, as_json)
+    _decide_each(
+        ctx, "approve", request_ids, decision, Credentials(server, token_file, authority_dir, reviewer), as_json
+    )
 
 
 def edit(
     ctx: typer.Context,
-    request_id: RequestId,
+    request_id: GivenId,
     args: Annotated[str, typer.Option("--args", metavar="JSON", help="The arguments to run instead, a JSON object.")],
     remember: RememberOpt = None,
     match: MatchOpt = None,
@@ -165,6 +208,9 @@ def edit(
     note: Note = None,
     fingerprint: Fingerprint = None,
     reviewer: Reviewer = None,
+    server: ServerOpt = None,
+    token_file: TokenFileOpt = None,
+    authority_dir: AuthorityDirOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Edit a request: the same tool runs with these arguments instead."""
@@ -173,12 +219,12 @@ def edit(
     decision = validated(
         lambda: Edit(args=parsed, remember=remembered, note=note, fingerprint=fingerprint), "decision", decision=True
     )
-    _decide(ctx, request_id, decision, reviewer, as_json)
+    _decide(ctx, "edit", request_id, decision, Credentials(server, token_file, authority_dir, reviewer), as_json)
 
 
 def reject(
     ctx: typer.Context,
-    request_ids: RequestIds,
+    request_ids: GivenIds,
     message: Annotated[
         str, typer.Option("--message", metavar="TEXT", help="What the model reads; write it as an instruction.")
     ],
@@ -189,6 +235,9 @@ def reject(
     note: Note = None,
     fingerprint: Fingerprint = None,
     reviewer: Reviewer = None,
+    server: ServerOpt = None,
+    token_file: TokenFileOpt = None,
+    authority_dir: AuthorityDirOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Reject requests: the calls do not run, and each model reads the message."""
@@ -200,25 +249,30 @@ def reject(
         "decision",
         decision=True,
     )
-    _decide_each(ctx, request_ids, decision, reviewer, as_json)
+    _decide_each(
+        ctx, "reject", request_ids, decision, Credentials(server, token_file, authority_dir, reviewer), as_json
+    )
 
 
 def respond(
     ctx: typer.Context,
-    request_id: RequestId,
+    request_id: GivenId,
     content: Annotated[
         str, typer.Option("--content", metavar="TEXT", help="The tool's result, as the model will read it.")
     ],
     note: Note = None,
     fingerprint: Fingerprint = None,
     reviewer: Reviewer = None,
+    server: ServerOpt = None,
+    token_file: TokenFileOpt = None,
+    authority_dir: AuthorityDirOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Respond to a request as the tool: the content is its result and the tool does not run."""
     decision = validated(
         lambda: Respond(content=content, note=note, fingerprint=fingerprint), "decision", decision=True
     )
-    _decide(ctx, request_id, decision, reviewer, as_json)
+    _decide(ctx, "respond", request_id, decision, Credentials(server, token_file, authority_dir, reviewer), as_json)
 
 
 def register(app: typer.Typer) -> None:

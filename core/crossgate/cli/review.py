@@ -15,8 +15,8 @@ from typing import Annotated
 
 import typer
 
-from crossgate.cli.context import queue_of, reviewer_name
-from crossgate.cli.decide import _decide_one, _say_decided
+from crossgate.cli.decide import _say_decided
+from crossgate.cli.deciding import AuthorityDirOpt, local_decider
 from crossgate.cli.exit_codes import OK, exit_code_for, one_line
 from crossgate.cli.options import Note, Reviewer, json_args, validated
 from crossgate.cli.output import print_request, say
@@ -79,10 +79,15 @@ def review(
     framework: Annotated[str | None, typer.Option("--framework", metavar="NAME", help="Only this framework.")] = None,
     note: Note = None,
     reviewer: Reviewer = None,
+    authority_dir: AuthorityDirOpt = None,
 ) -> None:
-    """Walk the pending requests, oldest first: show each, then approve, edit, reject, skip or quit."""
-    queue = queue_of(ctx)
-    name = reviewer_name(reviewer)
+    """Walk the pending requests, oldest first: show each, then approve, edit, reject, skip or quit.
+
+    It decides on the local database with the authority's signing key, as an operator (through a
+    server, use its review page or ``crossgate approve --server``).
+    """
+    deciding = local_decider(ctx, "review", authority_dir=authority_dir, reviewer=reviewer)
+    queue = deciding.queue
     ids = _pending(queue, tool, framework)
     if not ids:
         say("no pending requests")
@@ -102,14 +107,14 @@ def review(
                 if decision is None:
                     counts["skip"] += 1
                     continue
-                decided, remembered = _decide_one(queue, request.id, decision, name)
+                decided, remembered = deciding.decide(request.id, decision)
             except CrossgateError as exc:  # the same refusal the decide commands print; the walk goes on
                 exit_code = exit_code or exit_code_for(exc)
                 message = str(exc) or type(exc).__name__
                 typer.echo(f"crossgate: error: {visible(request.id)}: {visible(one_line(message))}", err=True)
                 continue
             counts[decision.kind.value] += 1
-            _say_decided(queue, decided, remembered)
+            _say_decided(deciding, decided, remembered)
     except _Quit:
         pass
     say(", ".join(f"{n} {DONE[kind]}" for kind, n in counts.items()))

@@ -7,11 +7,11 @@ from typing import Annotated
 import typer
 
 from crossgate.cli.context import CHANNEL, queue_of, reviewer_name
+from crossgate.cli.deciding import AuthorityDirOpt, ServerOpt, TokenFileOpt, decider
 from crossgate.cli.ids import RuleId
-from crossgate.cli.options import Effect, JsonFlag, MatchOpt, PatternOpt, Reviewer, json_args, patterns, validated
+from crossgate.cli.options import Effect, JsonFlag, MatchOpt, PatternOpt, Reviewer, json_args, patterns
 from crossgate.cli.output import list_json, print_json, print_rules, rule_json, say
-from crossgate.fingerprint import fingerprint
-from crossgate.model import RememberMatch, RememberScope, StandingRule, VerdictKind
+from crossgate.model import RememberMatch, RememberScope, VerdictKind
 
 rules_app = typer.Typer(name="rules", help="Standing rules: remembered decisions every adapter consults.")
 
@@ -53,33 +53,32 @@ def add_rule(
         str | None, typer.Option("--message", metavar="TEXT", help="For deny: what the model reads.")
     ] = None,
     reviewer: Reviewer = None,
+    server: ServerOpt = None,
+    token_file: TokenFileOpt = None,
+    authority_dir: AuthorityDirOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Add a standing rule by hand."""
+    """Add a standing rule by hand (signed: through --server, or with the authority's key)."""
     arg_patterns = patterns(pattern)
     match = match or (RememberMatch.PATTERN if arg_patterns else RememberMatch.TOOL)
     _check_shape(match, arg_patterns, args, scope, run, session)
-    exact = fingerprint(tool, json_args(args)) if match is RememberMatch.EXACT and args is not None else None
-    queue = queue_of(ctx)
-    author = reviewer_name(reviewer)
-    rule: StandingRule = validated(
-        lambda: queue.new_rule(
-            effect=VerdictKind(effect.value),
-            tool=tool,
-            match=match,
-            arg_patterns=arg_patterns,
-            args_fingerprint=exact,
-            agent=agent,
-            framework=framework,
-            scope=scope,
-            run=run if scope is RememberScope.RUN else None,
-            session=session if scope is RememberScope.SESSION else None,
-            message=message,
-            created_by=author,
-        ),
-        "standing rule",
+    exact = json_args(args) if match is RememberMatch.EXACT and args is not None else None
+    deciding = decider(
+        ctx, "rules add", server=server, token_file=token_file, authority_dir=authority_dir, reviewer=reviewer
     )
-    queue.add_rule(rule, actor=author, channel=CHANNEL)
+    fields = {
+        "effect": VerdictKind(effect.value),
+        "tool": tool,
+        "match": match,
+        "arg_patterns": arg_patterns,
+        "agent": agent,
+        "framework": framework,
+        "scope": scope,
+        "run": run if scope is RememberScope.RUN else None,
+        "session": session if scope is RememberScope.SESSION else None,
+        "message": message,
+    }
+    rule = deciding.add_rule(fields, exact)
     if as_json:
         print_json(rule_json(rule))
     else:

@@ -387,4 +387,6 @@ def _from_rule(rule: PolicyRule) -> Verdict:
 
 
 def _from_standing_allow(rule: StandingRule) -> Verdict:
-    return Verdict(kind=VerdictKind.ALLOW, reason=f"Standing rule {rule.id} allows this call.", rule=rule.id)
+    return Verdict(
+        kind=VerdictKind.ALLOW, reason=f"Standing rule {rule.id} allows this call.", rule=rule.id, standing_rule=rule
+    )

@@ -16,12 +16,26 @@ from typing import Annotated, Any, Literal
 
 import typer
 
+from crossgate.authority.keyring import KEYRING_DIR_ENV, KEYRING_FILE, Keyring, default_directory
+from crossgate.authority.keys import Authority
 from crossgate.errors import ConfigurationError
 from crossgate.limits import InputLimits
 from crossgate.queue import ReviewQueue
 
 DEFAULT_PORT = 8700
 LOCAL_REVIEWER = "local"
+UNSIGNED_WARNING = (
+    "crossgate: warning: no authority key (create one with 'crossgate keys init'), so decisions are recorded "
+    "unsigned; agents that pin a public key refuse them"
+)
+
+
+def server_authority(directory: Path | None) -> Authority | None:
+    """The key the server signs with: the keyring in ``directory`` (else the default one, if it exists)."""
+    target = directory if directory is not None else default_directory()
+    if directory is None and not (target / KEYRING_FILE).exists():
+        return None
+    return Keyring.open(target).authority()
 
 
 def _context_queue(
@@ -71,8 +85,24 @@ def serve(
     webhook_format: Annotated[str, typer.Option(help="json or slack, for --webhook.")] = "json",
     open_browser: Annotated[bool, typer.Option("--open", help="Open the review page in a browser.")] = False,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+    authority_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--authority-dir",
+            metavar="DIR",
+            envvar=KEYRING_DIR_ENV,
+            show_envvar=True,
+            file_okay=False,
+            help="The authority's key directory: every decision and rule is signed with its key. "
+            "[default: ~/.config/crossgate/authority, if it holds a keyring]",
+        ),
+    ] = None,
 ) -> None:
-    """Run the review server: HTTP API, live stream and the reviewer web page."""
+    """Run the review server: HTTP API, live stream and the reviewer web page.
+
+    With the authority's keyring (``crossgate keys init``), the server signs every decision and standing
+    rule it records, under the authenticated reviewer's name; agents verify them with the public key.
+    """
     _need_server_extra()
     import uvicorn
 
@@ -103,7 +133,10 @@ def serve(
     fields["webhooks"] = (*fields.get("webhooks", ()), *extra)
     limits = fields.pop("limits", None)
     settings = ServerSettings(**fields)
+    authority = server_authority(authority_dir)
     queue = _context_queue(ctx, db, policy, limits)
+    if queue.authority is None:
+        queue.authority = authority
     app = create_app(queue, settings)
     page = f"{address}/"
     if generated:  # the printed address signs in once; the token stays for the API and the sign-in form
@@ -114,6 +147,10 @@ def serve(
     typer.echo(f"crossgate: review page {page}")
     if generated:
         typer.echo(f"crossgate: {LOCAL_REVIEWER!r}'s token, for the API and to sign in again: {generated}")
+    if queue.authority is not None:
+        typer.echo(f"crossgate: signing decisions and standing rules with authority key {queue.authority.kid}")
+    else:
+        typer.echo(UNSIGNED_WARNING, err=True)
     if not _is_loopback(host):
         typer.echo(f"crossgate: warning: listening on {host}, reachable from other machines", err=True)
     if open_browser:

@@ -21,7 +21,7 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -43,6 +43,7 @@ from crossgate.model import (
     StandingRule,
 )
 from crossgate.stores._event_batch import EventBatch
+from crossgate.stores._signatures import request_body, request_from_row, request_signatures, rule_body, rule_from_row
 from crossgate.stores.base import (
     DeliveryCursor,
     Page,
@@ -327,13 +328,17 @@ class PostgresStore:
         return self._insert("insert_request", _request_row(request), event, f"request {request.id}")
 
     def get_request(self, request_id: str) -> ApprovalRequest | None:
-        return self._get("get_request", request_id, ApprovalRequest)
+        with self._conn(f"read {request_id}") as conn:
+            row = conn.execute(_q("get_request"), {"id": request_id}).fetchone()
+        return None if row is None else _load_signed(request_from_row, ApprovalRequest, *row)
 
     def list_requests(self, query: RequestQuery) -> Page[ApprovalRequest]:
         statement, params = list_statement(query)
         with self._conn("list requests") as conn:
             rows = conn.execute(statement, params).fetchall()
-        items = [_load(ApprovalRequest, data) for _, data in rows[: query.limit]]
+        items = [
+            _load_signed(request_from_row, ApprovalRequest, data, signed) for _, data, signed in rows[: query.limit]
+        ]
         more = len(rows) > query.limit
         return Page(items, encode_cursor(rows[query.limit - 1][0]) if more else None)
 
@@ -346,23 +351,25 @@ class PostgresStore:
     def overdue_requests(self, now: datetime, limit: int = 100) -> list[ApprovalRequest]:
         with self._conn("list overdue requests") as conn:
             rows = conn.execute(_q("overdue_requests"), {"now": now, "limit": limit}).fetchall()
-        return [_load(ApprovalRequest, data) for (data,) in rows]
+        return [_load_signed(request_from_row, ApprovalRequest, data, signed) for data, signed in rows]
 
     # standing rules ------------------------------------------------------------------------------
     def insert_rule(self, rule: StandingRule, event: NewEvent) -> Event:
-        row = {"id": rule.id, "revoked_at": rule.revoked_at, "data": rule.model_dump_json()}
+        row = {"id": rule.id, "revoked_at": rule.revoked_at, "data": rule_body(rule), "signature": rule.signature}
         return self._insert("insert_rule", row, event, f"rule {rule.id}")
 
     def get_rule(self, rule_id: str) -> StandingRule | None:
-        return self._get("get_rule", rule_id, StandingRule)
+        with self._conn(f"read {rule_id}") as conn:
+            row = conn.execute(_q("get_rule"), {"id": rule_id}).fetchone()
+        return None if row is None else _load_signed(rule_from_row, StandingRule, *row)
 
     def list_rules(self, *, include_revoked: bool = False) -> list[StandingRule]:
         with self._conn("list standing rules") as conn:
             rows = conn.execute(_q("list_rules"), {"include_revoked": include_revoked}).fetchall()
-        return [_load(StandingRule, data) for (data,) in rows]
+        return [_load_signed(rule_from_row, StandingRule, data, signed) for data, signed in rows]
 
     def revoke_rule(self, rule: StandingRule, event: NewEvent) -> Event | None:
-        row = {"id": rule.id, "revoked_at": rule.revoked_at, "data": rule.model_dump_json()}
+        row = {"id": rule.id, "revoked_at": rule.revoked_at, "data": rule_body(rule)}
         return self._change("revoke_rule", row, event, f"revoke rule {rule.id}")
 
     # parked runs ---------------------------------------------------------------------------------
@@ -584,6 +591,13 @@ def _load(model: type[M], data: str) -> M:
         raise StoreError(f"a stored {model.__name__} no longer parses: {exc}") from exc
 
 
+def _load_signed(load: Callable[[str, str | None], M], model: type[M], data: str, signed: str | None) -> M:
+    try:
+        return load(data, signed)
+    except ValidationError as exc:
+        raise StoreError(f"a stored {model.__name__} no longer parses: {exc}") from exc
+
+
 def _conninfo_params(conninfo: str) -> dict[str, Any]:
     try:
         return psycopg.conninfo.conninfo_to_dict(conninfo)
@@ -607,7 +621,8 @@ def _request_row(request: ApprovalRequest) -> dict[str, Any]:
         "agent": call.agent,
         "run": call.run,
         "expires_at": request.expires_at,
-        "data": request.model_dump_json(),
+        "data": request_body(request),
+        "signatures": request_signatures(request),
     }
 
 

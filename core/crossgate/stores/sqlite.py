@@ -54,6 +54,7 @@ from crossgate.model import (
     StandingRule,
 )
 from crossgate.stores._event_batch import EventBatch
+from crossgate.stores._signatures import request_body, request_from_row, request_signatures, rule_body, rule_from_row
 from crossgate.stores.base import (
     DeliveryCursor,
     Page,
@@ -370,8 +371,8 @@ class SqliteStore:
         call = request.call
         try:
             conn.execute(
-                "INSERT INTO requests (id, status, framework, tool, agent, run, expires_at, body)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO requests (id, status, framework, tool, agent, run, expires_at, body, signatures)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     request.id,
                     request.status.value,
@@ -380,7 +381,8 @@ class SqliteStore:
                     call.agent,
                     call.run,
                     _epoch(request.expires_at),
-                    request.model_dump_json(),
+                    request_body(request),
+                    request_signatures(request),
                 ),
             )
         except sqlite3.IntegrityError as exc:
@@ -388,8 +390,8 @@ class SqliteStore:
         return self._append(conn, event)
 
     def get_request(self, request_id: str) -> ApprovalRequest | None:
-        rows = self._read("SELECT body FROM requests WHERE id = ?", (request_id,))
-        return ApprovalRequest.model_validate_json(rows[0][0]) if rows else None
+        rows = self._read("SELECT body, signatures FROM requests WHERE id = ?", (request_id,))
+        return request_from_row(*rows[0]) if rows else None
 
     def list_requests(self, query: RequestQuery) -> Page[ApprovalRequest]:
         where: list[str] = []
@@ -405,13 +407,13 @@ class SqliteStore:
         if query.cursor is not None:
             where.append("position < ?" if query.newest_first else "position > ?")
             params.append(decode_cursor(query.cursor))
-        sql = "SELECT position, body FROM requests"
+        sql = "SELECT position, body, signatures FROM requests"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += f" ORDER BY position {'DESC' if query.newest_first else 'ASC'} LIMIT ?"
         params.append(query.limit + 1)
         rows = self._read(sql, params)
-        items = [ApprovalRequest.model_validate_json(body) for _, body in rows[: query.limit]]
+        items = [request_from_row(body, signed) for _, body, signed in rows[: query.limit]]
         next_cursor = encode_cursor(rows[query.limit - 1][0]) if len(rows) > query.limit else None
         return Page(items, next_cursor)
 
@@ -420,12 +422,13 @@ class SqliteStore:
     ) -> Event | None:
         with self._write("update_request") as conn:
             updated = conn.execute(
-                f"UPDATE requests SET status = ?, expires_at = ?, body = ?"
+                f"UPDATE requests SET status = ?, expires_at = ?, body = ?, signatures = ?"
                 f" WHERE id = ? AND status IN ({', '.join('?' for _ in expected)})",
                 (
                     request.status.value,
                     _epoch(request.expires_at),
-                    request.model_dump_json(),
+                    request_body(request),
+                    request_signatures(request),
                     request.id,
                     *(s.value for s in expected),
                 ),
@@ -434,19 +437,20 @@ class SqliteStore:
 
     def overdue_requests(self, now: datetime, limit: int = 100) -> list[ApprovalRequest]:
         rows = self._read(
-            "SELECT body FROM requests WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= ?"
+            "SELECT body, signatures FROM requests"
+            " WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= ?"
             " ORDER BY position LIMIT ?",
             (now.timestamp(), limit),
         )
-        return [ApprovalRequest.model_validate_json(body) for (body,) in rows]
+        return [request_from_row(body, signed) for body, signed in rows]
 
     # standing rules -----------------------------------------------------------------------------
     def insert_rule(self, rule: StandingRule, event: NewEvent) -> Event:
         with self._write("insert_rule") as conn:
             try:
                 conn.execute(
-                    "INSERT INTO standing_rules (id, revoked, body) VALUES (?, ?, ?)",
-                    (rule.id, int(rule.revoked_at is not None), rule.model_dump_json()),
+                    "INSERT INTO standing_rules (id, revoked, body, signature) VALUES (?, ?, ?, ?)",
+                    (rule.id, int(rule.revoked_at is not None), rule_body(rule), rule.signature),
                 )
             except sqlite3.IntegrityError as exc:
                 raise ConflictError(f"rule {rule.id} already exists") from exc
@@ -454,18 +458,18 @@ class SqliteStore:
             return self._append(conn, event)
 
     def get_rule(self, rule_id: str) -> StandingRule | None:
-        rows = self._read("SELECT body FROM standing_rules WHERE id = ?", (rule_id,))
-        return StandingRule.model_validate_json(rows[0][0]) if rows else None
+        rows = self._read("SELECT body, signature FROM standing_rules WHERE id = ?", (rule_id,))
+        return rule_from_row(*rows[0]) if rows else None
 
     def list_rules(self, *, include_revoked: bool = False) -> list[StandingRule]:
-        sql = "SELECT body FROM standing_rules" + ("" if include_revoked else " WHERE revoked = 0")
-        return [StandingRule.model_validate_json(body) for (body,) in self._read(sql + " ORDER BY position")]
+        sql = "SELECT body, signature FROM standing_rules" + ("" if include_revoked else " WHERE revoked = 0")
+        return [rule_from_row(body, signed) for body, signed in self._read(sql + " ORDER BY position")]
 
     def revoke_rule(self, rule: StandingRule, event: NewEvent) -> Event | None:
         with self._write("revoke_rule") as conn:
             updated = conn.execute(
                 "UPDATE standing_rules SET revoked = 1, body = ? WHERE id = ? AND revoked = 0",
-                (rule.model_dump_json(), rule.id),
+                (rule_body(rule), rule.id),
             ).rowcount
             if not updated:
                 return None

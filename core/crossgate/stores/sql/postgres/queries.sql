@@ -39,31 +39,32 @@ SELECT pg_notify(%(channel)s, event.seq::text) FROM event, head;
 WITH head AS (
     SELECT seq, hash FROM audit_head FOR UPDATE
 ), inserted AS (
-    INSERT INTO requests (id, position, status, framework, tool, agent, run, expires_at, data)
-    SELECT %(id)s, head.seq + 1, %(status)s, %(framework)s, %(tool)s, %(agent)s, %(run)s, %(expires_at)s, %(data)s
+    INSERT INTO requests (id, position, status, framework, tool, agent, run, expires_at, data, signatures)
+    SELECT %(id)s, head.seq + 1, %(status)s, %(framework)s, %(tool)s, %(agent)s, %(run)s, %(expires_at)s, %(data)s,
+        %(signatures)s
     FROM head
     RETURNING position
 )
 SELECT head.seq, head.hash FROM head, inserted;
 
 -- name: get_request
-SELECT data FROM requests WHERE id = %(id)s;
+SELECT data, signatures FROM requests WHERE id = %(id)s;
 
 -- name: update_request
 -- Compare-and-set: only a request whose status is still one of the expected ones changes. Returns the
 -- locked head when it did, no row when it did not.
 WITH changed AS (
-    UPDATE requests SET status = %(status)s, expires_at = %(expires_at)s, data = %(data)s
+    UPDATE requests SET status = %(status)s, expires_at = %(expires_at)s, data = %(data)s, signatures = %(signatures)s
     WHERE id = %(id)s AND status = ANY(%(expected)s)
     RETURNING position
 )
 SELECT seq, hash FROM audit_head WHERE EXISTS (SELECT FROM changed) FOR UPDATE;
 
 -- name: list_requests
-SELECT position, data FROM requests {where} ORDER BY position {direction} LIMIT %(limit)s;
+SELECT position, data, signatures FROM requests {where} ORDER BY position {direction} LIMIT %(limit)s;
 
 -- name: overdue_requests
-SELECT data FROM requests
+SELECT data, signatures FROM requests
 WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= %(now)s
 ORDER BY position LIMIT %(limit)s;
 
@@ -71,17 +72,17 @@ ORDER BY position LIMIT %(limit)s;
 WITH head AS (
     SELECT seq, hash FROM audit_head FOR UPDATE
 ), inserted AS (
-    INSERT INTO standing_rules (id, position, revoked_at, data)
-    SELECT %(id)s, head.seq + 1, %(revoked_at)s, %(data)s FROM head
+    INSERT INTO standing_rules (id, position, revoked_at, data, signature)
+    SELECT %(id)s, head.seq + 1, %(revoked_at)s, %(data)s, %(signature)s FROM head
     RETURNING position
 )
 SELECT head.seq, head.hash FROM head, inserted;
 
 -- name: get_rule
-SELECT data FROM standing_rules WHERE id = %(id)s;
+SELECT data, signature FROM standing_rules WHERE id = %(id)s;
 
 -- name: list_rules
-SELECT data FROM standing_rules WHERE %(include_revoked)s OR revoked_at IS NULL ORDER BY position;
+SELECT data, signature FROM standing_rules WHERE %(include_revoked)s OR revoked_at IS NULL ORDER BY position;
 
 -- name: revoke_rule
 WITH changed AS (

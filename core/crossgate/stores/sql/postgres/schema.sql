@@ -3,6 +3,8 @@
 -- Models are kept whole as JSON text in ``data`` (text, not jsonb: jsonb rewrites numbers such as
 -- 1e20 and -0.0, which would change fingerprints and audit hashes); the other columns are copies the
 -- queries filter and order on. ``position`` is the seq of the row's first event, so it grows in commit order.
+-- ``signatures`` and ``signature`` hold the authority's tokens over a request's decision (separated by
+-- single spaces) and over a standing rule, beside what they sign.
 
 CREATE TABLE requests (
     id text PRIMARY KEY,
@@ -13,7 +15,8 @@ CREATE TABLE requests (
     agent text,
     run text,
     expires_at timestamptz,
-    data text NOT NULL
+    data text NOT NULL,
+    signatures text
 );
 CREATE INDEX requests_status_position ON requests (status, position);
 CREATE INDEX requests_run_position ON requests (run, position);
@@ -24,7 +27,8 @@ CREATE TABLE standing_rules (
     id text PRIMARY KEY,
     position bigint NOT NULL UNIQUE,
     revoked_at timestamptz,
-    data text NOT NULL
+    data text NOT NULL,
+    signature text
 );
 
 CREATE TABLE parked_runs (
