@@ -134,7 +134,7 @@ export async function runRecorded<T>(
 }
 
 function signatureProblem(request: ApprovalRequest, trustedKeys: TrustedKeys): string | null {
-  const token = request.decision_token;
+  const [token] = request.signatures;
   if (!token) return `the decision on request ${request.id} is not signed by the authority`;
   try {
     verifyDecision(token, trustedKeys, {

@@ -103,8 +103,11 @@ export interface ApprovalRequest {
   closed_reason: string | null;
   apply_within_seconds: number | null;
   approvals_required: number;
-  /** The authority's signed decision (JWS compact), when the server signs decisions. */
-  decision_token?: string | null;
+  /**
+   * The authority's tokens over the decision (JWS compact): one, or one per approver for a request that
+   * needs several; empty while pending, or when the server signs nothing.
+   */
+  signatures: string[];
 }
 
 /** SDK state of a run that waits for decisions, kept server-side so any process can resume it. */

@@ -130,16 +130,16 @@ test('an unreachable server fails closed: the run ends with UnreachableError and
   assert.equal(tickets.deleteRuns(), 0);
 });
 
-test('with a pinned authority key, an approval the authority did not sign runs nothing, and the model is told why', async () => {
+test('with a pinned authority key, an approval signed with another key runs nothing, and the model is told why', async () => {
   const tickets = world('pinned');
   const [key] = pythonOps<{ pin: string }>([{ op: 'key', key: 'authority' }]);
   const trustedKeys = TrustedKeys.parse(key!.pin);
   const first = await new Gate({ client, agent: triage(tickets, [[del('t3')]]).agent, trustedKeys }).run('Delete t3.', { run: 'run-pinned' });
   assert.equal(first.status, 'parked');
-  await server.decide(first.requestIds[0]!, { kind: 'approve' }); // this server signs nothing
+  await server.decide(first.requestIds[0]!, { kind: 'approve' }); // signed with the server's key, not the pinned one
   const resumer = triage(tickets, [[del('t3')]]);
   assert.equal((await new Gate({ client, agent: resumer.agent, trustedKeys }).resume(first.parkedRun)).status, 'finished');
   assert.equal(tickets.deleteRuns(), 0);
-  assert.match(resumer.model.told().call_t3 ?? '', /is not signed by the authority/);
+  assert.match(resumer.model.told().call_t3 ?? '', /which is not pinned/);
   assert.equal((await client.get(first.requestIds[0]!)).status, 'decided', 'the decision was never applied');
 });

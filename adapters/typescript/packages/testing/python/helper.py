@@ -11,6 +11,7 @@ from typing import Any
 
 from crossgate.adapter import request_id
 from crossgate.authority import Authority, CheckpointClaims, DecisionClaims
+from crossgate.authority.keyring import Keyring
 from crossgate.fingerprint import canonical_json, fingerprint
 from crossgate.model import ToolCall
 from crossgate.policy.loading import load_policy
@@ -36,6 +37,9 @@ def run(op: dict[str, Any]) -> dict[str, Any]:
     if kind == "key":
         authority = _key(op["key"])
         return {"pin": authority.public_key.pin, "kid": authority.kid, "pem": authority.public_key.pem()}
+    if kind == "keyring":
+        keyring = Keyring.init(op["dir"])
+        return {"pin": keyring.pin_text(), "kid": keyring.current}
     if kind == "sign":
         return {"token": _key(op["key"]).sign(DecisionClaims.model_validate(op["claims"]))}
     if kind == "evaluate":

@@ -1,6 +1,6 @@
 /** Test support shared by the crossgate TypeScript packages (private; not published). */
 
-export { crossgateCli, pythonExecutable, pythonOps } from './python.js';
+export { crossgateCli, environment, pythonExecutable, pythonOps } from './python.js';
 export type { Completed } from './python.js';
 export {
   AGENT,
@@ -12,5 +12,5 @@ export {
   SEED_POLICY,
   startServer,
 } from './server.js';
-export type { DecisionBody, LiveServer } from './server.js';
+export type { DecisionBody, LiveServer, ServerOptions } from './server.js';
 export { TicketStore } from './tickets.js';

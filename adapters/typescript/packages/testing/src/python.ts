@@ -23,11 +23,21 @@ export interface Completed {
   stderr: string;
 }
 
+/** This process's environment with `overrides` applied; an override of '' removes the variable. */
+export function environment(overrides: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const [name, value] of Object.entries(overrides)) {
+    if (value === '') delete env[name];
+    else env[name] = value;
+  }
+  return env;
+}
+
 /** Run the `crossgate` CLI (`python -m crossgate.cli ...`) as its own process. */
-export function crossgateCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Completed> {
+export function crossgateCli(args: string[], env: Record<string, string> = {}): Promise<Completed> {
   return new Promise((resolve, reject) => {
     const child = spawn(pythonExecutable(), ['-m', 'crossgate.cli', ...args], {
-      env: { ...process.env, ...env },
+      env: environment(env),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
