@@ -1,6 +1,8 @@
 /** Test support shared by the crossgate TypeScript packages (private; not published). */
 
-export { crossgateCli, environment, pythonExecutable, pythonOps } from './python.js';
+export { crossgateCli, environment, pythonExecutable, pythonOps, pythonOpsAsync } from './python.js';
+export { auditEvents, forge, insertRule, REFUSAL, REFUSAL_REASON, refusals } from './forgery.js';
+export type { Forged, Forgery } from './forgery.js';
 export type { Completed } from './python.js';
 export {
   AGENT,

@@ -17,6 +17,23 @@ export function pythonOps<T = Record<string, string>>(ops: object[]): T[] {
   return JSON.parse(done.stdout) as T[];
 }
 
+/** `pythonOps` in a child process the event loop does not wait on (a live gate may be waiting meanwhile). */
+export function pythonOpsAsync<T = Record<string, string>>(ops: object[]): Promise<T[]> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(pythonExecutable(), [HELPER], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (status) => {
+      if (status !== 0) reject(new Error(`python helper failed (${status}): ${stderr}`));
+      else resolve(JSON.parse(stdout) as T[]);
+    });
+    child.stdin.end(JSON.stringify(ops));
+  });
+}
+
 export interface Completed {
   status: number | null;
   stdout: string;
