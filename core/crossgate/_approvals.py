@@ -15,7 +15,7 @@ from crossgate._queue_base import QueueBase
 from crossgate.authority.claims import ReviewerKind
 from crossgate.decisions import AnyDecision
 from crossgate.errors import AlreadyDecidedError, ConflictError, DecisionNotAllowedError
-from crossgate.model import ApprovalRequest, Approve, JsonObject, RequestStatus
+from crossgate.model import DECIDED_STATUSES, ApprovalRequest, Approve, JsonObject
 
 APPROVED = "approved"
 """The event kind of one approval that did not yet decide its request."""
@@ -95,6 +95,6 @@ class ApprovalsMixin(QueueBase):
         except (AlreadyDecidedError, ConflictError):
             # Another reviewer's approval completed the count at the same moment and recorded the decision.
             latest = self.get(request.id)
-            if latest.status in (RequestStatus.DECIDED, RequestStatus.APPLIED) and isinstance(latest.decision, Approve):
+            if latest.status in DECIDED_STATUSES and isinstance(latest.decision, Approve):
                 return latest
             raise

@@ -11,7 +11,17 @@ from pydantic import JsonValue
 from crossgate._queue_base import QueueBase, clip_text
 from crossgate.clock import new_id
 from crossgate.errors import AdapterError, ConfigurationError, ConflictError, NotFoundError, ParkedRunClaimedError
-from crossgate.model import ApprovalRequest, JsonObject, NewEvent, ParkedRun, ParkedRunStatus, RequestStatus
+from crossgate.model import (
+    ApprovalRequest,
+    EventKind,
+    JsonObject,
+    NewEvent,
+    ParkedRun,
+    ParkedRunStatus,
+    RequestStatus,
+    event_kind,
+    is_outcome,
+)
 from crossgate.stores.base import claimable
 
 PRUNED_IDS_LISTED = 100
@@ -108,8 +118,8 @@ class ParkedRunsMixin(QueueBase):
     def _ran_after_applied(self, request_id: str) -> bool:
         applied = False
         for event in self.store.list_events(request_id=request_id):
-            applied = applied or event.kind == "applied"
-            if applied and event.kind == "executed" and event.payload.get("ran") is True:
+            applied = applied or event.kind == EventKind.APPLIED
+            if applied and is_outcome(event) and event_kind(event) == EventKind.RAN:
                 return True
         return False
 

@@ -30,7 +30,17 @@ from pydantic import ValidationError
 
 from crossgate.decisions import AnyDecision
 from crossgate.errors import FingerprintMismatchError, InvalidDecisionError
-from crossgate.model import ApprovalRequest, Approve, DecisionKind, Edit, Reject, Remember, RequestStatus, Respond
+from crossgate.model import (
+    DECIDED_STATUSES,
+    ApprovalRequest,
+    Approve,
+    DecisionKind,
+    Edit,
+    Reject,
+    Remember,
+    RequestStatus,
+    Respond,
+)
 from crossgate.schemas import inline_refs
 
 TOOL_CALL = "tool_call"
@@ -137,7 +147,7 @@ def payload_of(decision: AnyDecision) -> dict[str, Any]:
 def resume_entry_of(request: ApprovalRequest) -> dict[str, Any] | None:
     """The ``resume`` entry answering ``request``: resolved with its decision, cancelled if it closed
     without one (expired or cancelled: the call did not run); None while it is pending."""
-    if request.status in (RequestStatus.DECIDED, RequestStatus.APPLIED) and request.decision is not None:
+    if request.status in DECIDED_STATUSES and request.decision is not None:
         return {"interruptId": request.id, "status": RESOLVED, "payload": payload_of(request.decision)}
     if request.status in (RequestStatus.EXPIRED, RequestStatus.CANCELLED):
         why = {"status": request.status.value, "reason": request.closed_reason}

@@ -45,7 +45,7 @@ def check_open(request: ApprovalRequest, now: datetime) -> None:
     """Raise the precise conflict if ``request`` can no longer be decided."""
     if request.status is RequestStatus.DECIDED:
         raise AlreadyDecidedError(f"request {request.id} was already decided ({_kind(request)})")
-    if request.status is RequestStatus.APPLIED:
+    if request.is_applied:
         raise AlreadyAppliedError(f"request {request.id} was already decided ({_kind(request)}) and applied")
     if request.status is RequestStatus.EXPIRED:
         raise RequestExpiredError(f"request {request.id} expired at {request.expires_at}")

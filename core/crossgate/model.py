@@ -6,7 +6,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, field_validator, model_validator
 
 from crossgate.fingerprint import canonical_json, fingerprint, json_string
 
@@ -86,13 +86,78 @@ class VerdictKind(StrEnum):
 
 
 class RequestStatus(StrEnum):
-    """Life of an approval request: pending, then decided and applied, or expired, or cancelled."""
+    """Life of an approval request, each status named for what a reviewer needs to know.
+
+    ``pending`` (waiting for a reviewer) → ``decided`` (a reviewer decided; the agent has not acted on it
+    yet) → once the decision reached the agent, what became of the call: ``applied`` (an approve or edit,
+    handed to its tool; the outcome event says whether it ``ran``), ``rejected`` (the model read the
+    rejection; nothing ran) or ``answered`` (the model read the reviewer's answer; nothing ran). A pending
+    request, or a decided approval that lapsed or that the policy now denies, ends ``expired`` or
+    ``cancelled`` instead, and nothing runs.
+    """
 
     PENDING = "pending"
     DECIDED = "decided"
     APPLIED = "applied"
+    REJECTED = "rejected"
+    ANSWERED = "answered"
     EXPIRED = "expired"
     CANCELLED = "cancelled"
+
+
+APPLIED_STATUSES = frozenset({RequestStatus.APPLIED, RequestStatus.REJECTED, RequestStatus.ANSWERED})
+"""The statuses of a request whose decision reached the agent (``mark_applied`` moved it there, once)."""
+DECIDED_STATUSES = APPLIED_STATUSES | {RequestStatus.DECIDED}
+"""The statuses of a request a reviewer's decision stands for: decided, and every status it is applied as."""
+
+
+def applied_status(kind: DecisionKind) -> RequestStatus:
+    """The status a decision of ``kind`` leaves its request in once it reached the agent."""
+    if kind is DecisionKind.REJECT:
+        return RequestStatus.REJECTED
+    if kind is DecisionKind.RESPOND:
+        return RequestStatus.ANSWERED
+    return RequestStatus.APPLIED
+
+
+class EventKind(StrEnum):
+    """What an entry of the audit log records. Stored kinds never change: the hash chain covers them."""
+
+    SUBMITTED = "submitted"
+    """A request was made (it is pending)."""
+    APPROVED = "approved"
+    """One reviewer approved a call that needs several; the last approval is the ``decided`` event."""
+    DECIDED = "decided"
+    APPLIED = "applied"
+    """The decision reached the agent (payload ``kind``: which decision); the request's status says what
+    became of the call."""
+    RAN = "ran"
+    """Outcome: the tool ran (``error`` says if it failed)."""
+    NOT_RUN = "not_run"
+    """Outcome: the tool did not run; ``result`` (or ``error``) is what the model read instead."""
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+    AUTO_ALLOWED = "auto_allowed"
+    AUTO_DENIED = "auto_denied"
+    RULE_ADDED = "rule_added"
+    RULE_REVOKED = "rule_revoked"
+    RUN_PARKED = "run_parked"
+    RUN_CLAIMED = "run_claimed"
+    RUN_RESUMED = "run_resumed"
+    RUN_RETRIED = "run_retried"
+    PARKED_STATES_PRUNED = "parked_states_pruned"
+
+
+LEGACY_OUTCOME = "executed"
+"""The kind outcomes were written under before ``ran`` and ``not_run`` (with ``payload.ran`` saying which).
+Such events stay as written, so the chain still verifies; :func:`event_kind` reads them by the new names."""
+OUTCOME_KINDS = frozenset({EventKind.RAN.value, EventKind.NOT_RUN.value, LEGACY_OUTCOME})
+"""Every stored kind of an outcome event, old and new."""
+
+
+def outcome_kind(ran: bool) -> EventKind:
+    """The kind of the outcome event of a call that ``ran`` or did not."""
+    return EventKind.RAN if ran else EventKind.NOT_RUN
 
 
 class RememberScope(StrEnum):
@@ -252,17 +317,30 @@ class ApprovalRequest(_Frozen):
     """The authority's tokens over the decision (JWS compact, see ``crossgate.authority``): one, or one per
     approver for a request that needs several; empty while pending, or when the queue signs nothing."""
 
+    @model_validator(mode="after")
+    def _read_legacy_status(self) -> ApprovalRequest:
+        # Before ``rejected`` and ``answered``, every decision that reached the agent was stored as
+        # ``applied``; JSON written then (an old store's body, an old client's copy) reads as it is now.
+        if self.status is RequestStatus.APPLIED and self.decision is not None:
+            self.__dict__["status"] = applied_status(self.decision.kind)
+        return self
+
     @property
     def is_open(self) -> bool:
         """True while a reviewer can still decide it."""
         return self.status is RequestStatus.PENDING
+
+    @property
+    def is_applied(self) -> bool:
+        """True once its decision reached the agent (status ``applied``, ``rejected`` or ``answered``)."""
+        return self.status in APPLIED_STATUSES
 
     def resolution(self) -> Approve | Edit | Reject | Respond | None:
         """The answer the SDK gets: the decision, or a rejection for an expired or cancelled request.
 
         None while the request is pending.
         """
-        if self.status in (RequestStatus.DECIDED, RequestStatus.APPLIED):
+        if self.status in DECIDED_STATUSES:
             return self.decision
         if self.status is RequestStatus.EXPIRED:
             return Reject(message=self.closed_reason or EXPIRY_MESSAGE, fingerprint=self.fingerprint)
@@ -376,6 +454,18 @@ class Event(_Frozen):
             f'"payload":{canonical_json(self.payload)},"prev_hash":{json_string(self.prev_hash)},'
             f'"request_id":{_text_or_null(self.request_id)},"run":{_text_or_null(self.run)},"seq":{int(self.seq)}}}'
         )
+
+
+def event_kind(event: Event) -> str:
+    """``event``'s kind in the current vocabulary: an outcome written as ``executed`` reads ``ran`` or ``not_run``."""
+    if event.kind == LEGACY_OUTCOME:
+        return outcome_kind(event.payload.get("ran") is True).value
+    return event.kind
+
+
+def is_outcome(event: Event) -> bool:
+    """True for an outcome event (``ran`` or ``not_run``, or the ``executed`` of older logs)."""
+    return event.kind in OUTCOME_KINDS
 
 
 def _text_or_null(value: str | None) -> str:

@@ -7,11 +7,11 @@ from the outcome the audit log recorded, so it neither repeats the call nor beli
 
 from __future__ import annotations
 
-from crossgate.model import Event
+from crossgate.model import Event, EventKind, event_kind
 
 
 def already_applied_message(tool: str, request_id: str, outcome: Event | None) -> str:
-    """The tool output for a call whose decision was applied before, given its recorded ``executed`` event."""
+    """The tool output for a call whose decision was applied before, given its recorded outcome event."""
     if outcome is None:
         return (
             f"crossgate did not run {tool} again: request {request_id} was applied before, but no outcome was "
@@ -19,7 +19,7 @@ def already_applied_message(tool: str, request_id: str, outcome: Event | None) -
         )
     payload = outcome.payload
     result, error = payload.get("result"), payload.get("error")
-    if payload.get("ran"):
+    if event_kind(outcome) == EventKind.RAN:
         ran = f"{tool} already ran for this call (request {request_id})"
         if error:
             return f"{ran} and failed: {error}. It was not run again."

@@ -43,12 +43,16 @@ from crossgate.model import (
     DecisionKind,
     Edit,
     Event,
+    EventKind,
     JsonObject,
     RememberScope,
     RequestStatus,
     ToolCall,
     Verdict,
     VerdictKind,
+    applied_status,
+    is_outcome,
+    outcome_kind,
 )
 from crossgate.policy.index import StandingRuleIndex
 from crossgate.policy.rules import Policy
@@ -355,6 +359,9 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
     ) -> ApprovalRequest:
         """Record that the decision reached the SDK; exactly once.
 
+        The request's status becomes what that means for the call: ``applied`` (an approve or edit, about
+        to run), ``rejected`` or ``answered`` (nothing runs); the event is ``applied`` for all three.
+
         For approve and edit, ``args`` are the arguments about to run; they must be the approved (or
         edited) ones, or FingerprintMismatchError is raised and nothing is recorded. ``request_id`` may
         be the decided request the caller holds (a decision never changes once made): it is not read
@@ -370,7 +377,7 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
         else:
             request = self.get(request_id.id if isinstance(request_id, ApprovalRequest) else request_id)
         request_id = request.id
-        if request.status is RequestStatus.APPLIED:
+        if request.is_applied:
             raise AlreadyAppliedError(f"request {request_id} was already applied; nothing runs twice")
         if request.status is RequestStatus.PENDING:
             raise ConflictError(f"request {request_id} is still pending; nothing may run yet")
@@ -389,8 +396,11 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
             self._refuse_if_lapsed(request)
             self._refuse_if_denied_now(request, args)
         now = self.now()
-        applied = request.model_copy(update={"status": RequestStatus.APPLIED, "applied_at": now})
-        event = self._event("applied", request, actor=actor, channel=request.call.framework, payload={})
+        assert request.decision is not None  # a decided request has its decision
+        status = applied_status(request.decision.kind)
+        applied = request.model_copy(update={"status": status, "applied_at": now})
+        payload: JsonObject = {"kind": request.decision.kind.value}
+        event = self._event("applied", request, actor=actor, channel=request.call.framework, payload=payload)
         if self.store.update_request(applied, (RequestStatus.DECIDED,), event) is None:
             raise AlreadyAppliedError(f"request {request_id} was already applied; nothing runs twice")
         self._waits.notify(request_id)
@@ -426,7 +436,7 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
     def _close_unapplied(self, request: ApprovalRequest, status: RequestStatus, reason: str, *, actor: str) -> None:
         """Close a decided request that must not run; AlreadyAppliedError if another caller applied it first."""
         closed = self._close(request, status, reason, actor=actor, was=RequestStatus.DECIDED)
-        if closed is None and self.get(request.id).status is RequestStatus.APPLIED:
+        if closed is None and self.get(request.id).is_applied:
             raise AlreadyAppliedError(f"request {request.id} was already applied; nothing runs twice")
 
     def record_outcome(
@@ -439,6 +449,8 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
         call: ToolCall | None = None,
     ) -> None:
         """Record what happened when the SDK got its answer: whether the tool ran, a result summary, an error.
+
+        The event is ``ran`` or ``not_run`` (its payload keeps ``ran`` too, as events before that split had).
 
         ``request_id`` may be the request the caller holds: its id and run never change, so it is not read again.
         The outcome of a call the policy allowed outright is enqueued, not waited for (see
@@ -454,7 +466,7 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
             run, request_id = request_id.call.run, request_id.id
         elif request_id is not None:
             run = self.get(request_id).call.run
-        event = self._event("executed", run=run, payload=payload)
+        event = self._event(outcome_kind(ran).value, run=run, payload=payload)
         if request_id is not None:
             event = event.model_copy(update={"request_id": request_id})
         if request_id is None:
@@ -463,13 +475,13 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
             self.store.append_event(event)
 
     def outcome(self, request_id: str) -> Event | None:
-        """The ``executed`` event that followed the request's ``applied`` one (whether the tool ran, and what
-        came of it); None before it is applied, or when its outcome was never recorded (a crash)."""
+        """The outcome event (``ran`` or ``not_run``) that followed the request's ``applied`` one: whether the
+        tool ran, and what came of it; None before it is applied, or when its outcome was never recorded (a crash)."""
         applied = False
         for event in self.store.list_events(request_id=request_id):
-            if event.kind == "applied":
+            if event.kind == EventKind.APPLIED:
                 applied = True
-            elif applied and event.kind == "executed":
+            elif applied and is_outcome(event):
                 return event
         return None
 

@@ -44,7 +44,7 @@ import httpx  # noqa: E402
 
 from crossgate import ReviewQueue, ToolCall, open_store  # noqa: E402
 from crossgate.errors import AlreadyAppliedError  # noqa: E402
-from crossgate.model import RequestStatus  # noqa: E402
+from crossgate.model import DECIDED_STATUSES, RequestStatus  # noqa: E402
 from crossgate.stores import RequestQuery  # noqa: E402
 from tests.benchmarks import bare_server  # noqa: E402
 
@@ -260,14 +260,14 @@ def report(
     decided_per_request = collections.Counter(e.request_id for e in events if e.kind == "decided")
     applied_per_request = collections.Counter(e.request_id for e in events if e.kind == "applied")
     stored = sum(1 for e in events if e.kind == "submitted")
-    closed = [r for r in _all_requests(queue) if r.status in (RequestStatus.DECIDED, RequestStatus.APPLIED)]
+    closed = [r for r in _all_requests(queue) if r.status in DECIDED_STATUSES]
     ok = stats["decide_200"]
     checks = {
         "no request lost (submitted == stored)": submitted == stored,
         "no decision doubled (each request decided at most once)": max(decided_per_request.values(), default=0) <= 1,
         "every 200 is one decided event": ok == sum(decided_per_request.values()) == len(closed),
         "no decision applied twice": max(applied_per_request.values(), default=0) <= 1,
-        "every decided request applied": all(r.status is RequestStatus.APPLIED for r in closed),
+        "every decided request applied": all(r.is_applied for r in closed),
         "only 200 and 409 answers": set(stats) <= {"decide_200", "decide_409"},
         "audit chain verifies": queue.verify_audit().ok,
     }

@@ -39,6 +39,11 @@ CASES = {
     "bench_claude": (["--runs", "1"], {}, "ratios (median) to bare"),
     "bench_authority": ([], {"CG_BENCH_DECISIONS": "20", "CG_BENCH_ROUNDS": "2"}, "sign+verify per decision"),
     "bench_chaos": (["2", "--adapters", "openai", "--stores", "sqlite"], {}, "failures counted: 0"),
+    "bench_remote": (
+        [],
+        {"CG_BENCH_TRIPS": "2", "CG_BENCH_WAKE_ROUNDS": "2", "CG_BENCH_WARMUP": "1"},
+        "long-poll wake-up latency",
+    ),
     "bench_policy": ([], {"CG_BENCH_POLICY_SIZES": "10,30", "CG_BENCH_POLICY_CALLS": "300"}, "pathological patterns"),
 }
 

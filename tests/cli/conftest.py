@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import atexit
-import functools
 import json
 import os
-import shutil
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,9 +16,10 @@ import typer.testing
 from typer.testing import CliRunner, Result
 
 from crossgate import MemoryStore, Policy, ReviewQueue, ToolCall
-from crossgate.authority import Authority, Keyring
+from crossgate.authority import Authority
 from crossgate.cli import CliContext, app
 from tests.support.clock import FakeClock
+from tests.support.keys import operator_keys
 
 CROSSGATE = Path(sys.executable).parent / "crossgate"
 """The installed console script."""
@@ -74,15 +71,6 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     env["CROSSGATE_AUTHORITY_DIR"] = str(operator_keys())
     env.update(extra)
     return env
-
-
-@functools.cache
-def operator_keys() -> Path:
-    """One key directory for the whole run (``crossgate keys init``), removed at exit: the CLI decides with it."""
-    folder = Path(tempfile.mkdtemp(prefix="crossgate-test-keys-"))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    Keyring.init(folder / "authority")
-    return folder / "authority"
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -286,8 +286,9 @@ def test_events_lists_the_log_or_one_request(cli: Cli) -> None:
     assert [e["kind"] for e in cli.json("events", "--request", second)["items"]] == ["submitted"]
     assert [e["seq"] for e in cli.json("events", "--after", "1", "--limit", "1")["items"]] == [2]
     table = cli.ok("events").stdout.splitlines()
-    assert table[0].split() == ["SEQ", "AT", "KIND", "REQUEST", "ACTOR", "CHANNEL"]
+    assert table[0].split() == ["SEQ", "AT", "KIND", "REQUEST", "DECISION", "ACTOR", "CHANNEL"]
     assert len(table) == 4
+    assert table[3].split()[3:6] == ["decided", first, "approve"]
 
 
 def test_audit_verify_passes_on_a_clean_log(cli: Cli) -> None:

@@ -295,7 +295,7 @@ def test_show_lists_calls_applied_with_no_outcome_recorded(cli: Cli, queue: Revi
     assert [(r["id"], r["status"], r["outcome_recorded"]) for r in shown["requests"]] == [
         (ran, "applied", True),
         (unknown, "applied", False),
-        (rejected, "applied", None),  # a rejection never runs the tool: no outcome to miss
+        (rejected, "rejected", None),  # a rejection never runs the tool: no outcome to miss
     ]
     assert shown["requests"][1]["applied_at"] == applied_at.isoformat()
 

@@ -61,7 +61,7 @@ class Tool:
 
 
 def _executed(queue: ReviewQueue, request: ApprovalRequest) -> list[dict[str, Any]]:
-    return [dict(e.payload) for e in queue.events(request_id=request.id) if e.kind == "executed"]
+    return [dict(e.payload) for e in queue.events(request_id=request.id) if e.kind in ("ran", "not_run")]
 
 
 def test_approve_runs_the_tool_once_marks_it_applied_and_records_the_result() -> None:
@@ -103,7 +103,7 @@ def test_reject_does_not_run_and_the_model_reads_the_message() -> None:
     request = queue.decide(_asked(queue).id, Reject(message="t3 is a customer's"), reviewer="ann")
     answer = asyncio.run(run_checked(queue, request, {"id": "t3"}, tool, actor="kit"))
     assert (answer.ran, answer.reply, tool.calls) == (False, "t3 is a customer's", [])
-    assert queue.get(request.id).status is RequestStatus.APPLIED
+    assert queue.get(request.id).status is RequestStatus.REJECTED
     assert [(e["ran"], e["result"]) for e in _executed(queue, request)] == [(False, "t3 is a customer's")]
 
 

@@ -143,7 +143,7 @@ def test_a_missing_head_row_refuses_every_write_and_changes_nothing(store: Store
     with pytest.raises(AuditHeadMissingError):
         store.update_request(cancelled, (RequestStatus.PENDING,), NewEvent(kind="cancelled", at=T0, request_id=pending))
     with pytest.raises(AuditHeadMissingError):
-        store.append_event(NewEvent(kind="executed", at=T0, request_id=pending))
+        store.append_event(NewEvent(kind="not_run", at=T0, request_id=pending))
     assert stored(store) == before
 
 

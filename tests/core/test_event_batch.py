@@ -65,7 +65,7 @@ def test_the_background_writer_commits_enqueued_records_without_any_other_write(
         queue.submit(call("read_ticket", ticket))
     queue.record_outcome(None, ran=True, result="ok", call=call("read_ticket", "t3"))
     deadline = time.monotonic() + 10
-    while committed(tmp_path / "q.db") != ["auto_allowed"] * 3 + ["executed"]:
+    while committed(tmp_path / "q.db") != ["auto_allowed"] * 3 + ["ran"]:
         assert time.monotonic() < deadline, committed(tmp_path / "q.db")
         time.sleep(0.01)
     assert queue.verify_audit().ok
@@ -189,7 +189,7 @@ def test_on_every_database_records_precede_the_change_after_them_and_another_sto
         # The outcome waits in the agent's process (the reviewer's decision may come before or after it in
         # the chain), but never after the agent's own next change, the applied mark.
         assert kinds[:3] == ["auto_allowed", "auto_denied", "submitted"] and kinds[-1] == "applied"
-        assert sorted(kinds[3:5]) == ["decided", "executed"]
+        assert sorted(kinds[3:5]) == ["decided", "ran"]
         assert reviewer.verify_audit().ok
         agent.close()
         reviewer.close()

@@ -71,6 +71,6 @@ def test_an_outcome_for_a_held_request_records_its_id_and_run(queue: ReviewQueue
     request = queue.get(request_id)
     queue.record_outcome(request, ran=False, result="rejected")
     event = queue.events()[-1]
-    assert event.kind == "executed"
+    assert event.kind == "not_run"
     assert (event.request_id, event.run) == (request_id, "run-1")
     assert event.payload["ran"] is False

@@ -95,7 +95,7 @@ def test_the_cache_reads_the_rules_once_while_only_events_are_appended_and_again
     for _ in range(3):
         queue.submit(_call())  # each records an event: the head moves, the rules do not
     queue.record_outcome(None, ran=True, call=_call())
-    assert [e.kind for e in queue.events()] == ["auto_allowed"] * 3 + ["executed"]
+    assert [e.kind for e in queue.events()] == ["auto_allowed"] * 3 + ["ran"]
     assert len(reads) == 1
     rule = queue.add_rule(queue.new_rule(effect=VerdictKind.DENY, tool="delete_ticket"))
     assert queue.evaluate(_call()).kind is VerdictKind.DENY

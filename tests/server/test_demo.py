@@ -67,8 +67,8 @@ async def test_demo_auto_with_stand_in_agents(tmp_path: Path) -> None:
         "langgraph": "Do not delete this ticket: the customer still needs it. Close it instead.",
         "pydantic-ai": "deleted ticket T-404",
     }
-    executed = [payload["ran"] for kind, _, payload in _events(tmp_path) if kind == "executed"]
-    assert sorted(executed) == [False, True, True, True]
+    outcomes = [kind for kind, _, _ in _events(tmp_path) if kind in ("ran", "not_run")]
+    assert sorted(outcomes) == ["not_run", "ran", "ran", "ran"]
 
 
 async def test_a_failing_reviewer_fails_the_demo_instead_of_hanging_it(tmp_path: Path) -> None:

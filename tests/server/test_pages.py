@@ -209,7 +209,7 @@ async def test_embedded_data_is_safe_in_every_html_parsing_state(
     raw, data = _request_data(page)
     assert data["args"] == args
     assert not any(ch in raw for ch in "<>&\u2028\u2029"), raw
-    assert page.count("<script") == 2 and page.rstrip().endswith("</body></html>")  # the data and app.js, nothing else
+    assert page.count("<script") == 2 and page.rstrip().endswith("</body></html>")  # the data and main.js, nothing else
 
 
 async def test_rows_with_hidden_characters_carry_a_flag(signed_in: httpx.AsyncClient, queue: ReviewQueue) -> None:

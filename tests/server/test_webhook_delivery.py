@@ -338,7 +338,7 @@ def _start_holder(db: str, url: str, lease: float) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "tests.server.notifier_proc", db, url, str(lease)],
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

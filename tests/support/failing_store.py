@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from crossgate import ApprovalRequest, RequestStatus, StoreError
+from crossgate import ApprovalRequest, StoreError
 
 
 def always(*args: Any, **kwargs: Any) -> bool:
@@ -14,7 +14,7 @@ def always(*args: Any, **kwargs: Any) -> bool:
 
 def applying(request: ApprovalRequest, *args: Any, **kwargs: Any) -> bool:
     """``update_request`` as ``mark_applied`` calls it (the row about to become applied)."""
-    return request.status is RequestStatus.APPLIED
+    return request.is_applied
 
 
 class FailingStore:

@@ -7,7 +7,16 @@ ones from any process (``resume``; it implements ``crossgate.runs.Resumer``). ``
 """
 
 from crossgate_claude._gate import Gate
+from crossgate_claude._offered import ToolNotOfferedWarning
 from crossgate_claude._options import ShadowedCallbackWarning
 from crossgate_claude._translate import CAPABILITIES, DECISION_MAPPING, FRAMEWORK, request_id
 
-__all__ = ["CAPABILITIES", "DECISION_MAPPING", "FRAMEWORK", "Gate", "ShadowedCallbackWarning", "request_id"]
+__all__ = [
+    "CAPABILITIES",
+    "DECISION_MAPPING",
+    "FRAMEWORK",
+    "Gate",
+    "ShadowedCallbackWarning",
+    "ToolNotOfferedWarning",
+    "request_id",
+]

@@ -26,6 +26,7 @@ from crossgate.runs import Finished, Parked
 from crossgate_claude._agents import Agents
 from crossgate_claude._callbacks import Binding
 from crossgate_claude._names import known_servers
+from crossgate_claude._offered import OfferedCheck
 from crossgate_claude._options import merge
 from crossgate_claude._schemas import Schemas
 from crossgate_claude._translate import FRAMEWORK
@@ -97,6 +98,7 @@ class Gate:
         self.lease_seconds = lease_seconds
         self.strict = strict
         self._transport = transport
+        self._offered = OfferedCheck()
 
     def options(
         self,
@@ -236,7 +238,7 @@ class Gate:
         async with client:
             if prompt is not None:
                 await client.query(prompt)
-            drain = asyncio.ensure_future(read_run(client))
+            drain = asyncio.ensure_future(read_run(client, self._offered))
             if binding.expect is not None:
                 reasked = asyncio.ensure_future(binding.reasked.wait())
                 done, _ = await asyncio.wait(

@@ -13,6 +13,7 @@ tracks and says when the last owed result has arrived.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,8 +92,8 @@ def _has_tool_result(message: UserMessage) -> bool:
     return isinstance(message.content, list) and any(isinstance(b, ToolResultBlock) for b in message.content)
 
 
-async def read_run(client: ClaudeSDKClient) -> ResultMessage:
-    """Read the messages of one run; return its last result.
+async def read_run(client: ClaudeSDKClient, watch: Callable[[Message], None] | None = None) -> ResultMessage:
+    """Read the messages of one run; return its last result. ``watch`` is shown each message first.
 
     Between turns, with every subagent finished, a follow-up turn that has not begun within
     ``FOLLOW_UP_WAIT`` seconds is not waited for (the CLI may fold two notifications into one turn).
@@ -105,6 +106,8 @@ async def read_run(client: ClaudeSDKClient) -> ResultMessage:
             message = await asyncio.wait_for(anext(messages), FOLLOW_UP_WAIT if idle else None)
         except (StopAsyncIteration, TimeoutError):
             break
+        if watch is not None:
+            watch(message)
         run.observe(message)
     if run.result is None:
         raise AdapterError("the CLI ended the turn without a result message")

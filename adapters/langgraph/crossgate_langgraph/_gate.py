@@ -249,13 +249,21 @@ class Gate:
         at_park = snapshot.config["configurable"].get("checkpoint_id") == state.checkpoint_id
         command: Command[Any] | None
         if pending and at_park and (set(pending) == expected or (earlier and set(pending) <= expected)):
-            answers: dict[str, Any] = {}
-            for entry in state.interrupts:
-                resolved = [requests[r] for r in entry.request_ids]
-                if entry.id in pending and all(not r.is_open for r in resolved):
-                    answers[entry.id] = self._answer(entry, resolved)
+            answered = {
+                entry.id: None
+                for entry in state.interrupts
+                if entry.id in pending and all(not requests[r].is_open for r in entry.request_ids)
+            }
+            # Rejections and responses are applied (and their signatures checked) before any answer is
+            # built: one that does not verify is closed with the refusal, which is then the answer.
+            self._apply_unrun(state, answered, requests)
+            current = {r: self.queue.get(r) for e in state.interrupts if e.id in answered for r in e.request_ids}
+            answers = {
+                entry.id: self._answer(entry, [current[r] for r in entry.request_ids])
+                for entry in state.interrupts
+                if entry.id in answered
+            }
             command = resume_command(list(pending.values()), answers)
-            self._apply_unrun(state, answers, requests)
         elif earlier and await descends(graph, config, state.checkpoint_id):
             command = None  # LangGraph goes on from the earlier attempt's last checkpoint
             self._apply_unrun(state, {p.id: None for p in state.interrupts}, requests)

@@ -24,6 +24,8 @@ class StatusFilter(StrEnum):
     PENDING = "pending"
     DECIDED = "decided"
     APPLIED = "applied"
+    REJECTED = "rejected"
+    ANSWERED = "answered"
     EXPIRED = "expired"
     CANCELLED = "cancelled"
     ALL = "all"

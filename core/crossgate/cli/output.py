@@ -18,12 +18,15 @@ from crossgate.model import (
     ApprovalRequest,
     Edit,
     Event,
+    EventKind,
     ParkedRun,
     ParkedRunStatus,
     Reject,
+    RequestStatus,
     Respond,
     StandingRule,
     Verdict,
+    event_kind,
 )
 from crossgate.policy.replay import ReplayReport
 from crossgate.queue import Submission
@@ -156,8 +159,11 @@ def print_requests(requests: Sequence[ApprovalRequest], next_cursor: str | None)
         say(f"more: --cursor {next_cursor}")
 
 
-def print_request(request: ApprovalRequest, *, approvers: Sequence[str] | None = None) -> None:
-    """A short key/value block for one request (with who approved it so far, where several must)."""
+def print_request(
+    request: ApprovalRequest, *, approvers: Sequence[str] | None = None, outcome: Event | None = None
+) -> None:
+    """A short key/value block for one request (with who approved it so far, where several must, and the
+    outcome recorded once its decision reached the agent)."""
     call = request.call
     rows: list[tuple[str, str | None]] = [
         ("id", request.id),
@@ -183,12 +189,42 @@ def print_request(request: ApprovalRequest, *, approvers: Sequence[str] | None =
     decision = request.decision
     if decision is not None:
         rows += [("decision", _decision_text(decision)), ("reviewer", decision.reviewer), ("note", decision.note)]
-        rows += [("decided", _short_time(request.decided_at)), ("applied", _short_time(request.applied_at))]
+        rows += [("decided", _short_time(request.decided_at)), ("reached agent", _short_time(request.applied_at))]
+    if request.is_applied:
+        rows.append(("outcome", outcome_text(request, outcome)))
     if request.closed_reason is not None:
         rows.append(("closed", request.closed_reason))
     if findings := suspicious_call(call):
         rows.append(("warning", warning_text(findings)))
     _print_block(rows)
+
+
+def outcome_text(request: ApprovalRequest, outcome: Event | None) -> str:
+    """``ran``/``not run`` and what came of it, for a request whose decision reached the agent."""
+    if outcome is None:
+        if request.status is RequestStatus.APPLIED:
+            return "none recorded: the call may or may not have run"
+        return "not run"
+    payload = outcome.payload
+    detail = payload.get("error") or payload.get("result")
+    said = "ran" if event_kind(outcome) == EventKind.RAN else "not run"
+    if said == "ran" and payload.get("error"):
+        said = "ran and failed"
+    return f"{said} ({_short_time(outcome.at)})" + (f": {detail}" if detail else "")
+
+
+def outcome_json(outcome: Event | None) -> dict[str, Any] | None:
+    """The JSON form of a request's outcome event (``kind`` ``ran`` or ``not_run``); None when none is recorded."""
+    if outcome is None:
+        return None
+    payload = outcome.payload
+    return {
+        "kind": event_kind(outcome),
+        "at": _time(outcome.at),
+        "result": payload.get("result"),
+        "error": payload.get("error"),
+        "seq": outcome.seq,
+    }
 
 
 def _decision_text(decision: AnyDecision) -> str:
@@ -337,8 +373,25 @@ def print_events(events: Sequence[Event]) -> None:
     if not events:
         say("no events")
         return
-    rows = [(str(e.seq), _short_time(e.at), e.kind, e.request_id, e.actor, e.channel) for e in events]
-    _print_table(("SEQ", "AT", "KIND", "REQUEST", "ACTOR", "CHANNEL"), rows)
+    decided: dict[str | None, str | None] = {}
+    rows = []
+    for e in events:
+        decision = _event_decision(e)
+        if e.kind == EventKind.DECIDED:
+            decided[e.request_id] = decision
+        elif e.kind == EventKind.APPLIED and decision is None:  # logged before applied events named it
+            decision = decided.get(e.request_id)
+        rows.append((str(e.seq), _short_time(e.at), event_kind(e), e.request_id, decision, e.actor, e.channel))
+    _print_table(("SEQ", "AT", "KIND", "REQUEST", "DECISION", "ACTOR", "CHANNEL"), rows)
+
+
+def _event_decision(event: Event) -> str | None:
+    """The decision kind a ``decided`` or ``applied`` event is about (an ``applied`` one before payloads
+    named it: None)."""
+    if event.kind not in (EventKind.DECIDED, EventKind.APPLIED):
+        return None
+    kind = event.payload.get("kind")
+    return kind if isinstance(kind, str) else None
 
 
 def say(message: str) -> None:

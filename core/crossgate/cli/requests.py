@@ -12,6 +12,7 @@ from crossgate.cli.ids import RequestId
 from crossgate.cli.options import JsonFlag, Reviewer, StatusFilter, check_cursor, json_args, validated
 from crossgate.cli.output import (
     list_json,
+    outcome_json,
     print_json,
     print_request,
     print_requests,
@@ -89,14 +90,20 @@ def list_requests(
 
 
 def show(ctx: typer.Context, request_id: RequestId, as_json: JsonFlag = False) -> None:
-    """Show one request: the call, its fingerprint, and what was decided."""
+    """Show one request: the call, its fingerprint, what was decided, and whether the call ran."""
     queue = queue_of(ctx)
     request = queue.get(request_id)
     approvers = queue.approvers(request.id) if request.approvals_required > 1 else None
+    outcome = queue.outcome(request.id) if request.is_applied else None
     if as_json:
-        print_json(request_json(request) | ({} if approvers is None else {"approvers": approvers}))
+        # Keys that only some requests have: the approvers where several must approve, the outcome (null
+        # while none is recorded) once the decision reached the agent.
+        extra = ({"outcome": outcome_json(outcome)} if request.is_applied else {}) | (
+            {} if approvers is None else {"approvers": approvers}
+        )
+        print_json(request_json(request) | extra)
     else:
-        print_request(request, approvers=approvers)
+        print_request(request, approvers=approvers, outcome=outcome)
 
 
 def cancel(

@@ -275,6 +275,25 @@ class RemoteQueue:
         }
         self._call("POST", "/outcomes", body, keyed=True)
 
+    def refuse_unverified(
+        self,
+        target: ApprovalRequest | ToolCall,
+        *,
+        reason: str,
+        problem: str,
+        message: str,
+        rule: str | None = None,
+        actor: str | None = None,
+    ) -> ApprovalRequest | None:
+        """Record on the server that this agent's gate refused what let a call run (``actor`` is unused)."""
+        body: dict[str, Any] = {"reason": reason, "problem": problem[:2000], "message": message, "rule": rule}
+        if isinstance(target, ApprovalRequest):
+            body["request_id"] = target.id
+        else:
+            body["call"] = target.model_dump(mode="json")
+        answer = self._call("POST", "/refusals", body, keyed=True)
+        return None if answer is None else ApprovalRequest.model_validate(answer)
+
     def outcome(self, request_id: str) -> Event | None:
         """The recorded outcome after the request was applied; None before one was recorded."""
         try:

@@ -264,7 +264,11 @@ def make_links(
 
 @router.get("/requests/{request_id}/events", response_model=list[Event], tags=["audit"], responses={404: _ERRORS[404]})
 def request_events(request_id: str, state: StateDep, caller: CallerDep) -> list[Event]:
-    """The audit trail of one request: submitted, decided (with an edit's diff), applied, executed."""
+    """The audit trail of one request: submitted, decided (with an edit's diff), applied, then ran or not_run.
+
+    Events are as stored, so their hashes check: an outcome logged before the ``ran``/``not_run`` split has
+    kind ``executed`` (its ``payload.ran`` says which).
+    """
     state.queue.get(request_id)
     return state.queue.events(request_id=request_id)
 

@@ -17,7 +17,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from crossgate.errors import ConflictError, InvalidDecisionError
-from crossgate.model import ApprovalRequest, Approve, DecisionKind, Reject, RequestStatus
+from crossgate.model import DECIDED_STATUSES, ApprovalRequest, Approve, DecisionKind, Reject
 from crossgate.server import views
 from crossgate.server.access import require_scope
 from crossgate.server.errors import UnauthenticatedError
@@ -43,7 +43,7 @@ def _open_link(state: ServerState, token: str) -> tuple[LinkClaims, Reviewer, Ap
 def used_message(request: ApprovalRequest) -> str:
     """Why a link for ``request`` can no longer decide it, naming who settled it and how."""
     decision = request.decision
-    if request.status in (RequestStatus.DECIDED, RequestStatus.APPLIED) and decision is not None:
+    if request.status in DECIDED_STATUSES and decision is not None:
         at = decision.decided_at.isoformat(timespec="seconds") if decision.decided_at else "an earlier time"
         return (
             f"This link can no longer be used: request {request.id} was already decided "

@@ -16,7 +16,7 @@ from crossgate.queue import ReviewQueue
 from crossgate.stores.base import RequestQuery
 
 HISTORY_ROWS = 100
-CLOSED = (RequestStatus.DECIDED, RequestStatus.APPLIED, RequestStatus.EXPIRED, RequestStatus.CANCELLED)
+CLOSED = tuple(s for s in RequestStatus if s is not RequestStatus.PENDING)
 _SCAN_PAGES = 20
 """Store pages of 500 History reads at most to fill one page of matches; then it offers the next page."""
 

@@ -9,7 +9,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 
 from crossgate.display import visible_lines
-from crossgate.model import ApprovalRequest, DecisionKind, Event, ParkedRun, ParkedRunStatus
+from crossgate.model import (
+    ApprovalRequest,
+    DecisionKind,
+    Event,
+    EventKind,
+    ParkedRun,
+    ParkedRunStatus,
+    event_kind,
+    is_outcome,
+)
 from crossgate.server.listing import Filters
 from crossgate.server.views import (
     FRAMEWORK_LABELS,
@@ -52,7 +61,7 @@ def pending_list(
 
 
 def ago_text(seconds: float) -> str:
-    """How long ago, in words: ``just now``, ``12 min ago``, ``3 h ago``, ``2 d ago`` (app.js says the same)."""
+    """How long ago, in words: ``just now``, ``12 min ago``, ``3 h ago``, ``2 d ago`` (static/js/times.js says the same)."""
     if seconds < 60:
         return "just now"
     if seconds < 3600:
@@ -74,7 +83,7 @@ def left_text(seconds: float) -> str:
 
 
 def relative_time(moment: datetime, now: datetime) -> str:
-    """``moment`` as ``12 min ago``, the exact time as its title; app.js keeps the words current."""
+    """``moment`` as ``12 min ago``, the exact time as its title; static/js/times.js keeps the words current."""
     iso = moment.astimezone(UTC).isoformat(timespec="seconds")
     text = ago_text((now - moment).total_seconds())
     return f'<time class="ago" datetime="{e(iso)}" title="{e(moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"))}">{e(text)}</time>'
@@ -177,14 +186,15 @@ def _batch_bar() -> str:
 
 
 def ran_text(request: ApprovalRequest, events: Sequence[Event]) -> str:
-    """Whether the call ran: from the adapter's ``executed`` event, else what the decision implies."""
-    executed = [ev for ev in events if ev.kind == "executed"]
-    if executed:
-        return "yes" if executed[-1].payload.get("ran") else "no"
+    """Whether the call ran: from the adapter's outcome event (``ran`` or ``not_run``), else what the decision
+    implies; ``no outcome yet`` for an approval the agent got whose outcome is not recorded (yet)."""
+    outcomes = [ev for ev in events if is_outcome(ev)]
+    if outcomes:
+        return "yes" if event_kind(outcomes[-1]) == EventKind.RAN else "no"
     resolution = request.resolution()
     if resolution is not None and resolution.kind in (DecisionKind.REJECT, DecisionKind.RESPOND):
         return "no"
-    return "applied" if request.applied_at else "not yet"
+    return "no outcome yet" if request.applied_at else "not yet"
 
 
 def history_page(

@@ -1,4 +1,4 @@
-"""The reviewer web page: server-rendered HTML; ``static/app.js`` adds live updates and the decision forms."""
+"""The reviewer web page: server-rendered HTML; the ES modules in ``static/js/`` add live updates and the forms."""
 
 from __future__ import annotations
 

@@ -30,7 +30,8 @@ Reviewers come from a TOML or YAML file (``--tokens``) or from ``$CROSSGATE_TOKE
     [[webhooks]]
     url = "http://127.0.0.1:9000/hooks/crossgate"
     format = "slack"                         # or "json"
-    events = ["submitted", "decided", "expired", "cancelled"]   # the default; list fewer to filter
+    events = ["submitted", "decided", "expired", "cancelled"]   # the default; list fewer to filter, or add
+                                             # approved, applied, ran, not_run ("executed" means ran and not_run)
 
 ``$CROSSGATE_TOKENS`` holds ``name:token`` pairs separated by commas; those reviewers have full scope.
 """
@@ -52,15 +53,17 @@ import yaml
 
 from crossgate.errors import ConfigurationError
 from crossgate.limits import MIB, InputLimits
-from crossgate.model import ApprovalRequest, StandingRule
+from crossgate.model import LEGACY_OUTCOME, ApprovalRequest, StandingRule
 
 TOKENS_ENV = "CROSSGATE_TOKENS"
 SECRET_ENV = "CROSSGATE_SECRET"
 NOTIFIED_EVENTS = ("submitted", "decided", "expired", "cancelled")
 """Event kinds a webhook target gets by default: a request's opening and every way it closes, so a
 channel that showed its decision buttons also learns when they stopped working."""
-REQUEST_EVENTS = ("submitted", "approved", "decided", "applied", "executed", "expired", "cancelled")
+REQUEST_EVENTS = ("submitted", "approved", "decided", "applied", "ran", "not_run", "expired", "cancelled")
 """Every event kind of a request's life that a webhook target may ask for."""
+LEGACY_EVENTS = {LEGACY_OUTCOME: ("ran", "not_run")}
+"""Kinds a configuration written before the outcome split may still name, and what they stand for now."""
 _GLOB_CHARS = frozenset("*?[")
 
 
@@ -194,6 +197,9 @@ class WebhookTarget:
         label = f"webhook {urlsplit(self.url).netloc or self.url!r}"
         if self.escalate_after is not None and self.events == NOTIFIED_EVENTS:
             object.__setattr__(self, "events", ("submitted",))  # what escalation is about, unless given otherwise
+        if any(e in LEGACY_EVENTS for e in self.events):
+            current = (k for e in self.events for k in LEGACY_EVENTS.get(e, (e,)))
+            object.__setattr__(self, "events", tuple(dict.fromkeys(current)))
         # A misspelt kind would otherwise send nothing, silently.
         unknown = [e for e in self.events if e not in REQUEST_EVENTS]
         if unknown or not self.events:

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Header, Query, Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from crossgate.limits import MAX_INT64
-from crossgate.model import Event
+from crossgate.model import Event, EventKind, event_kind
 from crossgate.server.api import CallerDep, StateDep
 from crossgate.server.state import ServerState
 
@@ -24,11 +24,15 @@ BATCH = 200
 
 
 def event_summary(event: Event) -> dict[str, object]:
-    """What the stream sends for one event: enough to decide whether to refetch, never tool results."""
+    """What the stream sends for one event: enough to decide whether to refetch, never tool results.
+
+    ``kind`` is in the current vocabulary (an old ``executed`` outcome is sent as ``ran`` or ``not_run``);
+    ``decision`` is the decision kind of a ``decided`` or ``applied`` event.
+    """
     payload = event.payload
     return {
         "seq": event.seq,
-        "kind": event.kind,
+        "kind": event_kind(event),
         "at": event.at.isoformat(),
         "request_id": event.request_id,
         "run": event.run,
@@ -36,7 +40,7 @@ def event_summary(event: Event) -> dict[str, object]:
         "channel": event.channel,
         "framework": payload.get("framework"),
         "tool": payload.get("tool"),
-        "decision": payload.get("kind") if event.kind == "decided" else None,
+        "decision": payload.get("kind") if event.kind in (EventKind.DECIDED, EventKind.APPLIED) else None,
     }
 
 

@@ -16,11 +16,14 @@ from crossgate.model import (
     ApprovalRequest,
     DecisionKind,
     Event,
+    EventKind,
     Remember,
     RememberMatch,
     RememberScope,
     StandingRule,
     ToolCall,
+    event_kind,
+    is_outcome,
 )
 
 FRAMEWORK_LABELS = {
@@ -49,7 +52,7 @@ def script_json(value: object) -> str:
 
     Escaping only ``</`` is not enough: ``<!--<script>`` in a string puts the parser in the
     double-escaped state, where the element's own ``</script>`` no longer ends it and the rest of
-    the page (``app.js`` included) is swallowed. ``<``, ``>`` and ``&`` occur only inside JSON
+    the page (its scripts included) is swallowed. ``<``, ``>`` and ``&`` occur only inside JSON
     strings, so writing them as ``\\u`` escapes keeps the value exact; ``ensure_ascii`` does the
     same for U+2028 and U+2029.
     """
@@ -83,7 +86,7 @@ def layout(
 <title>{e(title)} · {e(app_title)}</title><link rel="stylesheet" href="/static/style.css"></head>
 <body data-page="{e(page)}" data-head="{"" if head is None else head}"><header class="top"><a class="brand" href="/">{e(app_title)}</a>
 <nav>{nav if reviewer else ""}</nav><div class="session">{who}</div></header>
-<main>{body}{_KEYS if reviewer else ""}</main><script src="/static/app.js" defer></script></body></html>"""
+<main>{body}{_KEYS if reviewer else ""}</main><script type="module" src="/static/js/main.js"></script></body></html>"""
 
 
 _KEYS = """<p class="keys-hint muted">Press <kbd>?</kbd> for keyboard shortcuts.</p>
@@ -96,6 +99,15 @@ _KEYS = """<p class="keys-hint muted">Press <kbd>?</kbd> for keyboard shortcuts.
 <tr><td><kbd>/</kbd></td><td>search</td></tr>
 <tr><td><kbd>?</kbd></td><td>this help; <kbd>Esc</kbd> closes it</td></tr></table>
 <form method="dialog"><button class="primary">Close</button></form></dialog>"""
+
+
+APPLIED_TEXT = {
+    DecisionKind.APPROVE.value: "the approval reached the agent, which runs the call",
+    DecisionKind.EDIT.value: "the edit reached the agent, which runs the edited call",
+    DecisionKind.REJECT.value: "the model read the rejection; nothing ran",
+    DecisionKind.RESPOND.value: "the model read the reviewer's answer; the tool did not run",
+}
+"""What an ``applied`` event means for each decision kind, in the request's timeline."""
 
 
 def framework_badge(framework: str) -> str:
@@ -315,17 +327,20 @@ def outcome(request: ApprovalRequest) -> str:
 
 def ran_line(request: ApprovalRequest, events: Sequence[Event]) -> str:
     """Once a decided call was applied: when it ran and its result, or that it did not run and why."""
-    executed = [ev for ev in events if ev.kind == "executed"]
-    if executed:
-        last = executed[-1]
-        if last.payload.get("ran"):
+    outcomes = [ev for ev in events if is_outcome(ev)]
+    if outcomes:
+        last = outcomes[-1]
+        if event_kind(last) == EventKind.RAN:
             result = last.payload.get("result")
             detail = f"; result: <q>{e(result)}</q>" if result else "; no result was recorded"
             return f'<p class="ran-line ran-true" id="ran-line">Ran at {when(last.at)}{detail}</p>'
         why = last.payload.get("error") or last.payload.get("result")
         return f'<p class="ran-line ran-false" id="ran-line">Did not run ({when(last.at)}){": " + e(why) if why else ""}</p>'
     if request.applied_at is not None:
-        return f'<p class="ran-line muted" id="ran-line">Applied at {when(request.applied_at)}; no outcome recorded yet.</p>'
+        return (
+            f'<p class="ran-line muted" id="ran-line">The decision reached the agent at {when(request.applied_at)}; '
+            "no outcome recorded yet.</p>"
+        )
     return ""
 
 
@@ -362,12 +377,15 @@ def event_detail(event: Event) -> str:
             scope = remember.get("scope") if isinstance(remember, dict) else remember
             parts.append(f'<span class="muted">remembered ({e(scope)})</span>')
         return " ".join(parts) + diff_html(payload.get("diff"))
-    if event.kind == "executed":
-        ran = "the tool ran" if payload.get("ran") else "the tool did not run"
+    if is_outcome(event):
+        ran = event_kind(event) == EventKind.RAN
+        said = "the tool ran" if ran else "the tool did not run"
         extra = payload.get("error") or payload.get("result")
-        return f'<span class="ran-{str(bool(payload.get("ran"))).lower()}">{ran}</span>' + (
+        return f'<span class="ran-{str(ran).lower()}">{said}</span>' + (
             f' <span class="muted">{e(extra)}</span>' if extra else ""
         )
+    if event.kind == EventKind.APPLIED and payload.get("kind"):
+        return f'<span class="muted">{e(APPLIED_TEXT.get(str(payload["kind"]), payload["kind"]))}</span>'
     if event.kind in ("expired", "cancelled"):
         return e(payload.get("reason"))
     if event.kind == "submitted":
@@ -377,7 +395,7 @@ def event_detail(event: Event) -> str:
 
 def timeline(events: Iterable[Event]) -> str:
     rows = "".join(
-        f'<li class="ev ev-{e(ev.kind)}"><span class="ev-kind">{e(ev.kind)}</span>'
+        f'<li class="ev ev-{e(event_kind(ev))}"><span class="ev-kind">{e(event_kind(ev))}</span>'
         f'<span class="ev-who">{e(ev.actor or "")}{" via " + e(ev.channel) if ev.channel else ""}</span>'
         f'<span class="ev-at">{when(ev.at)}</span><div class="ev-detail">{event_detail(ev)}</div></li>'
         for ev in events

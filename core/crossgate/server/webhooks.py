@@ -44,20 +44,19 @@ import anyio
 import httpx
 
 from crossgate.display import suspicious_call, visible, visible_lines, warning_text
-from crossgate.model import ApprovalRequest, DecisionKind, Event
+from crossgate.model import ApprovalRequest, DecisionKind, Event, EventKind, RequestStatus, event_kind, is_outcome
 from crossgate.server.delivery import CursorLease
 from crossgate.server.settings import WebhookTarget
 from crossgate.server.state import ServerState
 
 log = logging.getLogger(__name__)
 
-EVENT_NAMES = {
-    "submitted": "request.submitted",
-    "approved": "request.approved",
-    "decided": "request.decided",
-    "expired": "request.expired",
-    "cancelled": "request.cancelled",
+APPLIED_WORDS = {
+    RequestStatus.APPLIED: "the approval reached the agent, which runs the call",
+    RequestStatus.REJECTED: "the model read the rejection; nothing ran",
+    RequestStatus.ANSWERED: "the model read the reviewer's answer; the tool did not run",
 }
+"""What an ``applied`` event says in a message people read, by the status it left the request in."""
 ESCALATED = "request.escalated"
 """The event name an escalation target's notifications carry."""
 READ_BATCH = 100
@@ -193,7 +192,7 @@ class Notifier:
                 await feed.wait_beyond(lease.position, timeout=self._lease_seconds)
                 continue
             for event in events:
-                if event.kind not in target.events or event.request_id is None:
+                if event_kind(event) not in target.events or event.request_id is None:
                     lease.skip(event.seq)
                     continue
                 if target.escalate_after is not None and not await self._until_due(event, target.escalate_after):
@@ -309,7 +308,7 @@ def json_body(state: ServerState, event: Event, request: ApprovalRequest, *, esc
     The request is exact; ``warnings`` lists, for people, what in the call may hide or imitate other text.
     """
     return {
-        "event": ESCALATED if escalated else EVENT_NAMES.get(event.kind, f"request.{event.kind}"),
+        "event": ESCALATED if escalated else f"request.{event_kind(event)}",
         "seq": event.seq,
         "at": event.at.isoformat(),
         "actor": event.actor,
@@ -346,7 +345,15 @@ def slack_body(
         text = f"{call.tool} from {who}: approved by {event.actor} ({count} of {required}){more}"
     elif event.kind in ("expired", "cancelled"):
         by = f" by {event.actor}" if event.kind == "cancelled" and event.actor else ""
-        text = f"{call.tool} from {who}: {event.kind}{by} before anyone decided it; it did not run"
+        when = "after it was approved" if request.decision else "before anyone decided it"
+        text = f"{call.tool} from {who}: {event.kind}{by} {when}; it did not run"
+    elif is_outcome(event):
+        ran = event_kind(event) == EventKind.RAN
+        text = f"{call.tool} from {who}: " + ("it ran" if ran else "it did not run")
+        if ran and event.payload.get("error"):
+            text += f" and failed: {event.payload['error']}"
+    elif event.kind == EventKind.APPLIED:
+        text = f"{call.tool} from {who}: {APPLIED_WORDS.get(request.status, request.status.value)}"
     else:
         decision = request.decision.kind.value if request.decision else event.kind
         text = f"{call.tool} from {who}: {decision} by {event.actor} via {event.channel}"

@@ -114,8 +114,9 @@ def migrations() -> tuple[Migration, ...]:
         if match:
             found.append(Migration(int(match[1]), match[2], entry.read_text(encoding="utf-8")))
     found.sort(key=lambda m: m.version)
-    if [m.version for m in found] != list(range(1, len(found) + 1)):
-        raise ConfigurationError(f"PostgreSQL migrations are not numbered 1..n: {[m.version for m in found]}")
+    versions = [m.version for m in found]
+    if len(set(versions)) != len(versions) or (versions and versions[0] != 1):
+        raise ConfigurationError(f"PostgreSQL migrations are not numbered uniquely from 1: {versions}")
     return tuple(found)
 
 

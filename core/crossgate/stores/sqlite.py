@@ -231,12 +231,13 @@ class SqliteStore:
             raise StoreError(f"cannot create the folder for SQLite database {self.path}: {exc}") from exc
         with self._write("setup") as conn:
             conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-            row = conn.execute("SELECT max(version) FROM schema_version").fetchone()
-            current = row[0] or 0
+            applied = {row[0] for row in conn.execute("SELECT version FROM schema_version")}
             known = migrations()
-            check_schema_version(current, known[-1][0])
+            check_schema_version(max(applied, default=0), known[-1][0])
+            # Every migration not recorded yet, in order: one numbered below the newest applied (merged
+            # from another line of work) is applied too, not skipped.
             for version, sql in known:
-                if version > current:
+                if version not in applied:
                     for statement in _statements(sql):
                         conn.execute(statement)
                     conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))

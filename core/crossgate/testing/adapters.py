@@ -149,9 +149,8 @@ class AdapterContract(Contract):
         assert world.tickets.delete_runs("t3") == 1
         assert world.driver.tool_results("run-approve") == ["deleted ticket t3"]
         assert world.queue.get(request_id).status is RequestStatus.APPLIED
-        executed = [e for e in world.queue.events(request_id=request_id) if e.kind == "executed"]
-        assert executed
-        assert executed[-1].payload["ran"] is True
+        outcomes = [e for e in world.queue.events(request_id=request_id) if e.kind in ("ran", "not_run")]
+        assert [e.kind for e in outcomes][-1:] == ["ran"] and outcomes[-1].payload["ran"] is True
 
     @pytest.mark.asyncio
     async def test_seed_scenario_approve_t3_reject_t1(self, make_world: MakeWorld) -> None:
@@ -178,13 +177,18 @@ class AdapterContract(Contract):
     async def test_reject_runs_nothing_and_the_model_reads_the_message(self, make_world: MakeWorld) -> None:
         world = make_world()
         outcome = await world.driver.start(["t1"], run="run-reject")
-        world.queue.decide(world.only_request(outcome), Reject(message=REJECTION), reviewer="ann")
+        request_id = world.only_request(outcome)
+        world.queue.decide(request_id, Reject(message=REJECTION), reviewer="ann")
         done = await world.driver.resume(outcome.parked_run)  # type: ignore[union-attr]
         assert isinstance(done, Finished)
         assert world.tickets.delete_runs() == 0
         assert world.tickets.ids() == ["t1", "t2", "t3"]
         [told] = world.driver.tool_results("run-reject")
         assert REJECTION in told
+        # What a reviewer reads afterwards says it did not run: status rejected, outcome not_run.
+        assert world.queue.get(request_id).status is RequestStatus.REJECTED
+        kinds = [e.kind for e in world.queue.events(request_id=request_id)]
+        assert "not_run" in kinds and "ran" not in kinds, kinds
 
     @pytest.mark.asyncio
     async def test_edit_runs_the_edited_arguments(self, make_world: MakeWorld) -> None:
@@ -206,9 +210,12 @@ class AdapterContract(Contract):
         require(world, DecisionKind.RESPOND)
         outcome = await world.driver.start(["t3"], run="run-respond")
         content = "Ticket t3 was archived by hand instead; nothing else to do."
-        world.queue.decide(world.only_request(outcome), Respond(content=content), reviewer="ann")
+        request_id = world.only_request(outcome)
+        world.queue.decide(request_id, Respond(content=content), reviewer="ann")
         done = await world.driver.resume(outcome.parked_run)  # type: ignore[union-attr]
         assert isinstance(done, Finished)
+        assert world.queue.get(request_id).status is RequestStatus.ANSWERED
+        assert "ran" not in [e.kind for e in world.queue.events(request_id=request_id)]
         assert world.tickets.delete_runs() == 0
         assert content in world.driver.tool_results("run-respond")[0]
 

@@ -173,7 +173,7 @@ class LateCheckScenarios(StoreBacked):
         # Reject and respond run nothing, so a deny never stands in their way.
         responded = queue.decide(request.id, Respond(content="frozen; not deleted"), reviewer="ann")
         assert responded.status is RequestStatus.DECIDED
-        queue.mark_applied(responded.id)
+        assert queue.mark_applied(responded.id).status is RequestStatus.ANSWERED
         assert queue.decide(other.id, Reject(message="no"), reviewer="ann").status is RequestStatus.DECIDED
 
     def test_a_deny_added_after_the_approval_wins_at_apply_and_nothing_runs(self, queue: ReviewQueue) -> None:
@@ -237,7 +237,7 @@ class LateCheckScenarios(StoreBacked):
             queue.mark_applied(late.id, args={"id": "t2"})
         with pytest.raises(RequestExpiredError, match="lapsed"):
             queue.mark_applied(edited.id, args={"id": "t9"})
-        assert queue.mark_applied(rejected.id).status is RequestStatus.APPLIED, (
+        assert queue.mark_applied(rejected.id).status is RequestStatus.REJECTED, (
             "a rejection runs nothing, so never lapses"
         )
         for request_id in (late.id, edited.id):

@@ -514,7 +514,7 @@ class QueueContract(FourEyesScenarios, LateCheckScenarios):
         queue.mark_applied(request.id, args={"id": "t2"}, actor="worker")
         queue.record_outcome(request.id, ran=True, result="deleted ticket t2")
         events = queue.events(request_id=request.id)
-        assert [e.kind for e in events] == ["submitted", "decided", "applied", "executed"]
+        assert [e.kind for e in events] == ["submitted", "decided", "applied", "ran"]
         assert events[0].actor == "agent-7"
         assert (events[1].actor, events[1].channel) == ("ann", "web")
         assert events[1].payload["note"] == "t3 is the wrong one"

@@ -82,7 +82,7 @@ async def test_approve_runs_the_approved_input_once(
     assert tickets.delete_runs("t3") == 1
     assert told(world) == ["deleted ticket t3"]
     assert queue.get(rid).status is RequestStatus.APPLIED
-    executed = [e for e in queue.events(request_id=rid) if e.kind == "executed"]
+    executed = [e for e in queue.events(request_id=rid) if e.kind in ("ran", "not_run")]
     assert executed[-1].payload["ran"] is True
     assert executed[-1].payload["error"] is None
     assert queue.get_parked(outcome.parked_run).status is ParkedRunStatus.RESUMED
@@ -106,7 +106,7 @@ async def test_reject_runs_nothing_and_the_model_reads_the_message_verbatim(
     assert tickets.delete_runs() == 0
     assert next(iter(world.told.values()))["is_error"] is True
     assert told(world) == [REJECTION]
-    [executed] = [e for e in queue.events(request_id=outcome.request_ids[0]) if e.kind == "executed"]
+    [executed] = [e for e in queue.events(request_id=outcome.request_ids[0]) if e.kind in ("ran", "not_run")]
     assert executed.payload["ran"] is False
     assert executed.payload["result"] == REJECTION
 
@@ -467,7 +467,7 @@ async def test_an_executed_input_other_than_the_approved_one_is_recorded(
     queue.decide(outcome.request_ids[0], Approve(), reviewer="ann")
     world.run_instead = {"id": "t1"}  # a faulty CLI that runs other input than it was allowed
     await gate.resume(outcome.parked_run)
-    [executed] = [e for e in queue.events(request_id=outcome.request_ids[0]) if e.kind == "executed"]
+    [executed] = [e for e in queue.events(request_id=outcome.request_ids[0]) if e.kind in ("ran", "not_run")]
     assert executed.payload["error"] == "the executed input is not the approved input"
 
 

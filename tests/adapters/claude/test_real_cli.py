@@ -107,7 +107,10 @@ async def test_seed_scenario_t3_approved_t1_rejected_verbatim(
     assert rejected["is_error"] is True
     assert result_text(rejected) == REJECTION
     assert told(messages_api) == [(False, "deleted ticket t3"), (True, REJECTION)]
-    assert [queue.get(r).status for r in (*first.request_ids, *second.request_ids)] == [RequestStatus.APPLIED] * 2
+    assert [queue.get(r).status for r in (*first.request_ids, *second.request_ids)] == [
+        RequestStatus.APPLIED,
+        RequestStatus.REJECTED,
+    ]
 
 
 async def test_bash_approve_edit_reject_and_respond_to_ask_user_question(
@@ -151,7 +154,7 @@ async def test_bash_approve_edit_reject_and_respond_to_ask_user_question(
     # Requests made by can_use_tool carry what the CLI said about the call.
     edited = queue.list_requests(RequestQuery(newest_first=False)).items[0]
     assert edited.call.context["display_name"] == "Bash"
-    executed = [e for e in queue.events(request_id=edited.id) if e.kind == "executed"]
+    executed = [e for e in queue.events(request_id=edited.id) if e.kind in ("ran", "not_run")]
     assert executed[-1].payload["error"] is None  # the CLI ran exactly the edited input
 
 
@@ -291,7 +294,9 @@ async def test_every_call_of_a_turn_reaches_the_queue_and_a_retried_one_gets_its
     assert tickets.ids() == ["prod-1", "t2"]  # t1 ran on its retry; t2 was rejected
     assert tickets.delete_runs() == 2
     assert len(queue.list_requests().items) == 3  # every retry found its decision: nobody was asked again
-    assert [queue.get(r.id).status for r in (first, second, third)] == [RequestStatus.APPLIED] * 3
+    assert [queue.get(r.id).status for r in (first, second, third)] == [RequestStatus.APPLIED] * 2 + [
+        RequestStatus.REJECTED
+    ]
     results = told(messages_api)
     assert [results[i] for i in (0, 3, 4)] == [
         (False, "deleted ticket t3"),
@@ -334,9 +339,9 @@ async def test_an_approved_call_that_fails_is_recorded_with_its_error(
     assert len(await watching) == 2
     assert isinstance(done, Finished)
     fine, failed = queue.list_requests(RequestQuery(newest_first=False)).items
-    [ok] = [e.payload for e in queue.events(request_id=fine.id) if e.kind == "executed"]
+    [ok] = [e.payload for e in queue.events(request_id=fine.id) if e.kind in ("ran", "not_run")]
     assert ok["ran"] is True and ok["error"] is None and "fine" in str(ok["result"])
-    [bad] = [e.payload for e in queue.events(request_id=failed.id) if e.kind == "executed"]
+    [bad] = [e.payload for e in queue.events(request_id=failed.id) if e.kind in ("ran", "not_run")]
     assert bad["ran"] is True and bad["result"] is None
     assert str(bad["error"]).startswith("the tool failed: ") and "boom" in str(bad["error"]), bad
     assert told(messages_api)[1][0] is True, "the model was told the call failed"

@@ -83,6 +83,6 @@ async def test_every_spelling_of_a_denied_amount_is_denied_or_never_reaches_the_
     judged = [e.payload["args"] for e in queue.events() if e.kind == "auto_denied"]
     assert all(args["amount"] == 1000000 for args in judged)  # the number, whatever the model wrote
     assert [args.get("notify") for args in judged[3:5]] == [True, True]  # "true" became the boolean
-    refused = [e.payload for e in queue.events() if e.kind == "executed" and e.payload["ran"] is False]
+    refused = [e.payload for e in queue.events() if e.kind in ("ran", "not_run") and e.payload["ran"] is False]
     assert [p["args"]["amount"] for p in refused] == ["1000000.0", "1e6", " 1000000 "]  # type: ignore[index]
     queue.close()

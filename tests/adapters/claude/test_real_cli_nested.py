@@ -143,10 +143,14 @@ async def test_a_nested_subagent_is_held_inline_decided_audited_and_linked_to_th
             "parent_agent_id": started[DISPATCHER],
         }
         assert request.call.context["parent_tool_use_id"] == nested_launch
-        assert request.status is RequestStatus.APPLIED
-    executed = [(e.request_id, e.payload["ran"], e.payload["error"]) for e in queue.events() if e.kind == "executed"]
+        assert request.status is (RequestStatus.APPLIED if request is approved else RequestStatus.REJECTED)
+    executed = [
+        (e.request_id, e.payload["ran"], e.payload["error"]) for e in queue.events() if e.kind in ("ran", "not_run")
+    ]
     assert executed == [(approved.id, True, None), (rejected.id, False, None)]  # each once
-    assert [e.payload["result"] for e in queue.events(request_id=rejected.id) if e.kind == "executed"] == [REJECTION]
+    assert [e.payload["result"] for e in queue.events(request_id=rejected.id) if e.kind in ("ran", "not_run")] == [
+        REJECTION
+    ]
 
     # The policy's verdicts, each recorded once with who made the call and who started that agent.
     verdicts = [

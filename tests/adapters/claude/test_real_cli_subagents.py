@@ -104,8 +104,8 @@ async def test_background_subagent_calls_are_held_inline_approve_runs_once_rejec
         assert (context["parent_agent"], context["parent_tool_use_id"]) == (MAIN, launch)
         assert "parent_agent_id" not in context
         assert request.call.run == done.run  # the parent session
-        assert request.status is RequestStatus.APPLIED
-    executed = [e.payload for e in queue.events(request_id=approved.id) if e.kind == "executed"]
+        assert request.status is (RequestStatus.APPLIED if request is approved else RequestStatus.REJECTED)
+    executed = [e.payload for e in queue.events(request_id=approved.id) if e.kind in ("ran", "not_run")]
     assert [(p["ran"], p["error"]) for p in executed] == [(True, None)]
     # The gate read the run to its end: the main agent's turn after the subagent's notification.
     assert origin_kind(done.result) == "task-notification"

@@ -117,7 +117,7 @@ async def test_a_rejected_subagent_call_runs_nothing_and_the_subagent_reads_the_
     assert tickets.delete_runs() == 0
     assert world.ran == []
     assert told(world)[0] == (True, REJECTION)
-    [executed] = [e.payload for e in queue.events(request_id=request.id) if e.kind == "executed"]
+    [executed] = [e.payload for e in queue.events(request_id=request.id) if e.kind in ("ran", "not_run")]
     assert (executed["ran"], executed["result"]) == (False, REJECTION)
 
 
@@ -223,7 +223,7 @@ async def test_can_use_tool_names_the_call_as_the_hook_did_and_refuses_an_unknow
         assert isinstance(answer, PermissionResultDeny)
         assert answer.message == UNKNOWN_AGENT
     assert len(queue.list_requests().items) == 1
-    refused = [e.payload for e in queue.events() if e.kind == "executed" and e.request_id is None]
+    refused = [e.payload for e in queue.events() if e.kind in ("ran", "not_run") and e.request_id is None]
     assert [(p["ran"], p["result"], p["agent"]) for p in refused] == [(False, UNKNOWN_AGENT, None)] * 2
 
 
@@ -265,7 +265,7 @@ async def test_a_held_call_whose_session_ends_is_cancelled_and_recorded(queue: R
         await waiting
     request = queue.get(request_id("s1", "u1"))
     assert (request.status, request.closed_reason) == (RequestStatus.CANCELLED, SESSION_ENDED)
-    [executed] = [e.payload for e in queue.events(request_id=request.id) if e.kind == "executed"]
+    [executed] = [e.payload for e in queue.events(request_id=request.id) if e.kind in ("ran", "not_run")]
     assert (executed["ran"], executed["result"]) == (False, SESSION_ENDED)
 
 

@@ -97,7 +97,7 @@ async def test_reject_runs_nothing_and_the_models_next_input_has_the_message(ops
     message = told(model)["call_sql"]
     assert "Never delete users." in str(message.content)
     assert message.status == "error"
-    assert ops_queue.get(request_id).status is RequestStatus.APPLIED
+    assert ops_queue.get(request_id).status is RequestStatus.REJECTED
 
 
 @pytest.mark.parametrize("mode", MODES)

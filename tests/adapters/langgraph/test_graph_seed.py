@@ -63,7 +63,7 @@ async def test_a_rejection_keeps_the_ticket(queue, tickets, saver) -> None:
     assert done.result["outcome"] == "rejected: keep it for the audit"
     assert tickets.ids() == ["t1", "t2", "t3"]
     assert tickets.delete_runs() == 0
-    assert queue.get(outcome.request_ids[0]).status is RequestStatus.APPLIED
+    assert queue.get(outcome.request_ids[0]).status is RequestStatus.REJECTED
 
 
 async def test_approve_deletes_exactly_the_reviewed_ticket(queue, tickets, saver) -> None:

@@ -27,6 +27,7 @@ from crossgate import (
     StoreError,
 )
 from crossgate.decisions import AnyDecision
+from crossgate.model import applied_status
 from crossgate.runs import Finished, Parked
 from crossgate_langgraph import Gate
 from tests.adapters.langgraph.test_agent import INPUT, told
@@ -174,7 +175,7 @@ async def test_a_node_whose_decision_cannot_be_checked_or_applied_fails_and_can_
     graph_queue.retry_parked(parked.parked_run)
     done = await gate.resume(parked.parked_run)
     assert isinstance(done, Finished)
-    assert graph_queue.get(request_id).status is RequestStatus.APPLIED
+    assert graph_queue.get(request_id).status is applied_status(decision.kind)
     outcome = done.result["outcome"]
     if isinstance(decision, Approve):
         assert (tickets.delete_runs("t3"), outcome) == (1, "deleted ticket t3")
@@ -269,7 +270,7 @@ async def test_an_agent_whose_decision_cannot_be_checked_or_applied_fails_and_ca
     # In batched mode LangGraph saved the answer in the model step before the tool step failed: the
     # retry goes on from that later checkpoint (it descends from the parked one) and runs the tool step.
     assert isinstance(await gate.resume(parked.parked_run), Finished)
-    assert agent_queue.get(request_id).status is RequestStatus.APPLIED
+    assert agent_queue.get(request_id).status is applied_status(decision.kind)
     result = told(model)["call_write"]
     if isinstance(decision, Approve | Edit):
         path = "report.txt" if isinstance(decision, Approve) else "draft.txt"

@@ -74,10 +74,10 @@ async def test_seed_scenario_approve_t3_reject_t1(queue: ReviewQueue, tickets: T
     assert tickets.delete_runs("t1") == 0
     assert outputs_by_call(model.inputs[-1:]) == {"call_t3": "deleted ticket t3", "call_t1": REJECTION}
     assert queue.get(t3.id).status is RequestStatus.APPLIED
-    assert queue.get(t1.id).status is RequestStatus.APPLIED
+    assert queue.get(t1.id).status is RequestStatus.REJECTED
     assert queue.get_parked(parked.parked_run).status is ParkedRunStatus.RESUMED
-    ran = {e.request_id: e.payload["ran"] for e in queue.events() if e.kind == "executed"}
-    assert ran == {t3.id: True, t1.id: False}
+    ran = {e.request_id: e.kind for e in queue.events() if e.kind in ("ran", "not_run")}
+    assert ran == {t3.id: "ran", t1.id: "not_run"}
     assert queue.verify_audit().ok
 
 
@@ -189,7 +189,7 @@ async def test_respond_returns_the_content_and_runs_nothing(
     assert isinstance(done, Finished)
     assert tickets.delete_runs() == 0
     assert tool_results(model.inputs) == [content]
-    assert queue.get(parked.request_ids[0]).status is RequestStatus.APPLIED  # type: ignore[union-attr]
+    assert queue.get(parked.request_ids[0]).status is RequestStatus.ANSWERED  # type: ignore[union-attr]
 
 
 async def test_remember_auto_approves_matching_calls_in_later_runs(queue: ReviewQueue, tickets: TicketStore) -> None:
@@ -256,7 +256,7 @@ async def test_an_allowed_call_runs_without_a_request(make_queue: Any, tickets: 
     assert isinstance(outcome, Finished)
     assert tickets.ids() == ["t1", "t2"]
     assert queue.list_requests().items == []
-    executed = [e for e in queue.events() if e.kind == "executed"]
+    executed = [e for e in queue.events() if e.kind in ("ran", "not_run")]
     assert [(e.run, e.payload["ran"], e.payload["result"]) for e in executed] == [
         ("allowed", True, "deleted ticket t3")
     ]

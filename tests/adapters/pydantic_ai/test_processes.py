@@ -67,7 +67,7 @@ async def test_seed_scenario_park_decide_and_resume_in_three_processes(
     assert tickets.delete_runs("t1") == 0
     assert tickets.delete_runs("t3") == 1
     assert driver.tool_results("run-seed") == ["deleted ticket t3", REJECTION], "the model reads the text verbatim"
-    assert queue.get(t1).status is RequestStatus.APPLIED
+    assert queue.get(t1).status is RequestStatus.REJECTED
     assert queue.verify_audit().ok
 
 

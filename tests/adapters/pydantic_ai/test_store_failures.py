@@ -21,6 +21,7 @@ from crossgate import (
     open_store,
 )
 from crossgate.decisions import AnyDecision
+from crossgate.model import applied_status
 from crossgate.runs import Finished, Parked
 from crossgate_pydantic_ai import Gate
 from crossgate_pydantic_ai.testing import planned_model, tool_results
@@ -84,7 +85,7 @@ async def test_a_decision_that_cannot_be_marked_applied_runs_nothing_and_the_res
     queue.retry_parked(parked.parked_run, actor="ops")
     done = await Gate(queue, agent=agent).resume(parked.parked_run)
     assert isinstance(done, Finished)
-    assert queue.get(request_id).status is RequestStatus.APPLIED
+    assert queue.get(request_id).status is applied_status(decision.kind)
     [told] = tool_results(record, TOOL)
     if isinstance(decision, Approve):
         assert (tickets.delete_runs("t3"), told) == (1, "deleted ticket t3")

@@ -14,13 +14,14 @@ DOC = Path(__file__).parents[3] / "docs" / "agents-over-http.md"
 ENV = {"ALICE_TOKEN": "alice-token-0001", "AAP_PROVISIONER_TOKEN": "p" * 20, "BILLING_BOT_TOKEN": "b" * 20}
 
 
-def test_the_documented_tokens_file_loads(tmp_path: Path) -> None:
-    block = re.search(r"```toml\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
-    assert block is not None
-    path = tmp_path / "tokens.toml"
-    path.write_text("\n".join(line.strip() for line in block.group(1).splitlines()), encoding="utf-8")
-    settings = ServerSettings(**load_config(path, ENV))
-    assert [(a.name, a.scope) for a in settings.agents] == [("ops", "provisioner"), ("billing-bot", "agent")]
+def test_the_documented_tokens_files_load(tmp_path: Path) -> None:
+    blocks = re.findall(r"```toml\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+    loaded = []
+    for index, block in enumerate(blocks):
+        path = tmp_path / f"tokens-{index}.toml"
+        path.write_text("\n".join(line.strip() for line in block.splitlines()), encoding="utf-8")
+        loaded.append([(a.name, a.scope) for a in ServerSettings(**load_config(path, ENV)).agents])
+    assert loaded == [[("billing-bot", "agent")], [("ops", "provisioner"), ("billing-bot", "agent")]]
 
 
 def test_the_registry_path_is_relative_to_the_tokens_file(tmp_path: Path) -> None:

@@ -134,7 +134,9 @@ async def test_the_reviewer_side_never_shows_a_parked_runs_state(http: httpx.Asy
         assert r.status_code == 200 and "SECRET-SDK-STATE" not in r.text, path
 
 
-async def test_an_aap_instance_credential_is_an_agent_credential_here(http: httpx.AsyncClient) -> None:
+async def test_an_aap_instance_credential_is_an_agent_credential_here(
+    http: httpx.AsyncClient, queue: ReviewQueue
+) -> None:
     made = await http.post("/aap/v1/instances", json={"instance_name": "laptop"}, headers=keyed(PROVISIONER, "prov-1"))
     token, iid = made.json()["credential"]["token"], made.json()["instance"]["id"]
     created = await ask(http, token)
@@ -142,10 +144,14 @@ async def test_an_aap_instance_credential_is_an_agent_credential_here(http: http
     rid = created.json()["request"]["id"]
     assert created.json()["request"]["call"]["context"]["crossgate_agent"]["id"] == iid
     assert (await http.get(f"{AGENT}/requests/{rid}", headers=bearer(BILLING))).status_code == 404
+    kept = (await ask(http, BILLING, key="other")).json()["request"]["id"]
     deleted = await http.delete(f"/aap/v1/instances/{iid}", headers=bearer(PROVISIONER))
     assert deleted.status_code == 204
     r = await http.get(f"{AGENT}/requests/{rid}", headers=bearer(token))
     assert r.status_code == 401, "a deleted instance's credential is refused"
+    assert queue.get(rid).status.value == "cancelled", "and what it was waiting for is cancelled"
+    assert queue.get(rid).closed_reason == "The AAP instance that made this request was deleted."
+    assert queue.get(kept).status.value == "pending", "another credential's request stays"
 
 
 async def test_what_an_agent_claims_in_the_context_does_not_make_it_anyone_else(

@@ -37,6 +37,7 @@ from crossgate.server.aap.wire import (
     seconds,
     timestamp,
 )
+from crossgate.server.agent_api.ownership import owner_of
 
 FRAMEWORK = "aap"
 EDIT_ONCE = "aap:edit-once"
@@ -265,9 +266,16 @@ class Provider:
 
     # instances ----------------------------------------------------------------------------------
     def retire(self, instance: Instance) -> None:
-        """Delete an instance: its credential is refused and its pending requests are cancelled."""
+        """Delete an instance: its credential is refused and its pending requests are cancelled.
+
+        Those it made over the native agent API too (owned by the instance id, see ``agent_api.ownership``).
+        """
+        open_ids = []
         for record in self.registry.delete(instance.id, self.queue.now()):
             request = self.backing(record)
             if request is not None and request.is_open:
-                with contextlib.suppress(ConflictError):
-                    self.queue.cancel(record.id, reason=CANCELLED_BY_DELETE, actor="aap")
+                open_ids.append(record.id)
+        open_ids += [r.id for r in self.queue.pending() if owner_of(r) == instance.id]
+        for request_id in open_ids:
+            with contextlib.suppress(ConflictError):
+                self.queue.cancel(request_id, reason=CANCELLED_BY_DELETE, actor="aap")

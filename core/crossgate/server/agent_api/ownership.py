@@ -11,9 +11,12 @@ its own; policy rules may test it (``context: [{arg: crossgate_agent.name, ...}]
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
 
 from crossgate.model import ApprovalRequest, JsonObject, ParkedRun, ToolCall
-from crossgate.server.agent_api.credentials import AgentCaller
+
+if TYPE_CHECKING:  # the AAP provider imports this module, and credentials imports the AAP registry
+    from crossgate.server.agent_api.credentials import AgentCaller
 
 OWNER_KEY = "crossgate_agent"
 """The context key (of a call) and metadata key (of a parked run) that names the owning credential."""
@@ -36,6 +39,11 @@ def stamp(caller: AgentCaller, key: str | None = None, **extra: str) -> JsonObje
 def stamped_call(call: ToolCall, caller: AgentCaller, key: str | None = None) -> ToolCall:
     """``call`` as the server records it: owned by ``caller``, whatever the agent said in its context."""
     return call.model_copy(update={"context": {**call.context, OWNER_KEY: stamp(caller, key)}})
+
+
+def owner_of(request: ApprovalRequest) -> str | None:
+    """The owner id of the credential that created ``request`` over the agent API, if one did."""
+    return _owner_of(request.call.context.get(OWNER_KEY))
 
 
 def _owner_of(marker: object) -> str | None:

@@ -29,6 +29,7 @@ from crossgate.server.agent_api.schemas import (
     ParkIn,
     PolicyOut,
     ReadyOut,
+    RefusalIn,
     RequestIn,
     RequestListOut,
     SubmissionOut,
@@ -192,6 +193,15 @@ def record_outcome(body: OutcomeIn, api: ApiDep, caller: AgentDep, idempotency_k
     key = check_key(idempotency_key, required=True)
     assert key is not None
     return _reply(api.record_outcome(caller, key, body))
+
+
+@router.post("/refusals", response_model=ApprovalRequest | None, responses=_keyed(404, 422))
+def refuse(body: RefusalIn, api: ApiDep, caller: AgentDep, idempotency_key: KeyHeader = None) -> Response:
+    """Record that the agent's gate refused what let a call run: a decision or standing rule whose signature
+    did not verify with the key the agent pins. A decided request is closed (cancelled) with the refusal;
+    the answer is the closed request, or null for a call a standing rule allowed."""
+    key = check_key(idempotency_key, required=False)
+    return _reply(api.refuse(caller, key, body))
 
 
 @router.get("/requests/{request_id}/outcome", response_model=Event, responses=_keyed(404))

@@ -63,6 +63,17 @@ class AppliedIn(_In):
     args: JsonObject | None = Field(default=None, description="The arguments about to run (approve and edit).")
 
 
+class RefusalIn(_In):
+    """A gate refused what let a call run (its signature did not verify): the decided request, or the call."""
+
+    request_id: str | None = Field(default=None, min_length=1, max_length=200)
+    call: ToolCall | None = None
+    reason: str = Field(min_length=1, max_length=40)
+    problem: str = Field(max_length=2000)
+    message: str = Field(min_length=1, max_length=4000)
+    rule: str | None = Field(default=None, max_length=200)
+
+
 class OutcomeIn(_In):
     """What happened when the SDK got its answer; ``request_id`` null for a call the policy allowed outright."""
 

@@ -52,6 +52,7 @@ from crossgate.server.agent_api.schemas import (
     FinishIn,
     OutcomeIn,
     ParkIn,
+    RefusalIn,
     RequestIn,
     RequestListOut,
     SubmissionOut,
@@ -243,6 +244,27 @@ class AgentApi:
             return Answer(204), False
 
         return self.once(caller, key, "POST /outcomes", body.model_dump(mode="json"), create)
+
+    def refuse(self, caller: AgentCaller, key: str | None, body: RefusalIn) -> Reply:
+        """Record the caller's gate's refusal: close its decided request with it, or record it for a call."""
+        if (body.request_id is None) == (body.call is None):
+            raise ConfigurationError("a refusal names a request_id or a call, not both")
+        target: ApprovalRequest | ToolCall
+        if body.request_id is not None:
+            target = self.owned(caller, body.request_id)
+        else:
+            assert body.call is not None
+            target = stamped_call(body.call, caller)
+
+        def create() -> tuple[Answer, bool]:
+            with recorded_as(caller.name, CHANNEL):
+                closed = self.queue.refuse_unverified(
+                    target, reason=body.reason, problem=body.problem, message=body.message, rule=body.rule,
+                    actor=caller.name,
+                )  # fmt: skip
+            return Answer(200, None if closed is None else _json(closed)), False
+
+        return self.once(caller, key, "POST /refusals", body.model_dump(mode="json"), create)
 
     def outcome(self, caller: AgentCaller, request_id: str) -> Event:
         """The outcome recorded after the caller's request was applied; NoOutcomeError without one."""
