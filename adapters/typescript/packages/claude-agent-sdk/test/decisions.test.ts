@@ -120,5 +120,5 @@ test('approve, edit, reject, respond, remember and a policy deny reach the model
   assert.match(review.refusals[0]!, /^respond Bash: .*(422|403|409)/);
   assert.equal(allowed['t7'], undefined, 'the remembered rule answered t7: nobody was asked');
   const requests = (await client.listRequests({ limit: 100 })).items;
-  assert.ok(requests.every((r) => r.call.framework === 'claude-agent-sdk' && r.status === 'applied'), JSON.stringify(requests.map((r) => r.status)));
+  assert.ok(requests.every((r) => r.call.framework === 'claude-agent-sdk-ts' && r.status === 'applied'), JSON.stringify(requests.map((r) => r.status)));
 });

@@ -40,7 +40,7 @@ test('seed 003 in separate processes, decided by the key holder with the crossga
   assert.equal(first.status, 'parked', JSON.stringify(first));
   const t3 = (first.requestIds as string[])[0]!;
   assert.deepEqual((await client.get(t3)).call.args, { id: 't3' });
-  assert.equal((await client.get(t3)).call.framework, 'claude-agent-sdk');
+  assert.equal((await client.get(t3)).call.framework, 'claude-agent-sdk-ts');
   assert.deepEqual(tickets.ids(), ['t1', 't2', 't3'], 'both tickets are present while parked');
 
   // Process 2: the authority's key holder approves with the crossgate CLI. Process 3: the session resumes, t3 is deleted,

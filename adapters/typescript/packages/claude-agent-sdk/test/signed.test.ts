@@ -68,7 +68,7 @@ test('pinned: the signed approval and the signed rule run; unsigned, re-targeted
   tickets.seed(['t1', 't2', 't3', 't4', 't6', 't7']);
   await insertRule(server, { id: 'rule_unsigned', effect: 'allow', tool: 'delete_ticket', match: 'pattern', arg_patterns: { id: 't6' } });
   await insertRule(server, { id: 'rule_own_key', effect: 'allow', tool: 'delete_ticket', match: 'pattern', arg_patterns: { id: 't7' } }, 'other_key');
-  const probe = await client.evaluate({ framework: 'claude-agent-sdk', tool: 'delete_ticket', args: { id: 't6' } });
+  const probe = await client.evaluate({ framework: 'claude-agent-sdk-ts', tool: 'delete_ticket', args: { id: 't6' } });
   assert.equal(probe.kind, 'allow', 'the server alone would let the inserted rule through');
   const work = join(server.dir, 'work');
   mkdirSync(work, { recursive: true });

@@ -24,7 +24,7 @@ test('seed 003 in three processes: park, decide with the crossgate CLI through t
   assert.deepEqual(tickets.ids(), ['t1', 't2', 't3'], 'both tickets are present while the run is parked');
   const client = server.client();
   assert.deepEqual((await client.get(t3)).call.args, { id: 't3' });
-  assert.equal((await client.get(t3)).call.framework, 'openai-agents');
+  assert.equal((await client.get(t3)).call.framework, 'openai-agents-ts');
 
   const approved = await server.reviewerCli('approve', t3);
   assert.equal(approved.status, 0, approved.stderr);

@@ -75,7 +75,7 @@ test('pinned: a standing rule the server signed lets its call run unasked; an in
   assert.equal((await pinned(tickets, [[del('t5')]]).gate.resume(asked.status === 'parked' ? asked.parkedRun : '')).status, 'finished');
   await insertRule(server, { id: 'rule_unsigned', effect: 'allow', tool: 'delete_ticket', match: 'pattern', arg_patterns: { id: 't6' } });
   await insertRule(server, { id: 'rule_own_key', effect: 'allow', tool: 'delete_ticket', match: 'pattern', arg_patterns: { id: 't7' } }, 'other_key');
-  const probe = await client.evaluate({ framework: 'openai-agents', tool: 'delete_ticket', args: { id: 't6' } });
+  const probe = await client.evaluate({ framework: 'openai-agents-ts', tool: 'delete_ticket', args: { id: 't6' } });
   assert.equal(probe.kind, 'allow', 'the server alone would let the forged rule through');
 
   const run = pinned(tickets, [[del('t5', 'call_t5_again'), del('t6'), del('t7')]]);
