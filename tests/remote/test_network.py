@@ -67,7 +67,7 @@ def test_every_creation_whose_answer_was_lost_happens_once(served: Served, statu
     assert cancelled.status.value == "cancelled"
     assert [p.status.value for p in reviewer.parked_runs(statuses=())] == ["resumed"], "one run, parked once"
     kinds = [e.kind for e in reviewer.events(request_id="req-n")]
-    assert kinds == ["submitted", "decided", "applied", "executed"], "each step once, though every answer was lost once"
+    assert kinds == ["submitted", "decided", "applied", "ran"], "each step once, though every answer was lost once"
     assert len(reviewer.pending()) == 0 and len(reviewer.list_requests().items) == 2
     run_events = [e.kind for e in reviewer.events() if e.kind.startswith("run_")]
     assert run_events == ["run_parked", "run_claimed", "run_resumed"]

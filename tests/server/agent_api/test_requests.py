@@ -143,7 +143,7 @@ async def test_applied_exactly_once_with_the_approved_arguments_then_the_outcome
     assert event["payload"] == {"ran": True, "result": "deleted t2", "error": None}
     assert (event["actor"], event["channel"]) == ("billing-bot", "agent-api")
     kinds = [e.kind for e in queue.events(request_id=rid)]
-    assert kinds == ["submitted", "decided", "applied", "executed"], "one applied, one outcome"
+    assert kinds == ["submitted", "decided", "applied", "ran"], "one applied, one outcome"
 
 
 async def test_a_retried_applied_with_its_key_is_answered_again_not_refused(

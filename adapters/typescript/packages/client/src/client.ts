@@ -156,7 +156,7 @@ export class AgentClient {
     await this.post('/outcomes', { ...outcome }, idempotencyKey);
   }
 
-  /** The recorded outcome (`executed` event) of a request, or null when none was recorded. */
+  /** The recorded outcome (`ran` or `not_run` event) of a request, or null when none was recorded. */
   async outcome(requestId: string): Promise<AuditEvent | null> {
     try {
       const reply = await this.transport.send({ method: 'GET', path: `/requests/${enc(requestId)}/outcome` });

@@ -16,7 +16,10 @@ export const ALL_DECISIONS: readonly DecisionKind[] = Object.freeze(['approve', 
 /** What the policy says before any human: deny beats ask beats allow. */
 export type VerdictKind = 'allow' | 'ask' | 'deny';
 
-export type RequestStatus = 'pending' | 'decided' | 'applied' | 'expired' | 'cancelled';
+export type RequestStatus = 'pending' | 'decided' | 'applied' | 'rejected' | 'answered' | 'expired' | 'cancelled';
+
+/** Statuses of a request whose decision reached the agent: applied (approve or edit), rejected or answered. */
+export const APPLIED_STATUSES: readonly RequestStatus[] = ['applied', 'rejected', 'answered'];
 export type ParkedRunStatus = 'parked' | 'resuming' | 'resumed' | 'failed';
 export type RememberScope = 'once' | 'run' | 'session' | 'forever';
 export type RememberMatch = 'tool' | 'pattern' | 'exact';
@@ -187,7 +190,7 @@ export interface PolicyDocument {
 
 /** The answer the SDK gets: the decision, or a rejection for an expired or cancelled request; null while pending. */
 export function resolution(request: ApprovalRequest): Decision | null {
-  if (request.status === 'decided' || request.status === 'applied') return request.decision;
+  if (request.status === 'decided' || APPLIED_STATUSES.includes(request.status)) return request.decision;
   if (request.status === 'expired') {
     return { kind: 'reject', message: request.closed_reason ?? EXPIRY_MESSAGE, fingerprint: request.fingerprint };
   }
