@@ -58,7 +58,8 @@ test('approve, edit, reject and respond in one parked turn: each reaches the mod
     call_t5: 't5 was archived by hand; nothing to delete.',
   });
   assert.ok(String((done as { result: SdkResult }).result.finalOutput).startsWith(FINAL_PREFIX));
-  for (const id of outcome.requestIds) assert.equal((await client.get(id)).status, 'applied');
+  const statuses = await Promise.all(outcome.requestIds.map(async (id) => (await client.get(id)).status));
+  assert.deepEqual(statuses, ['applied', 'applied', 'rejected', 'answered'], 'each decision reached the agent');
   assert.equal((await client.outcome(approveId))?.payload.ran, true);
   assert.equal((await client.outcome(editId))?.payload.result, 'deleted ticket t2');
   assert.equal((await client.outcome(rejectId))?.payload.ran, false);
