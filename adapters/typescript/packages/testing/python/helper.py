@@ -100,6 +100,62 @@ def events(db: str, request_id: str | None) -> dict[str, Any]:
         store.close()
 
 
+def pydantic_ai_plan(op: dict[str, Any]) -> dict[str, Any]:
+    """Run ``op["plan"]`` through the Pydantic AI adapter over the agent API, as a Python agent holding no store.
+
+    Pending requests are rejected through the reviewer API with ``op["message"]`` and the run resumed until it
+    finishes. Returns the calls whose body ran, and what the model read for each call (by its index in the plan).
+    """
+    import asyncio
+
+    import httpx
+    from pydantic_ai import Agent
+
+    from crossgate.remote import RemoteQueue
+    from crossgate.runs import Parked
+    from crossgate_pydantic_ai import Gate
+    from crossgate_pydantic_ai.testing import Call, planned_model, read_record
+
+    plan: list[dict[str, Any]] = op["plan"]
+    record = Path(op["dir"]) / "pydantic-ai-read.jsonl"
+    ran: list[str] = []
+    model = planned_model(
+        [[Call(c["tool"], json.dumps(c["args"]), f"call_{i}") for i, c in enumerate(plan)]], record=record
+    )
+    agent = Agent(model, name="Scripted")
+    for name in ("read_ticket", "delete_ticket", "execute_sql"):
+        agent.tool_plain(name=name)(_recording_body(name, ran))
+    reviewer = {"Authorization": f"Bearer {op['reviewer_token']}"}
+
+    async def drive() -> None:
+        with RemoteQueue(op["url"], token=op["token"]) as queue:
+            gate = Gate(queue, agent=agent, authority=op.get("pin"))
+            outcome = await gate.run(agent, "Work through the tickets.", run=op["run"])
+            async with httpx.AsyncClient(base_url=op["url"], headers=reviewer) as http:
+                while isinstance(outcome, Parked):
+                    for request_id in outcome.request_ids:
+                        body = {"kind": "reject", "message": op["message"]}
+                        (await http.post(f"/api/requests/{request_id}/decision", json=body)).raise_for_status()
+                    outcome = await gate.resume(outcome.parked_run)
+
+    asyncio.run(drive())
+    read = {int(line["call_id"].removeprefix("call_")): line["content"] for line in read_record(record)}
+    return {"ran": ran, "read": read}
+
+
+def _recording_body(name: str, ran: list[str]) -> Any:
+    """A tool body for ``name`` that records that it ran, with the scripted agents' answer."""
+
+    def body(**args: Any) -> str:
+        text = f"{name} {json.dumps(args, separators=(',', ':'))}"
+        ran.append(text)
+        return f"ran {text}"
+
+    body.__name__ = name
+    body.__doc__ = f"The {name} tool."
+    return body
+
+
 def run(op: dict[str, Any]) -> dict[str, Any]:
     """One operation's result."""
     kind = op["op"]
@@ -144,6 +200,8 @@ def run(op: dict[str, Any]) -> dict[str, Any]:
         return insert_rule(op["db"], op["rule"], op.get("signer", "unsigned"))
     if kind == "events":
         return events(op["db"], op.get("request_id"))
+    if kind == "pydantic_ai_plan":
+        return pydantic_ai_plan(op)
     if kind == "sign_checkpoint":
         claims = CheckpointClaims(seq=1, head_hash="0" * 64, at=op["at"])
         return {"token": _key(op["key"]).sign(claims)}

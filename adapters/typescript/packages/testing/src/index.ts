@@ -4,6 +4,8 @@ export { crossgateCli, environment, pythonExecutable, pythonOps, pythonOpsAsync 
 export { auditEvents, forge, insertRule, REFUSAL, REFUSAL_REASON, refusals } from './forgery.js';
 export type { Forged, Forgery } from './forgery.js';
 export type { Completed } from './python.js';
+export { calls, cliEnv, FINAL_TEXT, startMessagesApi, told } from './claude.js';
+export type { MessagesApi, Told } from './claude.js';
 export {
   AGENT,
   AGENT_TOKEN,
