@@ -78,7 +78,8 @@ async def test_a_signed_reject_or_respond_reaches_the_model_and_runs_nothing(wor
     assert isinstance(await world.resume(parked), Finished)
     assert world.tickets.delete_runs() == 0
     assert text in world.driver.tool_results("run-no")[-1]
-    assert world.server.get(request_id).status is RequestStatus.APPLIED
+    done = RequestStatus.REJECTED if kind is DecisionKind.REJECT else RequestStatus.ANSWERED
+    assert world.server.get(request_id).status is done
 
 
 async def test_a_signed_remembered_rule_lets_a_later_call_run_without_asking(world: World) -> None:
