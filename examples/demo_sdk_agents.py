@@ -54,7 +54,7 @@ class OpenAIDemoAgent:
         self.agent = Agent(
             name=spec.agent, instructions="Delete duplicate tickets.", tools=[delete_ticket], model=model
         )
-        self.gate = Gate(queue, agent=self.agent)
+        self.gate = Gate(queue, sdk_agent=self.agent)
 
     async def start(self, run: str) -> Finished[object] | Parked:
         outcome = await self.gate.run(self.agent, "Delete the duplicate ticket.", run=run)
@@ -227,7 +227,7 @@ class PydanticAIDemoAgent:
             """Delete a ticket by id. This cannot be undone."""
             return tickets.delete(id)
 
-        self.gate = Gate(queue, agent=self.agent)
+        self.gate = Gate(queue, sdk_agent=self.agent)
 
     async def start(self, run: str) -> Finished[object] | Parked:
         outcome = await self.gate.run(self.agent, "Delete the duplicate ticket.", run=run)

@@ -7,7 +7,7 @@ With ``OPENAI_API_KEY`` set, a real model reads the tickets and does the asking.
 
 The reviewer here is a function that approves deleting t3 and rejects anything else; in a real
 deployment people decide from the web page, the HTTP API or ``crossgate approve|reject`` while the run
-is parked, and any process resumes it with ``Gate(queue, agent=build_agent(...)).resume(parked_run)``.
+is parked, and any process resumes it with ``Gate(queue, sdk_agent=build_agent(...)).resume(parked_run)``.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ async def demo(db: str, *, offline: bool) -> list[str]:
                     f"asked: {request.call.tool} {json.dumps(request.call.args)}, tickets now {left}, {decision.kind}"
                 )
             # Resume as another process would: a gate bound to the same agent graph.
-            outcome = await Gate(queue, agent=agent).resume(outcome.parked_run)
+            outcome = await Gate(queue, sdk_agent=agent).resume(outcome.parked_run)
         lines.append(f"final: {outcome.result.final_output}")
         lines.append(f"left: {' '.join(sorted(tickets))}")
     finally:

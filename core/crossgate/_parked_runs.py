@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING
 
 from pydantic import JsonValue
 
+from crossgate import lifecycle
 from crossgate._queue_base import QueueBase, clip_text
 from crossgate.clock import new_id
 from crossgate.errors import AdapterError, ConfigurationError, ConflictError, NotFoundError, ParkedRunClaimedError
+from crossgate.lifecycle import claimable
 from crossgate.model import (
     ApprovalRequest,
     EventKind,
@@ -22,7 +24,6 @@ from crossgate.model import (
     event_kind,
     is_outcome,
 )
-from crossgate.stores.base import claimable
 
 PRUNED_IDS_LISTED = 100
 """At most this many ids are listed in one ``parked_states_pruned`` event; its ``count`` covers them all."""
@@ -149,7 +150,8 @@ class ParkedRunsMixin(QueueBase):
         parked_id = current.id
         now = self.now()
         event = self._event("run_claimed", run=current.run, actor=owner, payload={"parked_run": parked_id})
-        claimed = self.store.claim_parked_run(parked_id, owner, now, now + timedelta(seconds=lease_seconds), event)
+        claim = lifecycle.claim(owner, now, now + timedelta(seconds=lease_seconds))
+        claimed = self.store.change_parked_run(parked_id, claim, event)
         if claimed is None:
             latest = self.get_parked(parked_id)
             raise ParkedRunClaimedError(
@@ -172,7 +174,8 @@ class ParkedRunsMixin(QueueBase):
         parked_id = current.id
         payload: JsonObject = {"parked_run": parked_id, "status": status.value, "outcome": clip_text(outcome)}
         event = self._event("run_resumed", run=current.run, actor=owner, payload=payload)
-        finished = self.store.finish_parked_run(parked_id, owner, status, outcome, self.now(), event)
+        finish = lifecycle.finish(owner, status, outcome, self.now())
+        finished = self.store.change_parked_run(parked_id, finish, event)
         if finished is None:
             self.get_parked(parked_id)  # NotFoundError for a run that does not exist
             raise ParkedRunClaimedError(f"{owner} does not hold the lease on parked run {parked_id}")
@@ -189,7 +192,7 @@ class ParkedRunsMixin(QueueBase):
         current = self.get_parked(parked_id)
         payload: JsonObject = {"parked_run": current.id, "failed_with": clip_text(current.outcome)}
         event = self._event("run_retried", run=current.run, actor=actor, payload=payload)
-        retried = self.store.retry_parked_run(current.id, self.now(), event)
+        retried = self.store.change_parked_run(current.id, lifecycle.retry(self.now()), event)
         if retried is None:
             latest = self.get_parked(parked_id)
             if latest.status is ParkedRunStatus.FAILED and not latest.state:
@@ -234,7 +237,7 @@ class ParkedRunsMixin(QueueBase):
             }
             return self._event("parked_states_pruned", actor=actor, payload=payload)
 
-        pruned = self.store.prune_parked_states(list(candidates), statuses, event)
+        pruned = self.store.change_parked_runs(list(candidates), lifecycle.prune(statuses), event)
         return [candidates[i] for i in pruned]
 
     def _prunable(self, cutoff: datetime, statuses: tuple[ParkedRunStatus, ...]) -> list[ParkedRun]:

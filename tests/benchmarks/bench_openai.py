@@ -72,7 +72,7 @@ def crossgate_round_trip(db: str) -> Callable[[int], Awaitable[None]]:
     policy = Policy(rules=(PolicyRule(name="ask-deletes", verdict=VerdictKind.ASK, tool="delete_ticket"),))
     queue = ReviewQueue(open_store(db), policy)
     agent = ticket_agent(PlannedModel([[delete_call("t3")]]), needs_approval=False)
-    gate = Gate(queue, agent=agent)
+    gate = Gate(queue, sdk_agent=agent)
 
     async def once(i: int) -> None:
         parked = await gate.run(agent, "Delete the spam tickets.", run=f"bench-{i}")

@@ -54,9 +54,8 @@ WRITES = frozenset(
         "insert_rule",
         "revoke_rule",
         "insert_parked_run",
-        "claim_parked_run",
-        "finish_parked_run",
-        "retry_parked_run",
+        "change_parked_run",
+        "change_parked_runs",
         "append_event",
     }
 )
@@ -161,7 +160,7 @@ class Agents:
 
     def openai_gate(self, ticket: str) -> tuple[OpenAIGate, Any]:
         agent = ticket_agent(self.tickets, PlannedModel([[delete_call(ticket)]]))
-        return OpenAIGate(self.queue, agent=agent, lease_seconds=self.world.lease_seconds), agent
+        return OpenAIGate(self.queue, sdk_agent=agent, lease_seconds=self.world.lease_seconds), agent
 
     async def start(self, run: str, ticket: str) -> Outcome:
         """Start ``run``, whose model asks to delete ``ticket``; it parks on that call."""
@@ -181,8 +180,9 @@ class Agents:
 
         A LangGraph thread that paused but was never parked is parked (``Gate.park``, safe to repeat); one
         that died mid-step goes on from its last checkpoint (input ``None``, LangGraph's way to continue a
-        thread after a failure), so the re-run node asks under the same request id; anything else (an
-        OpenAI run, whose state lived in the dead process) starts again from the beginning.
+        thread after a failure), so the re-run node runs at the same step and asks under the same request
+        id; only a thread with no checkpoint, and anything else (an OpenAI run, whose state lived in the
+        dead process), starts again from the beginning.
         """
         if self.queue.parked_runs(statuses=(), run=run):
             return None
@@ -192,7 +192,9 @@ class Agents:
             snapshot = await graph.aget_state({"configurable": {"thread_id": run}})
             if snapshot.interrupts:
                 return await gate.park(graph, thread=run)
-            if snapshot.next:
+            # A step whose tasks all saved their writes before the next checkpoint has no ``next`` but
+            # still has its tasks: it died mid-step too. Sending the input again would start a new run.
+            if snapshot.next or snapshot.tasks:
                 return await gate.run(graph, None, thread=run)
             return await gate.run(graph, self.graph_input(ticket), thread=run)
 
@@ -200,7 +202,7 @@ class Agents:
         """Resume a parked run through the adapter's ``resume``."""
         if self.world.adapter == "openai":
             openai, agent = self.openai_gate(ticket)
-            return await openai.resume(parked_run, agent=agent)
+            return await openai.resume(parked_run, sdk_agent=agent)
         async with self.graph() as (gate, _):
             return await gate.resume(parked_run)
 

@@ -28,8 +28,7 @@ WRITES = (
     "insert_rule",
     "revoke_rule",
     "insert_parked_run",
-    "claim_parked_run",
-    "finish_parked_run",
+    "change_parked_run",
 )
 # Written out by hand (not taken from the store) so a change to the store's table shows up here.
 EXPECTED = {

@@ -31,7 +31,7 @@ def test_setup_applies_every_migration_once_and_is_idempotent(tmp_path: Path) ->
     store = SqliteStore(tmp_path / "q.db")
     store.setup()
     store.setup()
-    latest = migrations()[-1][0]
+    latest = migrations()[-1].version
     assert store.schema_version() == latest
     with sqlite3.connect(tmp_path / "q.db") as db:
         assert db.execute("SELECT count(*) FROM schema_version").fetchone()[0] == len(migrations())
@@ -39,10 +39,9 @@ def test_setup_applies_every_migration_once_and_is_idempotent(tmp_path: Path) ->
     store.close()
 
 
-def test_migrations_are_numbered_uniquely_from_one() -> None:
-    # Gaps are allowed while lines of work that reserved numbers are merged; setup applies each one missing.
-    versions = [version for version, _ in migrations()]
-    assert versions[0] == 1 and versions == sorted(set(versions))
+def test_migrations_are_numbered_without_gaps() -> None:
+    versions = [m.version for m in migrations()]
+    assert versions == list(range(1, len(versions) + 1))
 
 
 def test_migration_2_moves_the_state_of_existing_parked_runs_to_their_own_table(tmp_path: Path) -> None:

@@ -52,7 +52,7 @@ async def openai(queue: ReviewQueue, folder: Path, parked_run: str | None) -> Fi
     agent = Agent(name="Triage", tools=[delete_ticket], model=model)
     if parked_run is None:
         return await Gate(queue).run(agent, "Delete the spam ticket t3")
-    return await Gate(queue, agent=agent).resume(parked_run)
+    return await Gate(queue, sdk_agent=agent).resume(parked_run)
 
 
 async def claude(queue: ReviewQueue, folder: Path, parked_run: str | None) -> Finished[Any] | Parked:

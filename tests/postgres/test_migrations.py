@@ -14,6 +14,7 @@ import pytest
 from psycopg import sql
 
 from crossgate import ConfigurationError, open_store
+from crossgate.stores.migrations import Migration, run_migrations
 from crossgate.stores.postgres import PostgresStore, fresh_schema_sql, migrations
 from tests.support.postgres import PostgresStoreFactory
 
@@ -70,6 +71,35 @@ def test_fresh_schema_equals_the_fully_migrated_one(pg_factory: PostgresStoreFac
     migrate_step_by_step(pg_factory.url, migrated)
     assert catalog(pg_factory.url, fresh) == catalog(pg_factory.url, migrated)
     assert [v for v, _ in catalog(pg_factory.url, fresh)["versions"]] == [m.version for m in migrations()]
+
+
+def test_every_migration_run_in_turn_equals_the_fresh_schema(pg_factory: PostgresStoreFactory) -> None:
+    """Every migration file from 001 on, each applied by the shared runner as the upgrade to its version."""
+    fresh = pg_factory.new_schema()
+    PostgresStore(pg_factory.url, schema=fresh).setup()
+    migrated = pg_factory.new_schema()
+    known = migrations()
+    with psycopg.connect(pg_factory.url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(migrated)))
+        conn.execute(sql.SQL("SET search_path = {}").format(sql.Identifier(migrated)))
+        conn.execute(
+            "CREATE TABLE schema_version (version integer PRIMARY KEY, name text NOT NULL, "
+            "applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+
+        def apply(migration: Migration) -> None:
+            conn.execute(migration.text)
+
+        def record(migration: Migration) -> None:
+            row = (migration.version, migration.name)
+            conn.execute("INSERT INTO schema_version (version, name) VALUES (%s, %s)", row)
+
+        for upto in range(1, len(known) + 1):  # one release at a time: 001, then 002 on it, ...
+            with conn.transaction():
+                applied = {version for (version,) in conn.execute("SELECT version FROM schema_version")}
+                ran = run_migrations(applied, known[:upto], apply=apply, record=record)
+            assert [m.version for m in ran] == [upto]
+    assert catalog(pg_factory.url, fresh) == catalog(pg_factory.url, migrated)
 
 
 def test_migrations_are_numbered_and_schema_sql_is_not_empty() -> None:

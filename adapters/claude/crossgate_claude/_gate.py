@@ -9,16 +9,21 @@ import os
 import socket
 import uuid
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage, Transport
 
 from crossgate import (
     AdapterError,
+    AlreadyAppliedError,
     ConfigurationError,
     ConflictError,
     ParkedRun,
     ParkedRunStatus,
+    RequestCancelledError,
+    RequestExpiredError,
+    RequestStatus,
 )
 from crossgate.adapter import AdapterQueue, AuthorityPin, app_context, resume_leased, verified_queue
 from crossgate.model import JsonObject
@@ -29,6 +34,7 @@ from crossgate_claude._names import known_servers
 from crossgate_claude._offered import OfferedCheck
 from crossgate_claude._options import merge
 from crossgate_claude._schemas import Schemas
+from crossgate_claude._transcripts import past_call, transcript_path
 from crossgate_claude._translate import FRAMEWORK
 from crossgate_claude._turns import TOOL_DEFERRED, read_run
 
@@ -50,8 +56,8 @@ class Gate:
     thread's when the options run it as a named agent (``extra_args={"agent": name}``, the CLI's
     ``--agent``; ``agent`` must then be that name or None). ``resume_timeout``
     bounds how long a resumed session may take to re-ask the deferred call (the CLI otherwise waits
-    forever). ``transport`` builds a custom SDK transport for each session (tests use an in-process
-    double of the CLI).
+    forever), or, when a killed resumer's CLI got past the call itself, to end its turn. ``transport``
+    builds a custom SDK transport for each session (tests use an in-process double of the CLI).
 
     ``authority`` pins the authority's public key(s) this gate verifies decisions and standing rules with
     before a tool runs (``TrustedKeys``, a ``PublicKey``, an ``Authority``, a pin file's path or the pin
@@ -180,14 +186,62 @@ class Gate:
                 **overrides,
             )
             binding.session, binding.expect = session, tool_use_id
-            if isinstance(state.get("request_id"), str):  # a retried call waits on its queued request
-                binding.retries[tool_use_id] = state["request_id"]
+            request_id = state.get("request_id")
+            if isinstance(request_id, str):  # a retried call waits on its queued request
+                binding.retries[tool_use_id] = request_id
+            path = transcript_path(bound.env, session)
+            if path is not None and past_call(path, tool_use_id) is not None:
+                rid = request_id if isinstance(request_id, str) else claimed.request_ids[0]
+                return await self._past_the_call(path, session, tool_use_id, rid, owner)
             result = await self._turn(bound, binding, None)
             return await self._outcome(result, wait, base)
 
         return await resume_leased(self.queue, parked, owner=owner, lease_seconds=self.lease_seconds, body=body)
 
     # internals ----------------------------------------------------------------------------------
+    async def _past_the_call(
+        self, path: Path, session: str, tool_use_id: str, request_id: str, owner: str
+    ) -> Finished[ResultMessage]:
+        """Finish a run whose session already has a result for its deferred call; nothing runs here.
+
+        An earlier resumer was killed while its CLI child lived on: that CLI recorded a result for the
+        call (the tool ran, failed or was cut off, as the dead resumer's applied mark allowed) and went
+        on with the turn. A resumed CLI would not re-ask the call and would wait for a prompt forever, so
+        no CLI is started. The turn's end is read from the transcript (waiting up to ``resume_timeout``
+        for a CLI still finishing it); a decision the dead resumer never applied is closed as not run,
+        since the CLI cannot run a call it had no permission for. The ``ResultMessage`` is built from
+        the transcript: ``num_turns`` 0, as no turn ran in this resume.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.resume_timeout
+        while (past := past_call(path, tool_use_id)) is None or past.final is None:
+            if loop.time() >= deadline:
+                raise AdapterError(
+                    f"session {session} has a result for tool use {tool_use_id} from an earlier resume, but its "
+                    f"turn did not end within {self.resume_timeout:g} s; nothing ran"
+                )
+            await asyncio.sleep(0.2)
+        request = self.queue.get(request_id)
+        if request.status is RequestStatus.DECIDED:
+            reason = f"the session answered the call without crossgate ({_clip(past.result)}), so it did not run"
+            try:
+                self.queue.mark_applied(request, args=request.approved_args(), actor=owner)
+            except (AlreadyAppliedError, RequestCancelledError, RequestExpiredError):
+                pass  # closed meanwhile (a late check, another resumer): that record stands
+            else:
+                self.queue.record_outcome(request, ran=False, error=reason)
+        result = ResultMessage(
+            subtype="success",
+            duration_ms=0,
+            duration_api_ms=0,
+            is_error=False,
+            num_turns=0,
+            session_id=session,
+            stop_reason="end_turn",
+            result=past.final,
+        )
+        return Finished(run=session, result=result)
+
     def _bind(
         self,
         base: ClaudeAgentOptions,
@@ -315,3 +369,7 @@ def _main_agent_overrides(options: ClaudeAgentOptions, parked_agent: str | None)
             f"as {current!r}"
         )
     return {}
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -2,7 +2,8 @@
 
 LangGraph re-runs an interrupted node from its first line on every resume, so everything here is
 built to be run more than once: the request id is derived from the thread and the task's position
-(``checkpoint_ns``), so the re-run finds the same request; the answer ``interrupt()`` returns is
+(its node, step and place in the step, never LangGraph's task id), so the re-run finds the same request,
+also a re-run from a checkpoint re-created after a crash; the answer ``interrupt()`` returns is
 checked against crossgate's queue before the node sees it; and the decision is marked applied
 exactly once, right before the node runs the tool.
 """
@@ -85,18 +86,43 @@ CheckedDecision = Annotated[Decision, AfterValidator(_check_against_queue), With
 """The type ``interrupt()`` validates resume values against (its JSON Schema is :data:`DECISION_SCHEMA`)."""
 
 
-def graph_request_id(thread: str, checkpoint_ns: str, tool: str, call_id: str | None) -> str:
+def graph_request_id(thread: str, position: str, tool: str, call_id: str | None) -> str:
     """The request id of one approval inside one task of one thread; the same on every re-run."""
-    return request_id("lg", "graph", thread, checkpoint_ns, tool, call_id or "")
+    return request_id("lg", "graph", thread, position, tool, call_id or "")
 
 
 def current_thread() -> tuple[str, str]:
-    """The thread id and checkpoint namespace of the running task."""
+    """The thread id and the running task's position in it (see :func:`task_position`)."""
     configurable = _configurable()
     thread = configurable.get("thread_id")
     if thread is None:
         raise ConfigurationError("request_approval() needs a thread: compile with a checkpointer, pass a thread_id")
-    return str(thread), str(configurable.get("checkpoint_ns", ""))
+    return str(thread), task_position(str(configurable.get("checkpoint_ns", "")), _config().get("metadata") or {})
+
+
+def task_position(checkpoint_ns: str, metadata: Mapping[str, Any]) -> str:
+    """Where the running task is in its thread: the same for every run of that task, before or after a crash.
+
+    LangGraph's task id (the last part of ``checkpoint_ns``) is derived from the checkpoint's id, which a
+    checkpoint written again after a crash changes; the node, the step and the task's path in the step
+    (a ``Send``'s index) do not. The enclosing graphs' part of the namespace is kept as it is: a
+    subgraph's own step starts again on each call, so only the parent's task id tells two calls apart.
+    """
+    *outer, inner = checkpoint_ns.split("|")
+    step, path = metadata.get("langgraph_step"), metadata.get("langgraph_path")
+    if not isinstance(step, int):  # not LangGraph's task metadata: the namespace is all there is
+        return checkpoint_ns
+    node = inner.partition(":")[0]
+    return canonical_json(["|".join(outer), node, step, _scalars(path)])
+
+
+def _scalars(path: Any) -> list[Any]:
+    """The plain values of a task path (``("__pregel_push", 1, False)``), nested tuples flattened."""
+    if isinstance(path, (str, int, bool)):
+        return [path]
+    if isinstance(path, (tuple, list)):
+        return [value for item in path for value in _scalars(item)]
+    return []
 
 
 def _configurable() -> Mapping[str, Any]:
@@ -193,7 +219,7 @@ def ask(
 ) -> tuple[AnyDecision, str | None]:
     """:func:`request_approval` for a built call; also returns the request id (None for allow and deny)."""
     queue = verified_queue(queue)  # the keys pinned for this queue (Gate(authority=...), the environment)
-    thread, namespace = current_thread()
+    thread, position = current_thread()
     config = _config()
     origin = {"run": thread, "agent": agent_in(config, call.agent), "context": context_in(config, call.context)}
     call = call.model_copy(update=origin)
@@ -205,7 +231,7 @@ def ask(
             message = refusal(call.tool, exc)
             queue.record_outcome(None, ran=False, error=message, call=call.model_copy(update={"args": {}}))
             return Reject(message=message, fingerprint=call.fingerprint), None
-    request_id = graph_request_id(thread, namespace, call.tool, call.call_id)
+    request_id = graph_request_id(thread, position, call.tool, call.call_id)
     submission = queue.submit(
         call,
         args_schema=args_schema,

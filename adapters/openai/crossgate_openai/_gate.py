@@ -78,11 +78,13 @@ class Gate:
     The SDK's ``RunState`` of a parked run is kept in the queue's store, never handed to clients.
     ``resume`` takes a parked run forward once its requests are decided, in any process:
 
-        gate = Gate(open_queue(), agent=build_agent())   # the same agent names and tools as the run's
+        gate = Gate(open_queue(), sdk_agent=build_agent())   # the same agent names and tools as the run's
         outcome = await gate.resume(parked_run_id)
 
-    A gate bound to an agent with ``agent=`` is a ``crossgate.runs.Resumer`` that ``crossgate worker`` can
-    drive; an unbound gate takes ``agent=`` on each ``resume`` call.
+    ``sdk_agent`` is the SDK's ``Agent`` a run starts at (the root of its agent graph); crossgate's
+    ``agent`` is always a name, here each SDK agent's own ``name``. A gate bound with ``sdk_agent=`` is a
+    ``crossgate.runs.Resumer`` that ``crossgate worker`` can drive; an unbound gate takes ``sdk_agent=`` on
+    each ``resume`` call.
 
     ``context`` is the app's context for every call of the gate's runs (a JSON object, say
     ``{"tenant": "acme"}``), which policy ``context:`` conditions test, as ``crossgate_claude.Gate(context=)``;
@@ -100,7 +102,7 @@ class Gate:
         self,
         queue: AdapterQueue,
         *,
-        agent: Agent[Any] | None = None,
+        sdk_agent: Agent[Any] | None = None,
         run_config: RunConfig | None = None,
         max_turns: int | None = None,
         owner: str | None = None,
@@ -110,27 +112,27 @@ class Gate:
     ) -> None:
         self.queue: AdapterQueue = verified_queue(queue, authority)
         self.context: JsonObject = app_context(context)
-        self.agent = agent
+        self.sdk_agent = sdk_agent
         self.run_config = run_config
         self.max_turns = max_turns
         self.owner = owner or f"{FRAMEWORK}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.lease_seconds = lease_seconds
         self._binding = GateBinding(self.queue)
-        if agent is not None:
-            self.install(agent)
+        if sdk_agent is not None:
+            self.install(sdk_agent)
 
-    def install(self, agent: Agent[Any]) -> Agent[Any]:
-        """Gate every function tool reachable from ``agent`` (tools, ``as_tool`` agents, handoffs); idempotent.
+    def install(self, sdk_agent: Agent[Any]) -> Agent[Any]:
+        """Gate every function tool reachable from ``sdk_agent`` (tools, ``as_tool`` agents, handoffs); idempotent.
 
         The agents' ``tools`` lists are replaced by gated copies; the tool objects passed in stay as they were.
         """
-        install(agent, self._binding)
-        return agent
+        install(sdk_agent, self._binding)
+        return sdk_agent
 
     # running ------------------------------------------------------------------------------------
     async def run(
         self,
-        agent: Agent[Any],
+        sdk_agent: Agent[Any],
         input: str | list[Any],
         *,
         run: str | None = None,
@@ -141,7 +143,7 @@ class Gate:
         requested_by: str | None = None,
         call_context: JsonObject | None = None,
     ) -> Outcome:
-        """Run ``agent`` on ``input``; wait up to ``wait`` seconds for reviewers, then park if still pending.
+        """Run ``sdk_agent`` on ``input``; wait up to ``wait`` seconds for reviewers, then park if still pending.
 
         ``run`` names the crossgate run (a fresh id when None); ``session`` groups runs for standing rules
         of scope session. ``requested_by`` is who the run acts for: every request of the run carries it,
@@ -152,15 +154,15 @@ class Gate:
         ``Runner.run_streamed`` and drains its events.
         """
         run_context = {**self.context, **app_context(call_context)}
-        self.install(agent)
+        self.install(sdk_agent)
         scope = RunScope(run or new_id("run"), session, requested_by, run_context)
-        return await self._drive(agent, input, scope, wait=wait, context=context, stream=stream)
+        return await self._drive(sdk_agent, input, scope, wait=wait, context=context, stream=stream)
 
     async def resume(
         self,
         parked_run: str,
         *,
-        agent: Agent[Any] | None = None,
+        sdk_agent: Agent[Any] | None = None,
         wait: float = 0.0,
         stream: bool = False,
         context: Any = None,
@@ -173,17 +175,19 @@ class Gate:
         state; any other context object must be passed again as ``context``. Who the run acts for
         (``run(..., requested_by=...)``) is read from the parked run, never from the caller.
         """
-        agent = agent or self.agent
-        if agent is None:
-            raise ConfigurationError("resume needs the agent graph: Gate(queue, agent=...) or resume(..., agent=...)")
+        sdk_agent = sdk_agent or self.sdk_agent
+        if sdk_agent is None:
+            raise ConfigurationError(
+                "resume needs the agent graph: Gate(queue, sdk_agent=...) or resume(..., sdk_agent=...)"
+            )
         parked = self.queue.get_parked(parked_run)
         if parked.framework != FRAMEWORK:
             raise ConfigurationError(f"parked run {parked.id} belongs to {parked.framework}, not {FRAMEWORK}")
-        if parked.metadata.get("agent") != agent.name:
+        if parked.metadata.get("agent") != sdk_agent.name:
             raise ConfigurationError(
-                f"parked run {parked.id} started at agent {parked.metadata.get('agent')!r}, not {agent.name!r}"
+                f"parked run {parked.id} started at agent {parked.metadata.get('agent')!r}, not {sdk_agent.name!r}"
             )
-        self.install(agent)
+        self.install(sdk_agent)
         self.queue.expire_overdue()
         await self._wait_for(parked.request_ids, wait)
         requests = [self.queue.get(r) for r in parked.request_ids]
@@ -191,9 +195,9 @@ class Gate:
             return Parked(parked.run, parked.id, parked.request_ids)
         # Load before claiming: a state this agent graph cannot restore must not use up the parked run.
         if context is None:
-            state = await RunState.from_string(agent, parked.state)
+            state = await RunState.from_string(sdk_agent, parked.state)
         else:
-            state = await RunState.from_string(agent, parked.state, context_override=context)
+            state = await RunState.from_string(sdk_agent, parked.state, context_override=context)
         parked_context = parked.metadata.get("context")
         scope = RunScope(
             parked.run,
@@ -205,7 +209,7 @@ class Gate:
         async def body(_claimed: ParkedRun) -> Outcome:
             await self._apply_decisions(state, scope, requests)
             return await self._drive(
-                agent, state, scope, wait=wait, context=None, stream=stream, already_answered=parked.request_ids
+                sdk_agent, state, scope, wait=wait, context=None, stream=stream, already_answered=parked.request_ids
             )
 
         # The lease must outlast an inline wait, or another resumer could take the run while this one waits.
@@ -215,7 +219,7 @@ class Gate:
     # the loop -----------------------------------------------------------------------------------
     async def _drive(
         self,
-        agent: Agent[Any],
+        sdk_agent: Agent[Any],
         start: Any,
         scope: RunScope,
         *,
@@ -228,7 +232,7 @@ class Gate:
         deadline = loop.time() + wait
         answered: set[str] = set(already_answered)
         while True:
-            result = await self._run_sdk(agent, start, scope, context=context, stream=stream)
+            result = await self._run_sdk(sdk_agent, start, scope, context=context, stream=stream)
             if not result.interruptions:
                 return Finished(scope.run, result)
             state = result.to_state()
@@ -260,13 +264,13 @@ class Gate:
             # later is parked and at once ready, the same outcome one step later.
             if any(r.is_open for r in requests):
                 new = [a.request for a in asks if not a.stored]
-                return self._park(agent, state, scope, request_ids, new, stream=stream)
+                return self._park(sdk_agent, state, scope, request_ids, new, stream=stream)
             await self._apply_decisions(state, scope, requests)
             answered.update(request_ids)
             start = state
 
     async def _run_sdk(
-        self, agent: Agent[Any], start: Any, scope: RunScope, *, context: Any, stream: bool
+        self, sdk_agent: Agent[Any], start: Any, scope: RunScope, *, context: Any, stream: bool
     ) -> SdkResult:
         options: dict[str, Any] = {"run_config": self.run_config}
         if context is not None:
@@ -277,11 +281,11 @@ class Gate:
         with run_scope(scope):
             try:
                 if stream:
-                    result = streamed = Runner.run_streamed(agent, start, **options)
+                    result = streamed = Runner.run_streamed(sdk_agent, start, **options)
                     async for _event in streamed.stream_events():
                         pass
                 else:
-                    result = await Runner.run(agent, start, **options)
+                    result = await Runner.run(sdk_agent, start, **options)
             except AgentsException:
                 # The SDK wraps a store error of a gated tool's check ("Error running tool ..."): raise
                 # crossgate's own error, which says what failed.
@@ -357,7 +361,7 @@ class Gate:
 
     def _park(
         self,
-        agent: Agent[Any],
+        sdk_agent: Agent[Any],
         state: RunState[Any, Any],
         scope: RunScope,
         request_ids: list[str],
@@ -366,7 +370,7 @@ class Gate:
         stream: bool,
     ) -> Parked:
         metadata: dict[str, Any] = {
-            "agent": agent.name,
+            "agent": sdk_agent.name,
             "stream": stream,
             "session": scope.session,
             "requested_by": scope.requested_by,

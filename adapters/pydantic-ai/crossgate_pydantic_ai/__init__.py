@@ -1,7 +1,7 @@
 """crossgate for Pydantic AI: gate an agent's tools with one review queue.
 
 ``Gate(queue).run(agent, prompt)`` runs the agent and returns ``Finished`` or ``Parked``; a parked run's
-message history stays in the queue's store, and ``Gate(queue, agent=...).resume(parked_run)`` continues it
+message history stays in the queue's store, and ``Gate(queue, sdk_agent=...).resume(parked_run)`` continues it
 in any process once reviewers have decided. ``CAPABILITIES`` and ``DECISION_MAPPING`` publish how each
 crossgate decision is expressed in this SDK.
 """

@@ -41,9 +41,10 @@ class Gate:
     ``Finished`` or ``Parked``. A parked run's message history is kept in the queue's store, never handed
     to clients. ``resume`` takes a parked run forward once its requests are decided, in any process:
 
-        outcome = await Gate(open_queue(), agent=build_agent()).resume(parked_run_id)
+        outcome = await Gate(open_queue(), sdk_agent=build_agent()).resume(parked_run_id)
 
-    A gate bound to an agent with ``agent=`` is a ``crossgate.runs.Resumer`` that ``crossgate worker`` can
+    ``sdk_agent`` is the SDK's ``Agent``; crossgate's ``agent`` is always a name, here the SDK agent's
+    ``name``. A gate bound with ``sdk_agent=`` is a ``crossgate.runs.Resumer`` that ``crossgate worker`` can
     drive. ``context`` is the app's context for every call of the gate's runs (a JSON object), which
     policy ``context:`` conditions test; ``run(call_context=...)`` adds to it for one run. It is parked
     with the run and read back on resume, as ``requested_by`` is.
@@ -60,21 +61,21 @@ class Gate:
         self,
         queue: AdapterQueue,
         *,
-        agent: Agent[Any, Any] | None = None,
+        sdk_agent: Agent[Any, Any] | None = None,
         owner: str | None = None,
         lease_seconds: float = 300.0,
         context: JsonObject | None = None,
         authority: AuthorityPin = None,
     ) -> None:
         self.queue: AdapterQueue = verified_queue(queue, authority)
-        self.agent = agent
+        self.sdk_agent = sdk_agent
         self.context: JsonObject = app_context(context)
         self.owner = owner or f"{FRAMEWORK}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.lease_seconds = lease_seconds
 
     async def run(
         self,
-        agent: Agent[Any, Any],
+        sdk_agent: Agent[Any, Any],
         prompt: str,
         *,
         run: str | None = None,
@@ -83,28 +84,28 @@ class Gate:
         requested_by: str | None = None,
         call_context: JsonObject | None = None,
     ) -> Outcome:
-        """Run ``agent`` on ``prompt`` until it finishes or a call needs a reviewer, which parks it.
+        """Run ``sdk_agent`` on ``prompt`` until it finishes or a call needs a reviewer, which parks it.
 
         ``run`` names the crossgate run (a fresh id when None); ``session`` groups runs for standing rules
         of scope session. ``requested_by`` is who the run acts for: every request of the run carries it,
         its resumes keep it, and the queue refuses a decision by that person. ``deps`` are the agent's
         dependencies (pass them again to ``resume``); ``call_context`` is crossgate's app context.
         """
-        name = _agent_name(agent)
+        name = _agent_name(sdk_agent)
         scope = RunScope(run or new_id("run"), session, requested_by, {**self.context, **app_context(call_context)})
-        return await self._drive(agent, name, scope, prompt=prompt, deps=deps)
+        return await self._drive(sdk_agent, name, scope, prompt=prompt, deps=deps)
 
-    async def resume(self, parked_run: str, *, agent: Agent[Any, Any] | None = None, deps: Any = None) -> Outcome:
+    async def resume(self, parked_run: str, *, sdk_agent: Agent[Any, Any] | None = None, deps: Any = None) -> Outcome:
         """Take a parked run forward once every request of it is decided (or expired); resume it once.
 
         A run with a request still pending stays parked and is returned as ``Parked`` unchanged. Unknown
         ids raise NotFoundError; a run resumed before raises ParkedRunClaimedError. Who the run acts for
         and its app context are read from the parked run, never from the caller.
         """
-        agent = agent or self.agent
-        if agent is None:
-            raise ConfigurationError("resume needs the agent: Gate(queue, agent=...) or resume(..., agent=...)")
-        name = _agent_name(agent)
+        sdk_agent = sdk_agent or self.sdk_agent
+        if sdk_agent is None:
+            raise ConfigurationError("resume needs the agent: Gate(queue, sdk_agent=...) or resume(..., sdk_agent=...)")
+        name = _agent_name(sdk_agent)
         parked = self.queue.get_parked(parked_run)
         if parked.framework != FRAMEWORK:
             raise ConfigurationError(f"parked run {parked.id} belongs to {parked.framework}, not {FRAMEWORK}")
@@ -127,7 +128,7 @@ class Gate:
 
         async def body(_claimed: ParkedRun) -> Outcome:
             results = await self._results(requests)
-            return await self._drive(agent, name, scope, history=history, results=results, deps=deps)
+            return await self._drive(sdk_agent, name, scope, history=history, results=results, deps=deps)
 
         return await resume_leased(self.queue, parked, owner=self.owner, lease_seconds=self.lease_seconds, body=body)
 
@@ -161,7 +162,7 @@ class Gate:
 
     async def _drive(
         self,
-        agent: Agent[Any, Any],
+        sdk_agent: Agent[Any, Any],
         name: str,
         scope: RunScope,
         *,
@@ -170,11 +171,11 @@ class Gate:
         results: DeferredToolResults | None = None,
         deps: Any = None,
     ) -> Outcome:
-        result = await agent.run(
+        result = await sdk_agent.run(
             prompt,
             message_history=history,
             deferred_tool_results=results,
-            output_type=_with_deferred(agent.output_type),
+            output_type=_with_deferred(sdk_agent.output_type),
             deps=deps,
             capabilities=[Gating(self.queue, name, scope)],
         )
@@ -214,10 +215,10 @@ def _with_deferred(output_type: Any) -> Any:
     return types if DeferredToolRequests in types else [*types, DeferredToolRequests]
 
 
-def _agent_name(agent: Agent[Any, Any]) -> str:
-    if not agent.name:
+def _agent_name(sdk_agent: Agent[Any, Any]) -> str:
+    if not sdk_agent.name:
         raise ConfigurationError("give the agent a name (Agent(..., name=...)): parked runs resume by it")
-    return agent.name
+    return sdk_agent.name
 
 
 def _text(value: Any) -> str | None:

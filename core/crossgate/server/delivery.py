@@ -3,7 +3,7 @@
 A delivery cursor says how far one consumer of the event log (a webhook target) has got. Whoever holds
 its lease is the one process delivering for that consumer; the lease is renewed every third of its
 length, and once it runs out unrenewed (its holder died) another process claims it and goes on from
-the stored seq. See ``Store.claim_delivery_cursor`` for the rules.
+the stored seq. See ``DeliveryCursors.claim_delivery_cursor`` for the rules.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from datetime import timedelta
 import anyio
 
 from crossgate.clock import utc_now
-from crossgate.stores.base import DeliveryCursor, Store
+from crossgate.stores.cursors import DeliveryCursor, DeliveryCursors
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ class CursorLease:
     no delivery, which are written back with the next advance or renewal, not one write each.
     """
 
-    def __init__(self, store: Store, cursor: DeliveryCursor, owner: str, seconds: float) -> None:
+    def __init__(self, store: DeliveryCursors, cursor: DeliveryCursor, owner: str, seconds: float) -> None:
         self._store = store
         self.name = cursor.name
         self.owner = owner
@@ -37,7 +37,9 @@ class CursorLease:
         self._lock = asyncio.Lock()  # renewals and advances write in turn, each with the newest position
 
     @classmethod
-    async def claim(cls, store: Store, name: str, owner: str, seconds: float, start: int) -> CursorLease | None:
+    async def claim(
+        cls, store: DeliveryCursors, name: str, owner: str, seconds: float, start: int
+    ) -> CursorLease | None:
         """Take the lease on cursor ``name`` (created at ``start`` if new); None while another owner holds it."""
         until = utc_now() + timedelta(seconds=seconds)
         cursor = await anyio.to_thread.run_sync(store.claim_delivery_cursor, name, owner, utc_now(), until, start)

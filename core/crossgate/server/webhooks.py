@@ -48,6 +48,7 @@ from crossgate.model import ApprovalRequest, DecisionKind, Event, EventKind, Req
 from crossgate.server.delivery import CursorLease
 from crossgate.server.settings import WebhookTarget
 from crossgate.server.state import ServerState
+from crossgate.stores.cursors import DeliveryCursors, delivery_cursors
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +97,7 @@ class Notifier:
         self._owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self._lease_seconds = self._settings.webhook_lease_seconds
         self._leases: dict[str, CursorLease] = {}
+        self._cursors: DeliveryCursors | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._counts: Counter[str] = Counter()
         self._start_head = 0
@@ -121,10 +123,12 @@ class Notifier:
         """Start one task per target; a target new to the store starts at the log's current head."""
         if not self._settings.webhooks:
             return
+        cursors = self._cursors = delivery_cursors(self._state.queue.store)  # refused before any task starts
         self._start_head = self._state.feed.head
         self._client = httpx.AsyncClient(transport=self._transport, timeout=self._settings.webhook_timeout_seconds)
         for target in self._settings.webhooks:
-            self._tasks.append(asyncio.create_task(self._serve(target), name=f"crossgate-webhook {_label(target.url)}"))
+            task = asyncio.create_task(self._serve(target, cursors), name=f"crossgate-webhook {_label(target.url)}")
+            self._tasks.append(task)
 
     async def stop(self) -> None:
         """Stop delivering and release every lease this server holds; the cursors keep their place.
@@ -144,7 +148,9 @@ class Notifier:
         self._leases.clear()
         if not self._settings.webhooks:
             return
-        store = self._state.queue.store
+        store = self._cursors
+        if store is None:  # never started
+            return
         for target in self._settings.webhooks:
             # Every target, not only those held: a claim can land while its task is being cancelled.
             try:
@@ -153,9 +159,9 @@ class Notifier:
                 log.warning("crossgate could not release the webhook lease on %s", _label(target.url), exc_info=True)
         await self._client.aclose()
 
-    async def _serve(self, target: WebhookTarget) -> None:
+    async def _serve(self, target: WebhookTarget, cursors: DeliveryCursors) -> None:
         """Claim the target's cursor, deliver while holding it, and claim again after losing it."""
-        store, name = self._state.queue.store, cursor_name(target.url)
+        store, name = cursors, cursor_name(target.url)
         while True:
             try:
                 lease = await CursorLease.claim(store, name, self._owner, self._lease_seconds, self._start_head)

@@ -2,8 +2,9 @@
 
 Every state change is a compare-and-set together with its audit event in one transaction, so racing
 reviewers, resumers or processes cannot both win, and no change is ever recorded without its event.
-Delivery cursors (how far a webhook target's notifications have got) are compare-and-sets too, but
-bookkeeping rather than audited state, so they append no event.
+Stores store; the queue decides what is legal: a request's update names the statuses it may replace,
+and a parked run's change is a :class:`Change` the queue builds (``crossgate.lifecycle``).
+Delivery cursors have their own protocol (``crossgate.stores.cursors``).
 Stores raise :class:`~crossgate.errors.StoreError` for driver failures and never enforce policy.
 """
 
@@ -30,17 +31,6 @@ from crossgate.model import (
 T = TypeVar("T")
 
 MAX_PAGE_SIZE = 500
-
-
-def check_schema_version(found: int, known: int) -> None:
-    """ConfigurationError if the database's schema (version ``found``) is newer than this code's (``known``).
-
-    Older code on a newer schema could misread rows or skip a newer invariant, so it refuses to start.
-    """
-    if found > known:
-        raise ConfigurationError(
-            f"database schema version {found} is newer than this crossgate ({known}); upgrade crossgate"
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,72 +77,8 @@ def decode_cursor(cursor: str) -> int:
         raise ConfigurationError(f"malformed cursor {cursor!r}") from exc
 
 
-def claimable(parked: ParkedRun, now: datetime) -> bool:
-    """True if a resumer may take ``parked``: it is parked, or its resumer's lease ran out."""
-    if parked.status is ParkedRunStatus.PARKED:
-        return True
-    lease_over = parked.lease_until is not None and parked.lease_until <= now
-    return parked.status is ParkedRunStatus.RESUMING and lease_over
-
-
-def claimed_copy(parked: ParkedRun, owner: str, now: datetime, lease_until: datetime) -> ParkedRun:
-    """``parked`` as it looks once ``owner`` holds its lease."""
-    return parked.model_copy(
-        update={
-            "status": ParkedRunStatus.RESUMING,
-            "lease_owner": owner,
-            "lease_until": lease_until,
-            "attempts": parked.attempts + 1,
-            "updated_at": now,
-        }
-    )
-
-
-def finished_copy(parked: ParkedRun, status: ParkedRunStatus, outcome: str | None, now: datetime) -> ParkedRun:
-    """``parked`` as it looks once its resume ended."""
-    return parked.model_copy(update={"status": status, "outcome": outcome, "lease_until": None, "updated_at": now})
-
-
-def retried_copy(parked: ParkedRun, now: datetime) -> ParkedRun:
-    """A failed ``parked`` run offered for resuming again: parked, no lease, no outcome."""
-    return parked.model_copy(
-        update={
-            "status": ParkedRunStatus.PARKED,
-            "lease_owner": None,
-            "lease_until": None,
-            "outcome": None,
-            "updated_at": now,
-        }
-    )
-
-
-def retriable(parked: ParkedRun) -> bool:
-    """True if ``parked`` failed and still has the SDK state a retry resumes from (it was not pruned)."""
-    return parked.status is ParkedRunStatus.FAILED and parked.state != ""
-
-
-PRUNABLE_STATUSES = frozenset({ParkedRunStatus.RESUMED, ParkedRunStatus.FAILED})
-"""The only statuses whose SDK state may be pruned: a parked or resuming run still needs its state."""
-
 PruneEvent = Callable[[list[str]], NewEvent]
-"""Builds the audit event of a prune from the ids actually pruned."""
-
-
-def check_prune_statuses(statuses: Sequence[ParkedRunStatus]) -> None:
-    """Refuse, with a ConfigurationError, a prune that could touch a run that may still be resumed."""
-    refused = sorted(s.value for s in set(statuses) - PRUNABLE_STATUSES)
-    if refused:
-        raise ConfigurationError(f"the SDK state of {', '.join(refused)} runs cannot be pruned: they may be resumed")
-
-
-def prunable(parked: ParkedRun, statuses: Sequence[ParkedRunStatus]) -> bool:
-    """True if ``parked`` is in one of ``statuses`` and its state was not pruned yet."""
-    return parked.status in statuses and parked.state != ""
-
-
-def pruned_copy(parked: ParkedRun) -> ParkedRun:
-    """``parked`` without its SDK state; every other field (``updated_at`` too) stays as it was."""
-    return parked.model_copy(update={"state": ""})
+"""Builds the audit event of a change of several parked runs (a prune) from the ids actually changed."""
 
 
 def in_given_order(ids: Sequence[str], chosen: Container[str]) -> list[str]:
@@ -160,51 +86,29 @@ def in_given_order(ids: Sequence[str], chosen: Container[str]) -> list[str]:
     return [i for i in dict.fromkeys(ids) if i in chosen]
 
 
-def holds_lease(parked: ParkedRun, owner: str) -> bool:
-    """True if ``owner`` is resuming ``parked`` right now."""
-    return parked.status is ParkedRunStatus.RESUMING and parked.lease_owner == owner
-
-
 @dataclass(frozen=True, slots=True)
-class DeliveryCursor:
-    """How far one consumer of the event log (a webhook target, say) has got, and who holds it.
+class Change(Generic[T]):
+    """A compare-and-set the queue asks a store for: store ``apply(current)`` if ``allowed(current)``.
 
-    ``seq`` is the last event the consumer is done with. ``lease_owner`` holds the cursor until
-    ``lease_until``; both are None once released. Cursors are bookkeeping, not audited state: changing
-    one appends no event.
+    The store locks the stored value, calls ``allowed`` on it and, only if it holds, stores what
+    ``apply`` returns, with the change's audit event, in one transaction. Which changes are legal is
+    the queue's to decide (``crossgate.lifecycle``); the store only makes them atomic. With
+    ``skip_locked``, a value another transaction holds right now is left alone rather than waited for
+    (that writer's change wins); a store without row locks has nothing to skip.
     """
 
-    name: str
-    seq: int
-    lease_owner: str | None = None
-    lease_until: datetime | None = None
-
-
-def check_delivery_cursor_args(name: str, owner: str, seq: int = 0) -> None:
-    """Refuse an empty cursor name or owner, or a negative seq, with a ConfigurationError before anything is stored."""
-    if not name:
-        raise ConfigurationError("a delivery cursor needs a name")
-    if not owner:
-        raise ConfigurationError(f"delivery cursor {name!r}: the lease owner cannot be empty")
-    if seq < 0:
-        raise ConfigurationError(f"a delivery cursor's seq cannot be negative, got {seq}")
-
-
-def delivery_cursor_claimable(cursor: DeliveryCursor, owner: str, now: datetime) -> bool:
-    """True if ``owner`` may take ``cursor``: it is released, already ``owner``'s, or its lease ran out."""
-    if cursor.lease_owner is None or cursor.lease_owner == owner:
-        return True
-    return cursor.lease_until is None or cursor.lease_until <= now
-
-
-def delivery_cursor_advanceable(cursor: DeliveryCursor, owner: str, seq: int) -> bool:
-    """True if ``owner`` holds ``cursor`` and ``seq`` does not move it backwards."""
-    return cursor.lease_owner == owner and seq >= cursor.seq
+    allowed: Callable[[T], bool]
+    apply: Callable[[T], T]
+    skip_locked: bool = False
 
 
 @runtime_checkable
 class Store(Protocol):
-    """Persistence for requests, standing rules, parked runs, the event log and delivery cursors."""
+    """Persistence for requests, standing rules, parked runs and the event log.
+
+    Delivery cursors are their own protocol (``crossgate.stores.cursors.DeliveryCursors``), which the
+    project's stores implement too.
+    """
 
     def setup(self) -> None:
         """Create or migrate the schema; safe to call more than once."""
@@ -260,36 +164,20 @@ class Store(Protocol):
     ) -> list[ParkedRun]:
         """Parked runs in creation order, filtered by status, framework and run."""
 
-    def claim_parked_run(
-        self, parked_id: str, owner: str, now: datetime, lease_until: datetime, event: NewEvent
-    ) -> ParkedRun | None:
-        """Take the lease on a parked run that is parked, or resuming with a lease that ran out.
+    def change_parked_run(self, parked_id: str, change: Change[ParkedRun], event: NewEvent) -> ParkedRun | None:
+        """Lock the parked run and, if ``change.allowed`` holds for it, store ``change.apply`` of it with ``event``.
 
-        Returns the claimed run (status ``resuming``), or None if it is resumed, failed or leased.
+        Returns the stored run, or None (nothing changes, no event) if there is no such run, the change
+        is not allowed, or (with ``change.skip_locked``) another transaction holds the row.
         """
 
-    def finish_parked_run(
-        self, parked_id: str, owner: str, status: ParkedRunStatus, outcome: str | None, now: datetime, event: NewEvent
-    ) -> ParkedRun | None:
-        """End a resume the caller holds the lease for; None if ``owner`` no longer holds it."""
+    def change_parked_runs(self, ids: Sequence[str], change: Change[ParkedRun], event: PruneEvent) -> list[str]:
+        """:meth:`change_parked_run` for each of ``ids`` that exists and allows it, in one transaction.
 
-    def retry_parked_run(self, parked_id: str, now: datetime, event: NewEvent) -> ParkedRun | None:
-        """Put a failed parked run back to parked (no lease, no outcome) with its event.
-
-        None, and nothing changes, unless it failed and still has its SDK state (see :func:`retriable`).
-        """
-
-    def prune_parked_states(
-        self, ids: Sequence[str], statuses: Sequence[ParkedRunStatus], event: PruneEvent
-    ) -> list[str]:
-        """Clear (set to ``""``) the SDK state of those of ``ids`` still in one of ``statuses``, in one transaction.
-
-        The status is checked as the state is cleared, so a failed run retried since the caller listed it
-        keeps its state; a state already empty is not pruned again. ``event`` is called with the ids
-        actually pruned, in the order of ``ids``, and the event it builds is appended in the same
-        transaction, so the log records what was done rather than what was listed. Returns those ids;
-        with none, nothing changes and no event is appended. ConfigurationError (nothing changes) if
-        ``statuses`` names a status other than resumed or failed.
+        ``event`` is called with the ids actually changed, in the order of ``ids`` (each once), and the
+        event it builds is appended in the same transaction, so the log records what was done rather
+        than what was listed. Returns those ids; with none, nothing changes and no event is appended.
+        Rows are locked in a fixed order, so two such changes never deadlock.
         """
 
     # events
@@ -322,29 +210,3 @@ class Store(Protocol):
 
     def wait_for_change(self, after: int, timeout: float) -> int:
         """Block until an event with ``seq > after`` exists or ``timeout`` seconds pass; return the last seq."""
-
-    # delivery cursors
-    def claim_delivery_cursor(
-        self, name: str, owner: str, now: datetime, lease_until: datetime, start: int
-    ) -> DeliveryCursor | None:
-        """Take the lease on cursor ``name`` until ``lease_until``, creating the cursor at seq ``start``.
-
-        The lease is taken when the cursor is new, released, already ``owner``'s (a renewal), or its
-        lease ran out by ``now``. Returns the claimed cursor (its stored seq, not ``start``, when it
-        exists), or None while another owner's lease is live. ConfigurationError for an empty name or
-        a negative ``start``.
-        """
-
-    def advance_delivery_cursor(self, name: str, owner: str, seq: int, lease_until: datetime) -> DeliveryCursor | None:
-        """Move cursor ``name`` to ``seq`` and renew its lease, a compare-and-set on the lease owner.
-
-        None, and nothing changes, if ``owner`` does not hold the lease (it was taken over or released)
-        or ``seq`` is behind the stored seq: a cursor never moves backwards. ``seq`` equal to the stored
-        one only renews the lease. ConfigurationError for an empty name or owner, or a negative ``seq``.
-        """
-
-    def release_delivery_cursor(self, name: str, owner: str) -> DeliveryCursor | None:
-        """Give up ``owner``'s lease on cursor ``name``, keeping its seq; None if ``owner`` did not hold it."""
-
-    def get_delivery_cursor(self, name: str) -> DeliveryCursor | None:
-        """The cursor with this name, or None."""

@@ -19,25 +19,19 @@ from crossgate.model import (
     StandingRule,
 )
 from crossgate.stores.base import (
-    DeliveryCursor,
+    Change,
     Page,
     PruneEvent,
     RequestQuery,
-    check_delivery_cursor_args,
-    check_prune_statuses,
-    claimable,
-    claimed_copy,
     decode_cursor,
+    encode_cursor,
+    in_given_order,
+)
+from crossgate.stores.cursors import (
+    DeliveryCursor,
+    check_delivery_cursor_args,
     delivery_cursor_advanceable,
     delivery_cursor_claimable,
-    encode_cursor,
-    finished_copy,
-    holds_lease,
-    in_given_order,
-    prunable,
-    pruned_copy,
-    retriable,
-    retried_copy,
 )
 
 
@@ -193,54 +187,27 @@ class MemoryStore:
                 and (run is None or p.run == run)
             ]
 
-    def claim_parked_run(
-        self, parked_id: str, owner: str, now: datetime, lease_until: datetime, event: NewEvent
-    ) -> ParkedRun | None:
+    def change_parked_run(self, parked_id: str, change: Change[ParkedRun], event: NewEvent) -> ParkedRun | None:
         with self._lock:
             current = self._parked.get(parked_id)
-            if current is None or not claimable(current, now):
+            if current is None or not change.allowed(current):
                 return None
-            claimed = claimed_copy(current, owner, now, lease_until)
-            self._parked[parked_id] = claimed
+            changed = change.apply(current)
+            self._parked[parked_id] = changed
             self._append(event)
-            return claimed
+            return changed
 
-    def finish_parked_run(
-        self, parked_id: str, owner: str, status: ParkedRunStatus, outcome: str | None, now: datetime, event: NewEvent
-    ) -> ParkedRun | None:
+    def change_parked_runs(self, ids: Sequence[str], change: Change[ParkedRun], event: PruneEvent) -> list[str]:
         with self._lock:
-            current = self._parked.get(parked_id)
-            if current is None or not holds_lease(current, owner):
-                return None
-            finished = finished_copy(current, status, outcome, now)
-            self._parked[parked_id] = finished
-            self._append(event)
-            return finished
-
-    def retry_parked_run(self, parked_id: str, now: datetime, event: NewEvent) -> ParkedRun | None:
-        with self._lock:
-            current = self._parked.get(parked_id)
-            if current is None or not retriable(current):
-                return None
-            retried = retried_copy(current, now)
-            self._parked[parked_id] = retried
-            self._append(event)
-            return retried
-
-    def prune_parked_states(
-        self, ids: Sequence[str], statuses: Sequence[ParkedRunStatus], event: PruneEvent
-    ) -> list[str]:
-        check_prune_statuses(statuses)
-        with self._lock:
-            chosen = {i for i in ids if (p := self._parked.get(i)) is not None and prunable(p, statuses)}
-            pruned = in_given_order(ids, chosen)
-            if not pruned:
+            chosen = {i for i in ids if (p := self._parked.get(i)) is not None and change.allowed(p)}
+            changed = in_given_order(ids, chosen)
+            if not changed:
                 return []
-            new = event(pruned)  # built before anything changes: if it raises, nothing has
-            for parked_id in pruned:
-                self._parked[parked_id] = pruned_copy(self._parked[parked_id])
+            new = event(changed)  # built before anything changes: if it raises, nothing has
+            for parked_id in changed:
+                self._parked[parked_id] = change.apply(self._parked[parked_id])
             self._append(new)
-            return pruned
+            return changed
 
     def append_event(self, event: NewEvent) -> Event:
         with self._lock:

@@ -22,7 +22,6 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 from importlib import resources
@@ -45,23 +44,16 @@ from crossgate.model import (
 from crossgate.stores._event_batch import EventBatch
 from crossgate.stores._signatures import request_body, request_from_row, request_signatures, rule_body, rule_from_row
 from crossgate.stores.base import (
-    DeliveryCursor,
+    Change,
     Page,
     PruneEvent,
     RequestQuery,
-    check_delivery_cursor_args,
-    check_prune_statuses,
-    check_schema_version,
-    claimed_copy,
     decode_cursor,
     encode_cursor,
-    finished_copy,
     in_given_order,
-    prunable,
-    pruned_copy,
-    retriable,
-    retried_copy,
 )
+from crossgate.stores.cursors import DeliveryCursor, check_delivery_cursor_args
+from crossgate.stores.migrations import Migration, load_migrations, run_migrations
 
 try:
     import psycopg
@@ -96,28 +88,10 @@ def queries() -> dict[str, str]:
     return blocks
 
 
-@dataclass(frozen=True, slots=True)
-class Migration:
-    """One numbered forward migration."""
-
-    version: int
-    name: str
-    text: str
-
-
 @cache
 def migrations() -> tuple[Migration, ...]:
     """Every migration in ``sql/postgres/migrations``, in version order."""
-    found: list[Migration] = []
-    for entry in _SQL_DIR.joinpath("migrations").iterdir():
-        match = re.fullmatch(r"(\d{3})_(\w+)\.sql", entry.name)
-        if match:
-            found.append(Migration(int(match[1]), match[2], entry.read_text(encoding="utf-8")))
-    found.sort(key=lambda m: m.version)
-    versions = [m.version for m in found]
-    if len(set(versions)) != len(versions) or (versions and versions[0] != 1):
-        raise ConfigurationError(f"PostgreSQL migrations are not numbered uniquely from 1: {versions}")
-    return tuple(found)
+    return load_migrations(_SQL_DIR.joinpath("migrations"), "PostgreSQL")
 
 
 def fresh_schema_sql() -> str:
@@ -231,15 +205,17 @@ class PostgresStore:
             conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema)))
             conn.execute(_q("create_version_table"))
             applied = {row[0] for row in conn.execute(_q("applied_versions"))}
-            known = migrations()
-            check_schema_version(max(applied, default=0), known[-1].version)
-            pending = known if not applied else [m for m in known if m.version not in applied]
-            if not applied:
-                conn.execute(fresh_schema_sql())
-            for migration in pending:
-                if applied:
-                    conn.execute(migration.text)
+
+            def apply(migration: Migration) -> None:
+                conn.execute(migration.text)
+
+            def record(migration: Migration) -> None:
                 conn.execute(_q("record_version"), {"version": migration.version, "name": migration.name})
+
+            def fresh() -> None:
+                conn.execute(fresh_schema_sql())
+
+            run_migrations(applied, migrations(), apply=apply, record=record, fresh=fresh)
 
     def close(self) -> None:
         """Commit the enqueued events, stop the listener and close the pool."""
@@ -411,56 +387,36 @@ class PostgresStore:
             rows = conn.execute(_q("list_parked_runs").format(where=where), params).fetchall()
         return [_load(ParkedRun, data) for (data,) in rows]
 
-    def claim_parked_run(
-        self, parked_id: str, owner: str, now: datetime, lease_until: datetime, event: NewEvent
-    ) -> ParkedRun | None:
-        with self._write(f"claim parked run {parked_id}") as cur:
-            row = cur.execute(_q("lock_claimable_parked_run"), {"id": parked_id, "now": now}).fetchone()
-            if row is None:
-                return None
-            claimed = claimed_copy(_load(ParkedRun, row[0]), owner, now, lease_until)
-            sealed = self._append(cur, event, _one(cur.execute(_q("update_parked_run"), _parked_row(claimed))))
-        self._listener.observe(sealed.seq)
-        return claimed
-
-    def finish_parked_run(
-        self, parked_id: str, owner: str, status: ParkedRunStatus, outcome: str | None, now: datetime, event: NewEvent
-    ) -> ParkedRun | None:
-        with self._write(f"finish parked run {parked_id}") as cur:
-            row = cur.execute(_q("lock_leased_parked_run"), {"id": parked_id, "owner": owner}).fetchone()
-            if row is None:
-                return None
-            finished = finished_copy(_load(ParkedRun, row[0]), status, outcome, now)
-            sealed = self._append(cur, event, _one(cur.execute(_q("update_parked_run"), _parked_row(finished))))
-        self._listener.observe(sealed.seq)
-        return finished
-
-    def retry_parked_run(self, parked_id: str, now: datetime, event: NewEvent) -> ParkedRun | None:
-        with self._write(f"retry parked run {parked_id}") as cur:
-            row = cur.execute(_q("lock_failed_parked_run"), {"id": parked_id}).fetchone()
+    def change_parked_run(self, parked_id: str, change: Change[ParkedRun], event: NewEvent) -> ParkedRun | None:
+        lock = "lock_parked_run_skip_locked" if change.skip_locked else "lock_parked_run"
+        with self._write(f"change parked run {parked_id}") as cur:
+            row = cur.execute(_q(lock), {"id": parked_id}).fetchone()
             current = None if row is None else _load(ParkedRun, row[0])
-            if current is None or not retriable(current):
+            if current is None or not change.allowed(current):
                 return None
-            retried = retried_copy(current, now)
-            sealed = self._append(cur, event, _one(cur.execute(_q("update_parked_run"), _parked_row(retried))))
+            changed = change.apply(current)
+            sealed = self._append(cur, event, _one(cur.execute(_q("update_parked_run"), _parked_row(changed))))
         self._listener.observe(sealed.seq)
-        return retried
+        return changed
 
-    def prune_parked_states(
-        self, ids: Sequence[str], statuses: Sequence[ParkedRunStatus], event: PruneEvent
-    ) -> list[str]:
-        check_prune_statuses(statuses)
-        params = {"ids": list(dict.fromkeys(ids)), "statuses": [s.value for s in statuses]}
-        with self._write("prune parked states") as cur:
-            locked = [_load(ParkedRun, data) for (data,) in cur.execute(_q("lock_prunable_parked_runs"), params)]
-            chosen = {p.id: pruned_copy(p) for p in locked if prunable(p, statuses)}
-            pruned = in_given_order(ids, chosen)
-            if not pruned:
+    def change_parked_runs(self, ids: Sequence[str], change: Change[ParkedRun], event: PruneEvent) -> list[str]:
+        with self._write("change parked runs") as cur:
+            locked = [_load(ParkedRun, data) for (data,) in cur.execute(_q("lock_parked_runs"), {"ids": list(ids)})]
+            current = {p.id: p for p in locked if change.allowed(p)}
+            changed = in_given_order(ids, current)
+            if not changed:
                 return []
-            rows = {"ids": pruned, "data": [chosen[i].model_dump_json() for i in pruned]}
-            sealed = self._append(cur, event(pruned), _one(cur.execute(_q("clear_parked_states"), rows)))
+            new = [change.apply(current[i]) for i in changed]
+            rows = {
+                "ids": changed,
+                "statuses": [p.status.value for p in new],
+                "lease_owners": [p.lease_owner for p in new],
+                "lease_untils": [p.lease_until for p in new],
+                "data": [p.model_dump_json() for p in new],
+            }
+            sealed = self._append(cur, event(changed), _one(cur.execute(_q("update_parked_runs"), rows)))
         self._listener.observe(sealed.seq)
-        return pruned
+        return changed
 
     # events --------------------------------------------------------------------------------------
     def append_event(self, event: NewEvent) -> Event:

@@ -56,25 +56,21 @@ from crossgate.model import (
 from crossgate.stores._event_batch import EventBatch
 from crossgate.stores._signatures import request_body, request_from_row, request_signatures, rule_body, rule_from_row
 from crossgate.stores.base import (
-    DeliveryCursor,
+    Change,
     Page,
     PruneEvent,
     RequestQuery,
-    check_delivery_cursor_args,
-    check_prune_statuses,
-    check_schema_version,
-    claimable,
-    claimed_copy,
     decode_cursor,
+    encode_cursor,
+    in_given_order,
+)
+from crossgate.stores.cursors import (
+    DeliveryCursor,
+    check_delivery_cursor_args,
     delivery_cursor_advanceable,
     delivery_cursor_claimable,
-    encode_cursor,
-    finished_copy,
-    holds_lease,
-    in_given_order,
-    retriable,
-    retried_copy,
 )
+from crossgate.stores.migrations import Migration, load_migrations, run_migrations
 
 BUSY_TIMEOUT_MS = 30_000
 POLL_SECONDS = 0.01
@@ -120,11 +116,9 @@ invariants hold:
 """
 
 
-def migrations() -> list[tuple[int, str]]:
-    """The numbered forward migrations, in order: ``(version, sql)``."""
-    folder = resources.files("crossgate.stores") / "sql" / "sqlite"
-    found = sorted((p for p in folder.iterdir() if p.name.endswith(".sql")), key=lambda p: p.name)
-    return [(int(p.name.split("_", 1)[0]), p.read_text(encoding="utf-8")) for p in found]
+def migrations() -> tuple[Migration, ...]:
+    """The numbered forward migrations of ``sql/sqlite``, in order."""
+    return load_migrations(resources.files("crossgate.stores") / "sql" / "sqlite", "SQLite")
 
 
 @contextmanager
@@ -231,16 +225,16 @@ class SqliteStore:
             raise StoreError(f"cannot create the folder for SQLite database {self.path}: {exc}") from exc
         with self._write("setup") as conn:
             conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-            applied = {row[0] for row in conn.execute("SELECT version FROM schema_version")}
-            known = migrations()
-            check_schema_version(max(applied, default=0), known[-1][0])
-            # Every migration not recorded yet, in order: one numbered below the newest applied (merged
-            # from another line of work) is applied too, not skipped.
-            for version, sql in known:
-                if version not in applied:
-                    for statement in _statements(sql):
-                        conn.execute(statement)
-                    conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
+            applied = {version for (version,) in conn.execute("SELECT version FROM schema_version")}
+
+            def apply(migration: Migration) -> None:
+                for statement in _statements(migration.text):
+                    conn.execute(statement)
+
+            def record(migration: Migration) -> None:
+                conn.execute("INSERT INTO schema_version (version) VALUES (?)", (migration.version,))
+
+            run_migrations(applied, migrations(), apply=apply, record=record)
 
     def schema_version(self) -> int:
         """The highest migration applied."""
@@ -515,70 +509,43 @@ class SqliteStore:
         sql = _PARKED_SELECT + (" WHERE " + " AND ".join(where) if where else "")
         return [_parked_from_row(*row) for row in self._read(sql + " ORDER BY p.position", params)]
 
-    def _replace_parked(self, conn: sqlite3.Connection, parked: ParkedRun) -> None:
+    def _replace_parked(self, conn: sqlite3.Connection, parked: ParkedRun, current: ParkedRun) -> None:
         conn.execute(
             "UPDATE parked_runs SET status = ?, body = ? WHERE id = ?",
             (parked.status.value, _parked_body(parked), parked.id),
         )
+        if parked.state != current.state:  # the state is large: written only when it changes (a prune)
+            conn.execute("UPDATE parked_states SET state = ? WHERE id = ?", (parked.state, parked.id))
 
     def _locked_parked(self, conn: sqlite3.Connection, parked_id: str) -> ParkedRun | None:
         row = conn.execute(f"{_PARKED_SELECT} WHERE p.id = ?", (parked_id,)).fetchone()
         return _parked_from_row(*row) if row else None
 
-    def claim_parked_run(
-        self, parked_id: str, owner: str, now: datetime, lease_until: datetime, event: NewEvent
-    ) -> ParkedRun | None:
-        with self._write("claim_parked_run") as conn:
+    def change_parked_run(self, parked_id: str, change: Change[ParkedRun], event: NewEvent) -> ParkedRun | None:
+        # The write lock is the row lock: nothing else holds the row, so there is nothing to skip.
+        with self._write("change_parked_run") as conn:
             current = self._locked_parked(conn, parked_id)
-            if current is None or not claimable(current, now):
+            if current is None or not change.allowed(current):
                 return None
-            claimed = claimed_copy(current, owner, now, lease_until)
-            self._replace_parked(conn, claimed)
+            changed = change.apply(current)
+            self._replace_parked(conn, changed, current)
             self._append(conn, event)
-            return claimed
+            return changed
 
-    def finish_parked_run(
-        self, parked_id: str, owner: str, status: ParkedRunStatus, outcome: str | None, now: datetime, event: NewEvent
-    ) -> ParkedRun | None:
-        with self._write("finish_parked_run") as conn:
-            current = self._locked_parked(conn, parked_id)
-            if current is None or not holds_lease(current, owner):
-                return None
-            finished = finished_copy(current, status, outcome, now)
-            self._replace_parked(conn, finished)
-            self._append(conn, event)
-            return finished
-
-    def retry_parked_run(self, parked_id: str, now: datetime, event: NewEvent) -> ParkedRun | None:
-        with self._write("retry_parked_run") as conn:
-            current = self._locked_parked(conn, parked_id)
-            if current is None or not retriable(current):
-                return None
-            retried = retried_copy(current, now)
-            self._replace_parked(conn, retried)
-            self._append(conn, event)
-            return retried
-
-    def prune_parked_states(
-        self, ids: Sequence[str], statuses: Sequence[ParkedRunStatus], event: PruneEvent
-    ) -> list[str]:
-        check_prune_statuses(statuses)
-        with self._write("prune_parked_states") as conn:
-            # Lists travel as one JSON parameter each: no limit on how many ids one prune names.
+    def change_parked_runs(self, ids: Sequence[str], change: Change[ParkedRun], event: PruneEvent) -> list[str]:
+        with self._write("change_parked_runs") as conn:
+            # Lists travel as one JSON parameter each: no limit on how many ids one change names.
             rows = conn.execute(
-                "SELECT p.id FROM parked_runs p JOIN parked_states s ON s.id = p.id"
-                " WHERE p.id IN (SELECT value FROM json_each(?)) AND p.status IN (SELECT value FROM json_each(?))"
-                " AND s.state <> ''",
-                (json.dumps(list(ids)), json.dumps([s.value for s in statuses])),
+                f"{_PARKED_SELECT} WHERE p.id IN (SELECT value FROM json_each(?))", (json.dumps(list(ids)),)
             ).fetchall()
-            pruned = in_given_order(ids, {parked_id for (parked_id,) in rows})
-            if pruned:
-                conn.execute(
-                    "UPDATE parked_states SET state = '' WHERE id IN (SELECT value FROM json_each(?))",
-                    (json.dumps(pruned),),
-                )
-                self._append(conn, event(pruned))
-            return pruned
+            current = {p.id: p for p in (_parked_from_row(*row) for row in rows) if change.allowed(p)}
+            changed = in_given_order(ids, current)
+            if changed:
+                new = event(changed)  # built before anything changes: if it raises, the transaction rolls back
+                for parked_id in changed:
+                    self._replace_parked(conn, change.apply(current[parked_id]), current[parked_id])
+                self._append(conn, new)
+            return changed
 
     # delivery cursors ---------------------------------------------------------------------------
     def _locked_cursor(self, conn: sqlite3.Connection, name: str) -> DeliveryCursor | None:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 import pytest
 
@@ -33,14 +34,20 @@ from crossgate import (
     Store,
     ToolCall,
     VerdictKind,
+    lifecycle,
 )
 from crossgate.audit import GENESIS_HASH, verify_chain
 from crossgate.model import NewEvent
-from crossgate.stores.base import DeliveryCursor
+from crossgate.stores.base import Change, PruneEvent
+from crossgate.stores.cursors import DeliveryCursor, DeliveryCursors
 from crossgate.testing.clock import FakeClock
 from crossgate.testing.fixtures import QueueFactory, StoreBacked
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+class CursorStore(Store, DeliveryCursors, Protocol):
+    """A store that keeps delivery cursors too, as the project's stores do; the cursor tests need one."""
 
 
 def make_request(
@@ -87,14 +94,45 @@ def make_rule(n: int) -> StandingRule:
 LEASE = timedelta(seconds=30)
 
 
+# the parked-run lifecycle, as the queue asks a store for it ---------------------------------------------
+def claim_run(
+    store: Store, parked_id: str, owner: str, now: datetime, lease_until: datetime, event: NewEvent
+) -> ParkedRun | None:
+    """``ReviewQueue.claim_parked``'s store call: the lifecycle's claim, applied by the store."""
+    return store.change_parked_run(parked_id, lifecycle.claim(owner, now, lease_until), event)
+
+
+def finish_run(
+    store: Store,
+    parked_id: str,
+    owner: str,
+    status: ParkedRunStatus,
+    outcome: str | None,
+    now: datetime,
+    event: NewEvent,
+) -> ParkedRun | None:
+    """``ReviewQueue.finish_parked``'s store call."""
+    return store.change_parked_run(parked_id, lifecycle.finish(owner, status, outcome, now), event)
+
+
+def retry_run(store: Store, parked_id: str, now: datetime, event: NewEvent) -> ParkedRun | None:
+    """``ReviewQueue.retry_parked``'s store call."""
+    return store.change_parked_run(parked_id, lifecycle.retry(now), event)
+
+
+def prune_runs(store: Store, ids: Sequence[str], statuses: Sequence[ParkedRunStatus], event: PruneEvent) -> list[str]:
+    """``ReviewQueue.prune_parked_states``'s store call (ConfigurationError, from the lifecycle, for a bad status)."""
+    return store.change_parked_runs(ids, lifecycle.prune(statuses), event)
+
+
 # pruning parked states -------------------------------------------------------------------------------
 def parked_in(store: Store, n: int, status: ParkedRunStatus) -> ParkedRun:
     """Park run ``n`` and take it to ``status`` (claimed by w1, then finished when resumed or failed)."""
     store.insert_parked_run(make_parked(n).model_copy(update={"state": f'{{"run": {n}}}'}), ev("run_parked"))
     if status is not ParkedRunStatus.PARKED:
-        store.claim_parked_run(f"park-{n}", "w1", T0, T0 + timedelta(minutes=5), ev("run_claimed"))
+        claim_run(store, f"park-{n}", "w1", T0, T0 + timedelta(minutes=5), ev("run_claimed"))
     if status in (ParkedRunStatus.RESUMED, ParkedRunStatus.FAILED):
-        store.finish_parked_run(f"park-{n}", "w1", status, "done", T0, ev("run_resumed"))
+        finish_run(store, f"park-{n}", "w1", status, "done", T0, ev("run_resumed"))
     stored = store.get_parked_run(f"park-{n}")
     assert stored is not None and stored.status is status and stored.state == f'{{"run": {n}}}'
     return stored
@@ -261,31 +299,31 @@ class StoreContract(StoreBacked):
     def test_parked_run_is_claimed_once_until_its_lease_runs_out(self, store: Store) -> None:
         store.insert_parked_run(make_parked(), ev("run_parked"))
         lease_end = T0 + timedelta(minutes=5)
-        claimed = store.claim_parked_run("park-1", "w1", T0, lease_end, ev("run_claimed"))
+        claimed = claim_run(store, "park-1", "w1", T0, lease_end, ev("run_claimed"))
         assert claimed is not None and claimed.status is ParkedRunStatus.RESUMING and claimed.lease_owner == "w1"
-        assert store.claim_parked_run("park-1", "w2", T0 + timedelta(minutes=1), lease_end, ev("run_claimed")) is None
-        stolen = store.claim_parked_run("park-1", "w2", lease_end, lease_end + timedelta(minutes=5), ev("run_claimed"))
+        assert claim_run(store, "park-1", "w2", T0 + timedelta(minutes=1), lease_end, ev("run_claimed")) is None
+        stolen = claim_run(store, "park-1", "w2", lease_end, lease_end + timedelta(minutes=5), ev("run_claimed"))
         assert stolen is not None and stolen.lease_owner == "w2" and stolen.attempts == 2
-        assert store.finish_parked_run("park-1", "w1", ParkedRunStatus.RESUMED, "late", T0, ev("run_resumed")) is None
-        done = store.finish_parked_run("park-1", "w2", ParkedRunStatus.RESUMED, "ok", T0, ev("run_resumed"))
+        assert finish_run(store, "park-1", "w1", ParkedRunStatus.RESUMED, "late", T0, ev("run_resumed")) is None
+        done = finish_run(store, "park-1", "w2", ParkedRunStatus.RESUMED, "ok", T0, ev("run_resumed"))
         assert done is not None and done.status is ParkedRunStatus.RESUMED and done.outcome == "ok"
         far_future = T0 + timedelta(days=1)
-        assert store.claim_parked_run("park-1", "w3", far_future, far_future, ev("run_claimed")) is None
+        assert claim_run(store, "park-1", "w3", far_future, far_future, ev("run_claimed")) is None
         assert store.get_parked_run("park-1") == done
 
     def test_only_a_failed_parked_run_can_be_retried_and_then_claimed_again(self, store: Store) -> None:
         store.insert_parked_run(make_parked(), ev("run_parked"))
         head = store.audit_head()
-        assert store.retry_parked_run("park-1", T0, ev("run_retried")) is None  # parked: nothing to retry
-        assert store.retry_parked_run("park-ghost", T0, ev("run_retried")) is None
+        assert retry_run(store, "park-1", T0, ev("run_retried")) is None  # parked: nothing to retry
+        assert retry_run(store, "park-ghost", T0, ev("run_retried")) is None
         lease_end = T0 + timedelta(minutes=5)
-        assert store.claim_parked_run("park-1", "w1", T0, lease_end, ev("run_claimed")) is not None
-        assert store.retry_parked_run("park-1", T0, ev("run_retried")) is None  # resuming: not failed
-        failed = store.finish_parked_run("park-1", "w1", ParkedRunStatus.FAILED, "TimeoutError", T0, ev("run_resumed"))
+        assert claim_run(store, "park-1", "w1", T0, lease_end, ev("run_claimed")) is not None
+        assert retry_run(store, "park-1", T0, ev("run_retried")) is None  # resuming: not failed
+        failed = finish_run(store, "park-1", "w1", ParkedRunStatus.FAILED, "TimeoutError", T0, ev("run_resumed"))
         assert failed is not None and failed.status is ParkedRunStatus.FAILED
         assert store.audit_head()[0] == head[0] + 2  # the refused retries appended nothing
         later = T0 + timedelta(minutes=1)
-        retried = store.retry_parked_run("park-1", later, ev("run_retried"))
+        retried = retry_run(store, "park-1", later, ev("run_retried"))
         assert retried is not None
         assert (retried.status, retried.lease_owner, retried.lease_until, retried.outcome) == (
             ParkedRunStatus.PARKED,
@@ -295,20 +333,58 @@ class StoreContract(StoreBacked):
         )
         assert (retried.attempts, retried.updated_at, retried.state) == (1, later, failed.state)
         assert store.get_parked_run("park-1") == retried
-        assert store.retry_parked_run("park-1", later, ev("run_retried")) is None  # parked again: once
-        again = store.claim_parked_run("park-1", "w2", later, later + timedelta(minutes=5), ev("run_claimed"))
+        assert retry_run(store, "park-1", later, ev("run_retried")) is None  # parked again: once
+        again = claim_run(store, "park-1", "w2", later, later + timedelta(minutes=5), ev("run_claimed"))
         assert again is not None and again.lease_owner == "w2" and again.attempts == 2
         assert [e.kind for e in store.list_events()][-2:] == ["run_retried", "run_claimed"]
 
+    def test_a_parked_run_changes_only_as_the_change_allows_and_with_its_event(self, store: Store) -> None:
+        store.insert_parked_run(make_parked(), ev("run_parked"))
+        head = store.audit_head()
+        seen: list[ParkedRun] = []
+
+        def refuse(parked: ParkedRun) -> bool:
+            seen.append(parked)
+            return False
+
+        renamed = Change(allowed=refuse, apply=lambda p: p.model_copy(update={"outcome": "never"}))
+        assert store.change_parked_run("park-1", renamed, ev("refused")) is None
+        assert seen == [make_parked()]  # the store asks about the stored run
+        assert store.audit_head() == head and store.get_parked_run("park-1") == make_parked()
+        assert store.change_parked_run("park-x", renamed, ev("refused")) is None
+        noted = Change(allowed=lambda p: p.outcome is None, apply=lambda p: p.model_copy(update={"outcome": "noted"}))
+        changed = store.change_parked_run("park-1", noted, ev("noted"))
+        assert changed is not None and changed.outcome == "noted" and store.get_parked_run("park-1") == changed
+        assert [e.kind for e in store.list_events()][-1] == "noted"
+        assert store.change_parked_run("park-1", noted, ev("noted")) is None  # the stored run no longer allows it
+
+    def test_several_parked_runs_change_in_one_event_naming_those_changed_in_order(self, store: Store) -> None:
+        for n in (1, 2, 3):
+            store.insert_parked_run(make_parked(n), ev("run_parked"))
+        odd = Change(allowed=lambda p: p.id != "park-2", apply=lambda p: p.model_copy(update={"outcome": "odd"}))
+        named: list[list[str]] = []
+
+        def event(ids: list[str]) -> NewEvent:
+            named.append(ids)
+            return ev("changed", ids=list(ids))
+
+        order = ["park-3", "park-2", "park-x", "park-1", "park-3"]
+        assert store.change_parked_runs(order, odd, event) == ["park-3", "park-1"]
+        assert named == [["park-3", "park-1"]]
+        assert [p.outcome for p in store.list_parked_runs()] == ["odd", None, "odd"]
+        head = store.audit_head()
+        assert store.change_parked_runs(["park-2"], odd, event) == []
+        assert store.audit_head() == head and named == [["park-3", "park-1"]]
+
     def test_unknown_parked_run_cannot_be_claimed(self, store: Store) -> None:
-        assert store.claim_parked_run("park-x", "w1", T0, T0, ev("run_claimed")) is None
+        assert claim_run(store, "park-x", "w1", T0, T0, ev("run_claimed")) is None
         assert store.get_parked_run("park-x") is None
         assert store.audit_head()[0] == 0
 
     def test_parked_runs_filter_by_status_framework_and_run(self, store: Store) -> None:
         store.insert_parked_run(make_parked(1), ev("run_parked"))
         store.insert_parked_run(make_parked(2), ev("run_parked"))
-        store.claim_parked_run("park-2", "w", T0, T0 + timedelta(minutes=1), ev("run_claimed"))
+        claim_run(store, "park-2", "w", T0, T0 + timedelta(minutes=1), ev("run_claimed"))
         assert [p.id for p in store.list_parked_runs(statuses=(ParkedRunStatus.PARKED,))] == ["park-1"]
         assert [p.id for p in store.list_parked_runs(run="run-2")] == ["park-2"]
         assert store.list_parked_runs(framework="langgraph") == []
@@ -342,7 +418,9 @@ class StoreContract(StoreBacked):
         assert time.monotonic() - started < 2
         timer.join()
 
-    def test_delivery_cursor_is_created_at_the_start_seq_and_keeps_its_seq_on_a_later_claim(self, store: Store) -> None:
+    def test_delivery_cursor_is_created_at_the_start_seq_and_keeps_its_seq_on_a_later_claim(
+        self, store: CursorStore
+    ) -> None:
         assert store.get_delivery_cursor("hook-a") is None
         claimed = store.claim_delivery_cursor("hook-a", "s1", T0, T0 + LEASE, start=7)
         assert claimed == DeliveryCursor("hook-a", 7, "s1", T0 + LEASE)
@@ -353,18 +431,18 @@ class StoreContract(StoreBacked):
         assert store.get_delivery_cursor("hook-b") is None
         assert store.audit_head()[0] == 0, "cursors are bookkeeping: they append no event"
 
-    def test_delivery_cursor_claim_is_refused_while_another_owner_holds_a_live_lease(self, store: Store) -> None:
+    def test_delivery_cursor_claim_is_refused_while_another_owner_holds_a_live_lease(self, store: CursorStore) -> None:
         store.claim_delivery_cursor("hook-a", "s1", T0, T0 + LEASE, start=3)
         assert store.claim_delivery_cursor("hook-a", "s2", T0 + LEASE - timedelta(seconds=1), T0 + 2 * LEASE, 0) is None
         assert store.get_delivery_cursor("hook-a") == DeliveryCursor("hook-a", 3, "s1", T0 + LEASE)
 
-    def test_delivery_cursor_is_taken_over_once_its_lease_ran_out(self, store: Store) -> None:
+    def test_delivery_cursor_is_taken_over_once_its_lease_ran_out(self, store: CursorStore) -> None:
         store.claim_delivery_cursor("hook-a", "s1", T0, T0 + LEASE, start=3)
         assert store.advance_delivery_cursor("hook-a", "s1", 5, T0 + LEASE) is not None
         taken = store.claim_delivery_cursor("hook-a", "s2", T0 + LEASE, T0 + 2 * LEASE, start=0)
         assert taken == DeliveryCursor("hook-a", 5, "s2", T0 + 2 * LEASE), "the new holder resumes from the stored seq"
 
-    def test_only_the_lease_holder_advances_a_delivery_cursor(self, store: Store) -> None:
+    def test_only_the_lease_holder_advances_a_delivery_cursor(self, store: CursorStore) -> None:
         store.claim_delivery_cursor("hook-a", "s1", T0, T0 + LEASE, start=2)
         advanced = store.advance_delivery_cursor("hook-a", "s1", 4, T0 + 2 * LEASE)
         assert advanced == DeliveryCursor("hook-a", 4, "s1", T0 + 2 * LEASE)
@@ -375,7 +453,7 @@ class StoreContract(StoreBacked):
         assert store.get_delivery_cursor("hook-a") == DeliveryCursor("hook-a", 4, "s2", T0 + 4 * LEASE)
         assert store.get_delivery_cursor("hook-b") is None
 
-    def test_a_delivery_cursor_never_moves_backwards(self, store: Store) -> None:
+    def test_a_delivery_cursor_never_moves_backwards(self, store: CursorStore) -> None:
         store.claim_delivery_cursor("hook-a", "s1", T0, T0 + LEASE, start=0)
         store.advance_delivery_cursor("hook-a", "s1", 6, T0 + LEASE)
         assert store.advance_delivery_cursor("hook-a", "s1", 5, T0 + 2 * LEASE) is None
@@ -383,7 +461,7 @@ class StoreContract(StoreBacked):
         renewed = store.advance_delivery_cursor("hook-a", "s1", 6, T0 + 2 * LEASE)
         assert renewed == DeliveryCursor("hook-a", 6, "s1", T0 + 2 * LEASE), "the same seq only renews the lease"
 
-    def test_a_released_delivery_cursor_keeps_its_seq_and_is_free_to_claim(self, store: Store) -> None:
+    def test_a_released_delivery_cursor_keeps_its_seq_and_is_free_to_claim(self, store: CursorStore) -> None:
         store.claim_delivery_cursor("hook-a", "s1", T0, T0 + LEASE, start=0)
         store.advance_delivery_cursor("hook-a", "s1", 8, T0 + LEASE)
         assert store.release_delivery_cursor("hook-a", "s2") is None, "only the holder releases"
@@ -407,7 +485,7 @@ class StoreContract(StoreBacked):
         ],
     )
     def test_bad_delivery_cursor_arguments_are_refused_and_store_nothing(
-        self, store: Store, call: Callable[[Store], object], message: str
+        self, store: CursorStore, call: Callable[[Store], object], message: str
     ) -> None:
         store.claim_delivery_cursor("hook-a", "s1", T0, T0 + LEASE, start=4)
         with pytest.raises(ConfigurationError, match=message):
@@ -415,7 +493,7 @@ class StoreContract(StoreBacked):
         assert store.get_delivery_cursor("hook-a") == DeliveryCursor("hook-a", 4, "s1", T0 + LEASE)
         assert store.get_delivery_cursor("") is None
 
-    def test_only_one_of_many_racing_delivery_cursor_claims_wins(self, store: Store) -> None:
+    def test_only_one_of_many_racing_delivery_cursor_claims_wins(self, store: CursorStore) -> None:
         barrier = threading.Barrier(8)
         winners: list[str] = []
 
@@ -444,7 +522,7 @@ class StoreContract(StoreBacked):
         before = {p.id: p for p in (parked_in(store, n, s) for n, s in enumerate(statuses, start=1))}
         head = store.audit_head()
         every = ["park-4", "park-3", "park-2", "park-1", "park-ghost", "park-1"]  # park-5 is not listed
-        assert store.prune_parked_states(every, (ParkedRunStatus.RESUMED,), prune_event) == ["park-1"]
+        assert prune_runs(store, every, (ParkedRunStatus.RESUMED,), prune_event) == ["park-1"]
         after = {p.id: p for p in store.list_parked_runs()}
         assert after["park-1"] == before["park-1"].model_copy(update={"state": ""}), "only the state changes"
         assert {i: after[i] for i in ("park-2", "park-3", "park-4", "park-5")} == {
@@ -455,7 +533,7 @@ class StoreContract(StoreBacked):
         assert events[0].prev_hash == head[1] and store.audit_head() == (head[0] + 1, events[0].hash)
         assert verify_chain(store.list_events(), head=store.audit_head()).ok
         # the ids come back in the order given; a state pruned already is not pruned (nor recorded) again
-        assert store.prune_parked_states(["park-5", "park-2", "park-1"], FINISHED, prune_event) == ["park-5", "park-2"]
+        assert prune_runs(store, ["park-5", "park-2", "park-1"], FINISHED, prune_event) == ["park-5", "park-2"]
         assert [p.state for p in store.list_parked_runs()] == ["", "", '{"run": 3}', '{"run": 4}', ""]
         assert store.list_events()[-1].payload == {"parked_runs": ["park-5", "park-2"]}
         assert store.audit_head()[0] == head[0] + 2
@@ -471,9 +549,9 @@ class StoreContract(StoreBacked):
             called.append(pruned)
             return prune_event(pruned)
 
-        assert store.prune_parked_states([], FINISHED, record) == []
-        assert store.prune_parked_states(["park-2", "park-ghost"], FINISHED, record) == []
-        assert store.prune_parked_states(["park-1"], (ParkedRunStatus.FAILED,), record) == []
+        assert prune_runs(store, [], FINISHED, record) == []
+        assert prune_runs(store, ["park-2", "park-ghost"], FINISHED, record) == []
+        assert prune_runs(store, ["park-1"], (ParkedRunStatus.FAILED,), record) == []
         assert called == [] and store.audit_head() == head and store.list_parked_runs() == before
 
     @pytest.mark.parametrize("status", [ParkedRunStatus.PARKED, ParkedRunStatus.RESUMING])
@@ -484,32 +562,32 @@ class StoreContract(StoreBacked):
         parked_in(store, 2, ParkedRunStatus.RESUMED)
         head, before = store.audit_head(), store.list_parked_runs()
         with pytest.raises(ConfigurationError, match=f"the SDK state of {status.value} runs cannot be pruned"):
-            store.prune_parked_states(["park-1", "park-2"], (ParkedRunStatus.RESUMED, status), prune_event)
+            prune_runs(store, ["park-1", "park-2"], (ParkedRunStatus.RESUMED, status), prune_event)
         assert store.audit_head() == head and store.list_parked_runs() == before
 
     def test_a_failed_run_retried_after_it_was_listed_keeps_its_state(self, store: Store) -> None:
         parked_in(store, 1, ParkedRunStatus.FAILED)
         parked_in(store, 2, ParkedRunStatus.FAILED)
         listed = [p.id for p in store.list_parked_runs(statuses=(ParkedRunStatus.FAILED,))]
-        retried = store.retry_parked_run("park-1", T0, ev("run_retried"))  # between the listing and the prune
+        retried = retry_run(store, "park-1", T0, ev("run_retried"))  # between the listing and the prune
         assert retried is not None
-        assert store.prune_parked_states(listed, FINISHED, prune_event) == ["park-2"]
+        assert prune_runs(store, listed, FINISHED, prune_event) == ["park-2"]
         assert store.get_parked_run("park-1") == retried and retried.state == '{"run": 1}'
         assert store.list_events()[-1].payload == {"parked_runs": ["park-2"]}
         # the same stale listing once more, now that only the retried run is left: nothing at all
         head = store.audit_head()
-        assert store.prune_parked_states(["park-1"], FINISHED, prune_event) == []
+        assert prune_runs(store, ["park-1"], FINISHED, prune_event) == []
         assert store.audit_head() == head and store.get_parked_run("park-1") == retried
 
     def test_a_failed_run_whose_state_was_pruned_cannot_be_retried(self, store: Store) -> None:
         parked_in(store, 1, ParkedRunStatus.FAILED)
-        store.prune_parked_states(["park-1"], FINISHED, prune_event)
+        prune_runs(store, ["park-1"], FINISHED, prune_event)
         head, before = store.audit_head(), store.get_parked_run("park-1")
         assert before is not None and before.status is ParkedRunStatus.FAILED and before.state == ""
-        assert store.retry_parked_run("park-1", T0 + timedelta(minutes=1), ev("run_retried")) is None
+        assert retry_run(store, "park-1", T0 + timedelta(minutes=1), ev("run_retried")) is None
         assert store.audit_head() == head and store.get_parked_run("park-1") == before
         far = T0 + timedelta(days=1)
-        assert store.claim_parked_run("park-1", "w2", far, far, ev("run_claimed")) is None
+        assert claim_run(store, "park-1", "w2", far, far, ev("run_claimed")) is None
 
     def test_a_prune_racing_a_retry_never_leaves_a_parked_run_without_its_state(self, store: Store) -> None:
         runs = [parked_in(store, n, ParkedRunStatus.FAILED).id for n in range(1, 11)]
@@ -518,11 +596,11 @@ class StoreContract(StoreBacked):
 
         def prune() -> None:
             barrier.wait()
-            results["pruned"] = store.prune_parked_states(runs, FINISHED, prune_event)
+            results["pruned"] = prune_runs(store, runs, FINISHED, prune_event)
 
         def retry() -> None:
             barrier.wait()
-            results["retried"] = [r for r in runs if store.retry_parked_run(r, T0, ev("run_retried")) is not None]
+            results["retried"] = [r for r in runs if retry_run(store, r, T0, ev("run_retried")) is not None]
 
         threads = [threading.Thread(target=prune), threading.Thread(target=retry)]
         for t in threads:

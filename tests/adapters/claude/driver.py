@@ -3,14 +3,15 @@
 Every process of a scenario (this one, and a fresh one resuming) starts its own scripted Messages API
 that appends each request body to ``<workdir>/messages.jsonl``, and points the CLI's config folder at
 ``<workdir>/cli``, so a session deferred here is resumed there and every process's model input is read
-back from one file. Run as a script (see ``resume_command``) it resumes a parked run and prints the
-outcome as JSON.
+back from one file (``$CG_TEST_MESSAGES_API`` points every process at one API instead). Run as a
+script (see ``resume_command``) it resumes a parked run and prints the outcome as JSON.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,6 +29,8 @@ from tests.adapters.claude.conftest import ticket_server
 
 ROOT = Path(__file__).resolve().parents[3]
 RUN_MARK = "RUN "
+MESSAGES_API_ENV = "CG_TEST_MESSAGES_API"
+"""When set, the base URL of a scripted Messages API another process serves (one that outlives this one)."""
 
 
 class ClaudeTicketDriver(TicketAgentDriver):
@@ -49,12 +52,14 @@ class ClaudeTicketDriver(TicketAgentDriver):
 
     def gate(self) -> Gate:
         """A gate whose sessions run the real CLI against this process's scripted API."""
-        if self._api is None:
+        shared = os.environ.get(MESSAGES_API_ENV)
+        if shared is None and self._api is None:
             self._api = MessagesAPI(record_path=self.record_path).start()
+        base_url = shared or (self._api.base_url if self._api else "")
         work = self.workdir / "work"
         work.mkdir(exist_ok=True)
         options = ClaudeAgentOptions(
-            env=cli_env(self._api.base_url, self.workdir / "cli"),
+            env=cli_env(base_url, self.workdir / "cli"),
             setting_sources=[],
             cwd=str(work),
             tools=[],

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,8 @@ from crossgate import (
     open_store,
 )
 from crossgate.runs import Finished
-from tests.adapters.claude.driver import ROOT, ClaudeTicketDriver
+from crossgate_claude.testing import MessagesAPI
+from tests.adapters.claude.driver import MESSAGES_API_ENV, ROOT, ClaudeTicketDriver
 from tests.conformance.tickets import TicketStore
 
 pytestmark = [pytest.mark.claude_cli, pytest.mark.slow]
@@ -201,8 +203,11 @@ async def test_a_resumer_killed_inside_the_tool_is_taken_over_after_its_lease(
     assert stuck.status is ParkedRunStatus.RESUMING and stuck.attempts == 1
     assert queue.get(rid).status is RequestStatus.APPLIED
 
-    with pytest.raises(ParkedRunClaimedError):  # a live lease: nobody else may take it yet
-        await ClaudeTicketDriver(queue, tickets, tmp_path, db_url).resume(parked_run)
+    if stuck.lease_until is not None and stuck.lease_until > datetime.now(UTC) + timedelta(seconds=0.2):
+        # A live lease: nobody else may take it yet. (The 1 s lease can run out while a loaded machine
+        # starts the CLI, before the tool is even reached; then there is no live lease left to test.)
+        with pytest.raises(ParkedRunClaimedError):
+            await ClaudeTicketDriver(queue, tickets, tmp_path, db_url).resume(parked_run)
     for _ in range(200):  # bounded: until the dead resumer's lease ran out and the run is offered again
         if parked_run in [p.id for p in queue.ready_runs()]:
             break
@@ -217,3 +222,74 @@ async def test_a_resumer_killed_inside_the_tool_is_taken_over_after_its_lease(
     with pytest.raises(ParkedRunClaimedError):
         await ClaudeTicketDriver(queue, tickets, tmp_path, db_url).resume(parked_run)
     assert queue.verify_audit().ok
+
+
+def _alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("kill", ["before", "after"])
+async def test_a_resumer_killed_while_its_cli_lives_on_is_finished_by_the_takeover(
+    setup: tuple[ReviewQueue, TicketStore, str], tmp_path: Path, kill: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the resumer dies (SIGKILL in the tool); its CLI child records a result for the call and ends the turn.
+
+    The Messages API runs here, so it outlives the resumer as a hosted API would. The session then has
+    nothing to re-ask: the takeover reads that from its transcript and finishes the run without a CLI,
+    where it used to wait ``resume_timeout`` for a re-ask and fail.
+    """
+    queue, tickets, db_url = setup
+    with MessagesAPI(record_path=tmp_path / "messages.jsonl") as api:
+        monkeypatch.setenv(MESSAGES_API_ENV, api.base_url)  # every process of the scenario uses this API
+        parked = step(tmp_path, db_url, "run", "0", 'RUN orphan\nCALL delete_ticket {"id": "t3"}')
+        parked_run = str(parked["parked"])
+        [rid] = queue.get_parked(parked_run).request_ids
+        queue.decide(rid, Approve(), reviewer="ann")
+
+        command = ClaudeTicketDriver(queue, tickets, tmp_path, db_url, lease_seconds=1.0).resume_command(parked_run)
+        with (tmp_path / "doomed.err").open("wb") as err:
+            doomed = await asyncio.create_subprocess_exec(
+                *command,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=err,
+                env={**os.environ, "CG_TEST_KILL_IN_TOOL": kill},
+                start_new_session=True,
+            )
+            assert await asyncio.wait_for(doomed.wait(), timeout=180) == -signal.SIGKILL
+        try:
+            for _ in range(600):  # bounded: the orphaned CLI ends its turn and exits on its own
+                if not _alive(doomed.pid):
+                    break
+                await asyncio.sleep(0.1)
+            assert not _alive(doomed.pid), "the orphaned CLI did not exit"
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(doomed.pid, signal.SIGKILL)
+        ran = 1 if kill == "after" else 0
+        assert tickets.delete_runs("t3") == ran
+        assert queue.get(rid).status is RequestStatus.APPLIED
+        assert queue.get_parked(parked_run).status is ParkedRunStatus.RESUMING
+
+        for _ in range(200):  # bounded: until the dead resumer's lease ran out and the run is offered again
+            if parked_run in [p.id for p in queue.ready_runs()]:
+                break
+            await asyncio.sleep(0.05)
+        began = time.monotonic()
+        done = await ClaudeTicketDriver(queue, tickets, tmp_path, db_url).resume(parked_run)
+        assert time.monotonic() - began < 30, "the takeover waited for a re-ask that cannot come"
+    assert isinstance(done, Finished)
+    assert done.run == parked["run"]
+    assert done.result.num_turns == 0  # no CLI was started: nothing could run in the takeover
+    assert done.result.result  # the text the orphaned CLI's turn ended with
+    assert tickets.delete_runs("t3") == ran, "the tool ran at most once"
+    taken = queue.get_parked(parked_run)
+    assert taken.status is ParkedRunStatus.RESUMED and taken.attempts == 2
+    assert [r.id for r in queue.applied_without_outcome(taken)] == [rid]  # what runs show lists
+    with pytest.raises(ParkedRunClaimedError):
+        await ClaudeTicketDriver(queue, tickets, tmp_path, db_url).resume(parked_run)
+    assert queue.verify_audit().ok
+

@@ -162,7 +162,7 @@ async def test_a_node_whose_decision_cannot_be_checked_or_applied_fails_and_can_
 ) -> None:
     gate, parked = await parked_ticket(graph_queue, tickets, decision)
     request_id = parked.request_ids[0]
-    store.fail(method, when or (lambda *a, **k: True), after="claim_parked_run")
+    store.fail(method, when or (lambda *a, **k: True), after="change_parked_run")
     with pytest.raises(StoreError, match=rf"unreachable \({method}\)"):
         await gate.resume(parked.parked_run)
     assert method in store.refused
@@ -255,7 +255,7 @@ async def test_an_agent_whose_decision_cannot_be_checked_or_applied_fails_and_ca
     gate, parked, tools, model = await parked_agent(agent_queue, mode, decision)
     request_id = parked.request_ids[0]
     seen = len(model.received)
-    store.fail(method, when or (lambda *a, **k: True), after="claim_parked_run")
+    store.fail(method, when or (lambda *a, **k: True), after="change_parked_run")
     with pytest.raises(StoreError, match=rf"unreachable \({method}\)"):
         await gate.resume(parked.parked_run)
     assert method in store.refused

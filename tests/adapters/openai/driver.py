@@ -66,7 +66,7 @@ class OpenAITicketDriver(TicketAgentDriver):
 
     async def resume(self, parked_run: str) -> Finished[object] | Parked:
         run = self.queue.get_parked(parked_run).run
-        return await self.gate.resume(parked_run, agent=self.agent(run))
+        return await self.gate.resume(parked_run, sdk_agent=self.agent(run))
 
     def resume_command(self, parked_run: str) -> list[str]:
         code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from tests.adapters.openai.driver import main; main()"

@@ -60,7 +60,7 @@ async def test_a_context_deny_holds_and_the_context_is_restored_on_resume(
     queue.decide(t3, Approve(), reviewer="ann")
 
     # Another gate, on another queue object, with no context of its own: the parked run's is used.
-    done = await Gate(make_queue(POLICY), agent=ticket_agent(tickets, model)).resume(first.parked_run)
+    done = await Gate(make_queue(POLICY), sdk_agent=ticket_agent(tickets, model)).resume(first.parked_run)
     assert isinstance(done, Finished), "t1 was asked about (or ran): the run lost its tenant on resume"
     assert tickets.ids() == ["t1", "t2"]
     assert tickets.delete_runs("t1") == 0

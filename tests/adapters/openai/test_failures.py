@@ -79,7 +79,7 @@ async def test_an_expired_request_answers_as_a_rejection(make_queue: Any, ticket
     agent, parked = await parked_t3(queue, tickets)
     await asyncio.sleep(0.3)
     agent, model = agent_for(tickets, delete_call("t3"))
-    done = await Gate(queue, agent=agent).resume(parked.parked_run)
+    done = await Gate(queue, sdk_agent=agent).resume(parked.parked_run)
     assert isinstance(done, Finished)
     assert queue.get(parked.request_ids[0]).status is RequestStatus.EXPIRED
     assert tickets.delete_runs() == 0
@@ -91,17 +91,17 @@ async def test_an_expired_request_answers_as_a_rejection(make_queue: Any, ticket
 async def test_an_unknown_parked_run_is_not_found(queue: ReviewQueue, tickets: TicketStore) -> None:
     agent, _ = agent_for(tickets, delete_call("t3"))
     with pytest.raises(NotFoundError, match="park_nope"):
-        await Gate(queue, agent=agent).resume("park_nope")
+        await Gate(queue, sdk_agent=agent).resume("park_nope")
     assert tickets.delete_runs() == 0
 
 
 async def test_a_second_resume_is_refused_and_runs_nothing(queue: ReviewQueue, tickets: TicketStore) -> None:
     agent, parked = await parked_t3(queue, tickets)
     queue.decide(parked.request_ids[0], Approve(), reviewer="ann")
-    gate = Gate(queue, agent=agent)
+    gate = Gate(queue, sdk_agent=agent)
     assert isinstance(await gate.resume(parked.parked_run), Finished)
     with pytest.raises(ParkedRunClaimedError, match="resumed once"):
-        await Gate(queue, agent=agent).resume(parked.parked_run)
+        await Gate(queue, sdk_agent=agent).resume(parked.parked_run)
     assert tickets.delete_runs("t3") == 1
 
 
@@ -109,8 +109,8 @@ async def test_concurrent_resumes_run_the_tool_once(queue: ReviewQueue, tickets:
     agent, parked = await parked_t3(queue, tickets)
     queue.decide(parked.request_ids[0], Approve(), reviewer="ann")
     outcomes = await asyncio.gather(
-        Gate(queue, agent=agent).resume(parked.parked_run),
-        Gate(queue, agent=agent).resume(parked.parked_run),
+        Gate(queue, sdk_agent=agent).resume(parked.parked_run),
+        Gate(queue, sdk_agent=agent).resume(parked.parked_run),
         return_exceptions=True,
     )
     assert sorted(type(o).__name__ for o in outcomes) == ["Finished", "ParkedRunClaimedError"]
@@ -121,7 +121,7 @@ async def test_a_replayed_sdk_state_cannot_run_an_applied_call_again(queue: Revi
     """The SDK runs an approved call again from a reused snapshot; the gated tool refuses the second time."""
     agent, parked = await parked_t3(queue, tickets, run="replay")
     queue.decide(parked.request_ids[0], Approve(), reviewer="ann")
-    await Gate(queue, agent=agent).resume(parked.parked_run)
+    await Gate(queue, sdk_agent=agent).resume(parked.parked_run)
     saved = queue.get_parked(parked.parked_run).state
     replay_agent, model = agent_for(tickets, delete_call("t3"))
     Gate(queue).install(replay_agent)
@@ -155,7 +155,7 @@ async def test_a_decision_for_other_arguments_is_refused(queue: ReviewQueue, tic
         queue.decide(request_id, Approve(fingerprint=fingerprint(TOOL, {"id": "t1"})), reviewer="ann")
     assert queue.get(request_id).status is RequestStatus.PENDING
     assert len(queue.events()) == before
-    still = await Gate(queue, agent=agent).resume(parked.parked_run)
+    still = await Gate(queue, sdk_agent=agent).resume(parked.parked_run)
     assert still == parked
     assert tickets.delete_runs() == 0
 
@@ -194,12 +194,12 @@ async def test_resume_with_another_agent_graph_is_refused_before_claiming(
     _, parked = await parked_t3(queue, tickets)
     queue.decide(parked.request_ids[0], Approve(), reviewer="ann")
     with pytest.raises(ConfigurationError, match="started at agent 'Triage agent'"):
-        await Gate(queue).resume(parked.parked_run, agent=Agent(name="Someone else"))
+        await Gate(queue).resume(parked.parked_run, sdk_agent=Agent(name="Someone else"))
     with pytest.raises(ConfigurationError, match="needs the agent graph"):
         await Gate(queue).resume(parked.parked_run)
     assert queue.get_parked(parked.parked_run).status is ParkedRunStatus.PARKED
     agent, _ = agent_for(tickets, delete_call("t3"))
-    assert isinstance(await Gate(queue, agent=agent).resume(parked.parked_run), Finished)
+    assert isinstance(await Gate(queue, sdk_agent=agent).resume(parked.parked_run), Finished)
     assert tickets.delete_runs("t3") == 1
 
 
@@ -232,10 +232,10 @@ async def test_a_resume_that_crashed_after_applying_never_runs_the_call_again(
     queue.mark_applied(request_id, args={"id": "t3"})
     tickets.delete("t3")
     with pytest.raises(ParkedRunClaimedError, match="crashed-worker"):
-        await Gate(queue, agent=agent).resume(parked.parked_run)
+        await Gate(queue, sdk_agent=agent).resume(parked.parked_run)
     await asyncio.sleep(0.1)
     agent, model = agent_for(tickets, delete_call("t3"))
-    done = await Gate(queue, agent=agent).resume(parked.parked_run)  # the lease ran out: another resumer takes it
+    done = await Gate(queue, sdk_agent=agent).resume(parked.parked_run)  # the lease ran out: another resumer takes it
     assert isinstance(done, Finished)
     assert tickets.delete_runs("t3") == 1
     [told] = tool_results(model.inputs)
@@ -306,7 +306,7 @@ async def test_a_failed_resume_can_be_retried_and_runs_nothing_twice(queue: Revi
     assert isinstance(parked, Parked)
     queue.decide(parked.request_ids[0], Approve(), reviewer="ann")
     with pytest.raises(ConnectionError):
-        await Gate(queue, agent=agent).resume(parked.parked_run)
+        await Gate(queue, sdk_agent=agent).resume(parked.parked_run)
     failed = queue.get_parked(parked.parked_run)
     assert failed.status is ParkedRunStatus.FAILED and "the model API is down" in (failed.outcome or "")
     assert tickets.delete_runs("t3") == 1
@@ -314,7 +314,7 @@ async def test_a_failed_resume_can_be_retried_and_runs_nothing_twice(queue: Revi
 
     queue.retry_parked(parked.parked_run, actor="ops")
     assert [p.id for p in queue.ready_runs()] == [parked.parked_run]
-    done = await Gate(queue, agent=agent).resume(parked.parked_run)
+    done = await Gate(queue, sdk_agent=agent).resume(parked.parked_run)
     assert isinstance(done, Finished) and done.result.final_output == "Done."
     assert tickets.delete_runs("t3") == 1  # the retry restored the state from before the tool, and did not run it
     told = tool_results(model.inputs)[-1]

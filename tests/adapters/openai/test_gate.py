@@ -65,7 +65,7 @@ async def test_seed_scenario_approve_t3_reject_t1(queue: ReviewQueue, tickets: T
 
     queue.decide(t3.id, Approve(), reviewer="ann")
     queue.decide(t1.id, Reject(message=REJECTION), reviewer="ann")
-    done = await Gate(queue, agent=agent).resume(parked.parked_run, stream=stream)
+    done = await Gate(queue, sdk_agent=agent).resume(parked.parked_run, stream=stream)
 
     assert isinstance(done, Finished)
     assert done.result.final_output == "Deleted the spam."
@@ -99,7 +99,7 @@ async def test_one_call_per_turn_parks_again_after_the_first_decision(
     queue: ReviewQueue, tickets: TicketStore, stream: bool
 ) -> None:
     agent, model = one_by_one_agent(tickets, "t3", "t1")
-    gate = Gate(queue, agent=agent)
+    gate = Gate(queue, sdk_agent=agent)
     first = await gate.run(agent, "Delete the spam tickets.", stream=stream)
     assert isinstance(first, Parked)
     queue.decide(first.request_ids[0], Approve(), reviewer="ann")
@@ -119,7 +119,7 @@ async def test_one_call_per_turn_parks_again_after_the_first_decision(
 
 async def test_a_partly_decided_run_stays_parked_and_unclaimed(queue: ReviewQueue, tickets: TicketStore) -> None:
     agent, _ = parallel_agent(tickets, "t3", "t1")
-    gate = Gate(queue, agent=agent)
+    gate = Gate(queue, sdk_agent=agent)
     parked = await gate.run(agent, "go")
     assert isinstance(parked, Parked)
     queue.decide(parked.request_ids[0], Approve(), reviewer="ann")
@@ -168,7 +168,7 @@ async def test_edit_runs_the_edited_arguments(queue: ReviewQueue, tickets: Ticke
         queue.decide(request_id, Edit(args={"id": 2}), reviewer="ann")  # the tool's schema says string
     assert queue.get(request_id).is_open
     queue.decide(request_id, Edit(args={"id": "t2"}), reviewer="ann")
-    done = await Gate(queue, agent=agent).resume(parked.parked_run, stream=stream)  # type: ignore[union-attr]
+    done = await Gate(queue, sdk_agent=agent).resume(parked.parked_run, stream=stream)  # type: ignore[union-attr]
     assert isinstance(done, Finished)
     assert tickets.ids() == ["t1", "t3"]
     assert (tickets.delete_runs("t2"), tickets.delete_runs("t3")) == (1, 0)
@@ -185,7 +185,7 @@ async def test_respond_returns_the_content_and_runs_nothing(
     parked = await Gate(queue).run(agent, "go", stream=stream)
     content = "Ticket t3 was archived by hand instead; nothing else to do."
     queue.decide(parked.request_ids[0], Respond(content=content), reviewer="ann")  # type: ignore[union-attr]
-    done = await Gate(queue, agent=agent).resume(parked.parked_run, stream=stream)  # type: ignore[union-attr]
+    done = await Gate(queue, sdk_agent=agent).resume(parked.parked_run, stream=stream)  # type: ignore[union-attr]
     assert isinstance(done, Finished)
     assert tickets.delete_runs() == 0
     assert tool_results(model.inputs) == [content]
@@ -194,7 +194,7 @@ async def test_respond_returns_the_content_and_runs_nothing(
 
 async def test_remember_auto_approves_matching_calls_in_later_runs(queue: ReviewQueue, tickets: TicketStore) -> None:
     agent, _ = parallel_agent(tickets, "t3")
-    gate = Gate(queue, agent=agent)
+    gate = Gate(queue, sdk_agent=agent)
     parked = await gate.run(agent, "go", run="first")
     remember = Remember(match=RememberMatch.PATTERN, arg_patterns={"id": "t[23]"})
     queue.decide(parked.request_ids[0], Approve(remember=remember), reviewer="ann")  # type: ignore[union-attr]
@@ -218,7 +218,7 @@ async def test_remember_auto_approves_matching_calls_in_later_runs(queue: Review
 
 async def test_the_sdk_sticky_approval_is_never_used(queue: ReviewQueue, tickets: TicketStore) -> None:
     agent, _ = one_by_one_agent(tickets, "t3", "t1")
-    gate = Gate(queue, agent=agent)
+    gate = Gate(queue, sdk_agent=agent)
     parked = await gate.run(agent, "go")
     queue.decide(parked.request_ids[0], Approve(remember=Remember(match=RememberMatch.EXACT)), reviewer="ann")  # type: ignore[union-attr]
     again = await gate.resume(parked.parked_run)  # type: ignore[union-attr]
@@ -279,6 +279,6 @@ async def test_the_run_context_reaches_the_tool_after_a_resume(queue: ReviewQueu
     queue.decide(parked.request_ids[0], Approve(), reviewer="bob")  # type: ignore[union-attr]
     # A JSON mapping travels inside the stored state; any other object is handed to resume again.
     again = None if kind == "mapping" else SimpleNamespace(user="ann")
-    done = await Gate(queue, agent=agent).resume(parked.parked_run, context=again)  # type: ignore[union-attr]
+    done = await Gate(queue, sdk_agent=agent).resume(parked.parked_run, context=again)  # type: ignore[union-attr]
     assert isinstance(done, Finished)
     assert seen == ["ann"]

@@ -132,7 +132,7 @@ async def test_install_refuses_a_hosted_tool_without_running(make_queue: Any, ti
     queue = make_queue(Policy(rules=(ASK_DELETES,), default=VerdictKind.ASK))
     agent, _ = agent_with(tickets, WebSearchTool())
     with pytest.raises(ConfigurationError, match="'web_search'"):
-        Gate(queue, agent=agent)
+        Gate(queue, sdk_agent=agent)
     with pytest.raises(ConfigurationError, match="'web_search'"):
         Gate(queue).install(agent)
 
@@ -161,7 +161,7 @@ async def test_a_hosted_tool_the_policy_allows_outright_passes_through(
 async def test_a_hosted_tool_is_checked_again_when_the_policy_changes(make_queue: Any, tickets: TicketStore) -> None:
     queue = make_queue(Policy(rules=(ASK_DELETES,), default=VerdictKind.ALLOW))
     agent, model = agent_with(tickets, WebSearchTool())
-    gate = Gate(queue, agent=agent)  # installed: the policy allowed it then
+    gate = Gate(queue, sdk_agent=agent)  # installed: the policy allowed it then
     queue.policy = queue.policy.with_rules(PolicyRule(name="no-web", verdict=VerdictKind.DENY, tool="web_search"))
     with pytest.raises(ConfigurationError, match="'no-web' denies"):
         await gate.run(agent, "go")

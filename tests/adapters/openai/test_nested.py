@@ -42,7 +42,7 @@ async def test_an_as_tool_approval_surfaces_with_the_inner_agent(
 
     queue.decide(request.id, Approve(), reviewer="ann")
     manager2, outer_model2, inner_model2 = as_tool_graph(tickets)
-    done = await Gate(queue, agent=manager2).resume(parked.parked_run, stream=stream)
+    done = await Gate(queue, sdk_agent=manager2).resume(parked.parked_run, stream=stream)
     assert isinstance(done, Finished)
     assert done.result.final_output == "All done."
     assert tickets.ids() == ["t1", "t2"]
@@ -58,7 +58,7 @@ async def test_an_as_tool_rejection_reaches_the_inner_model(queue: ReviewQueue, 
     assert isinstance(parked, Parked)
     queue.decide(parked.request_ids[0], Reject(message=REJECTION), reviewer="ann")
     manager2, _, inner_model2 = as_tool_graph(tickets)
-    done = await Gate(queue, agent=manager2).resume(parked.parked_run)
+    done = await Gate(queue, sdk_agent=manager2).resume(parked.parked_run)
     assert isinstance(done, Finished)
     assert tickets.delete_runs() == 0
     assert tool_results(inner_model2.inputs) == [REJECTION]
@@ -86,7 +86,7 @@ async def test_a_handoff_targets_approval_surfaces_and_resumes(
 
     queue.decide(request.id, Approve(), reviewer="ann")
     triage2, deleter_model2 = handoff_graph(tickets)
-    done = await Gate(queue, agent=triage2).resume(parked.parked_run, stream=stream)
+    done = await Gate(queue, sdk_agent=triage2).resume(parked.parked_run, stream=stream)
     assert isinstance(done, Finished)
     assert done.result.last_agent.name == "Deleter"
     assert done.result.final_output == "Deleted."
@@ -107,7 +107,7 @@ async def test_an_approved_as_tool_call_continues_its_inner_run_after_an_inner_a
             asked.append((request.call.agent, request.call.tool))
             queue.decide(request.id, Approve(), reviewer="ann")
         manager, outer_model, inner_model = as_tool_graph(tickets)  # as a fresh process would build it
-        outcome = await Gate(queue, agent=manager).resume(outcome.parked_run, stream=stream)
+        outcome = await Gate(queue, sdk_agent=manager).resume(outcome.parked_run, stream=stream)
     assert asked == [("Manager", "clean_up"), ("Cleaner", "delete_ticket")]
     assert outcome.result.final_output == "All done."
     assert tickets.delete_runs("t3") == 1

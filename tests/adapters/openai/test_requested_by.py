@@ -33,7 +33,7 @@ async def test_every_request_of_the_run_carries_who_it_acts_for(
     assert queue.get_parked(first.parked_run).metadata["requested_by"] == "pat"
 
     refuse_self_approval(queue, t3, "pat")
-    still = await Gate(queue, agent=agent).resume(first.parked_run, stream=stream)
+    still = await Gate(queue, sdk_agent=agent).resume(first.parked_run, stream=stream)
     assert still == Parked(first.run, first.parked_run, first.request_ids), "a refused decision resumes nothing"
     assert queue.get_parked(first.parked_run).status is ParkedRunStatus.PARKED
     assert tickets.delete_runs() == 0
@@ -41,7 +41,7 @@ async def test_every_request_of_the_run_carries_who_it_acts_for(
     queue.decide(t3, Approve(), reviewer="ann")
     # Another Gate on another queue object: who the run acts for comes from the store, not from memory.
     elsewhere = make_queue()
-    second = await Gate(elsewhere, agent=ticket_agent(tickets, model)).resume(first.parked_run, stream=stream)
+    second = await Gate(elsewhere, sdk_agent=ticket_agent(tickets, model)).resume(first.parked_run, stream=stream)
     assert isinstance(second, Parked)
     [t1] = second.request_ids
     assert queue.get(t1).call.args == {"id": "t1"}
@@ -50,7 +50,7 @@ async def test_every_request_of_the_run_carries_who_it_acts_for(
 
     refuse_self_approval(queue, t1, "pat")
     queue.decide(t1, Reject(message=REJECTION), reviewer="ann")
-    done = await Gate(queue, agent=agent).resume(second.parked_run, stream=stream)
+    done = await Gate(queue, sdk_agent=agent).resume(second.parked_run, stream=stream)
     assert isinstance(done, Finished)
     assert tickets.delete_runs() == 1
     assert tickets.ids() == ["t1", "t2"]
@@ -82,7 +82,7 @@ async def test_a_nested_as_tool_request_carries_it(queue: ReviewQueue, tickets: 
     refuse_self_approval(queue, request.id, "pat")
     queue.decide(request.id, Approve(), reviewer="ann")
     manager2, _, _ = as_tool_graph(tickets)
-    assert isinstance(await Gate(queue, agent=manager2).resume(parked.parked_run), Finished)
+    assert isinstance(await Gate(queue, sdk_agent=manager2).resume(parked.parked_run), Finished)
     assert tickets.delete_runs("t3") == 1
 
 
@@ -93,7 +93,7 @@ async def test_a_run_without_requested_by_lets_anyone_decide(queue: ReviewQueue,
     assert queue.get(parked.request_ids[0]).requested_by is None
     assert queue.get_parked(parked.parked_run).metadata["requested_by"] is None
     queue.decide(parked.request_ids[0], Approve(), reviewer="pat")
-    assert isinstance(await Gate(queue, agent=agent).resume(parked.parked_run), Finished)
+    assert isinstance(await Gate(queue, sdk_agent=agent).resume(parked.parked_run), Finished)
     assert tickets.delete_runs("t3") == 1
 
 

@@ -122,7 +122,7 @@ async def test_seed_scenario_over_the_responses_api(
     queue.decide(t3.id, Approve(), reviewer="ann")
     queue.decide(t1.id, Reject(message=REJECTION), reviewer="ann")
     agent = http_agent(tickets)
-    done = await Gate(queue, agent=agent).resume(parked.parked_run, stream=stream)
+    done = await Gate(queue, sdk_agent=agent).resume(parked.parked_run, stream=stream)
 
     assert isinstance(done, Finished)
     assert done.result.final_output == "Deleted t3; kept t1."

@@ -138,12 +138,12 @@ async def test_decisions_that_cannot_be_read_back_leave_the_run_parked(
     store.fail("get_request")
     agent, model = t3_agent(tickets)
     with pytest.raises(StoreError, match=r"unreachable \(get_request\)"):
-        await Gate(queue, agent=agent).resume(parked.parked_run)
+        await Gate(queue, sdk_agent=agent).resume(parked.parked_run)
     nothing_ran(tickets, model)
     store.heal()
     assert queue.get_parked(parked.parked_run).status is ParkedRunStatus.PARKED, "not used up"
     assert queue.get(parked.request_ids[0]).status is RequestStatus.DECIDED
-    assert isinstance(await Gate(queue, agent=agent).resume(parked.parked_run), Finished)
+    assert isinstance(await Gate(queue, sdk_agent=agent).resume(parked.parked_run), Finished)
 
 
 @STREAM
@@ -156,7 +156,7 @@ async def test_a_decision_that_cannot_be_marked_applied_runs_nothing_and_the_res
     store.fail("update_request", applying)
     agent, model = t3_agent(tickets)
     with pytest.raises(StoreError, match=r"unreachable \(update_request\)"):
-        await Gate(queue, agent=agent).resume(parked.parked_run, stream=stream)
+        await Gate(queue, sdk_agent=agent).resume(parked.parked_run, stream=stream)
     assert "update_request" in store.refused
     nothing_ran(tickets, model)
     failed = queue.get_parked(parked.parked_run)
@@ -167,7 +167,7 @@ async def test_a_decision_that_cannot_be_marked_applied_runs_nothing_and_the_res
 
     store.heal()
     queue.retry_parked(parked.parked_run, actor="ops")
-    done = await Gate(queue, agent=agent).resume(parked.parked_run, stream=stream)
+    done = await Gate(queue, sdk_agent=agent).resume(parked.parked_run, stream=stream)
     assert isinstance(done, Finished)
     assert queue.get(request_id).status is applied_status(decision.kind)
     told = outputs_by_call(model.inputs)["call_t3"]
@@ -187,7 +187,7 @@ async def test_a_closed_sqlite_store_fails_the_resume_and_runs_nothing(
     store.inner.close()
     agent, model = t3_agent(tickets)
     with pytest.raises(StoreError, match="is closed"):
-        await Gate(queue, agent=agent).resume(parked.parked_run)
+        await Gate(queue, sdk_agent=agent).resume(parked.parked_run)
     nothing_ran(tickets, model)
 
 
@@ -204,7 +204,7 @@ async def test_a_store_failure_inside_a_nested_as_tool_run_fails_the_resume(
     store.fail("update_request", applying)
     manager, outer, inner = as_tool_graph(tickets)
     with pytest.raises(StoreError, match=r"unreachable \(update_request\)"):
-        await Gate(queue, agent=manager).resume(parked.parked_run, stream=stream)
+        await Gate(queue, sdk_agent=manager).resume(parked.parked_run, stream=stream)
     assert tickets.delete_runs() == 0
     assert (tool_results(inner.inputs), tool_results(outer.inputs, "clean_up")) == ([], [])
     assert queue.get_parked(parked.parked_run).status is ParkedRunStatus.FAILED
@@ -212,6 +212,6 @@ async def test_a_store_failure_inside_a_nested_as_tool_run_fails_the_resume(
     store.heal()
     queue.retry_parked(parked.parked_run)
     manager, outer, inner = as_tool_graph(tickets)
-    assert isinstance(await Gate(queue, agent=manager).resume(parked.parked_run, stream=stream), Finished)
+    assert isinstance(await Gate(queue, sdk_agent=manager).resume(parked.parked_run, stream=stream), Finished)
     assert tickets.delete_runs("t3") == 1
     assert tool_results(inner.inputs) == ["deleted ticket t3"]

@@ -42,7 +42,7 @@ async def test_a_planned_call_parks_and_a_fresh_model_finishes_the_resumed_run(
     assert ran == []
     queue.decide(request_id, Approve(), reviewer="ann")
     fresh = plan(record)  # as another process would build it
-    finished = await Gate(queue, agent=agent_on(fresh, ran)).resume(parked.parked_run)
+    finished = await Gate(queue, sdk_agent=agent_on(fresh, ran)).resume(parked.parked_run)
     assert isinstance(finished, Finished)
     assert finished.result.final_output == "Deleted t3."
     assert ran == ["t3"]
@@ -55,7 +55,7 @@ async def test_a_rejection_reaches_the_planned_model_and_nothing_runs(queue: Rev
     parked = await Gate(queue).run(agent_on(model, ran), "Delete the spam ticket")
     assert isinstance(parked, Parked)
     queue.decide(parked.request_ids[0], Reject(message="Keep t3."), reviewer="ann")
-    finished = await Gate(queue, agent=agent_on(model, ran)).resume(parked.parked_run)
+    finished = await Gate(queue, sdk_agent=agent_on(model, ran)).resume(parked.parked_run)
     assert isinstance(finished, Finished)
     assert ran == []
     assert tool_results(model.inputs, "delete_ticket") == ["Keep t3."]

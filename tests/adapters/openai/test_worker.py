@@ -16,7 +16,7 @@ async def test_the_worker_resumes_only_ready_runs_once(queue: ReviewQueue, ticke
     agent = ticket_agent(tickets, model)
     parked = await Gate(queue).run(agent, "go")
     assert isinstance(parked, Parked)
-    worker = Worker(queue, [Gate(queue, agent=agent)])
+    worker = Worker(queue, [Gate(queue, sdk_agent=agent)])
 
     queue.decide(parked.request_ids[0], Approve(), reviewer="ann")
     assert await worker.run_once() == [], "a partly decided run is not ready"

@@ -30,11 +30,11 @@ async def test_two_calls_in_one_turn_park_together_and_each_gets_its_answer(
     t3, t1 = (queue.get(r) for r in parked.request_ids)
     assert (t3.call.args, t1.call.args) == ({"id": "t3"}, {"id": "t1"})
     queue.decide(t3.id, Approve(), reviewer="ann")
-    still = await Gate(queue, agent=ticket_agent(tickets, model)).resume(parked.parked_run)
+    still = await Gate(queue, sdk_agent=ticket_agent(tickets, model)).resume(parked.parked_run)
     assert isinstance(still, Parked), "the SDK needs an answer for every pending call: wait for both"
     assert tickets.delete_runs() == 0
     queue.decide(t1.id, Reject(message=REJECTION), reviewer="ann")
-    done = await Gate(queue, agent=ticket_agent(tickets, model)).resume(parked.parked_run)
+    done = await Gate(queue, sdk_agent=ticket_agent(tickets, model)).resume(parked.parked_run)
     assert isinstance(done, Finished)
     assert tickets.ids() == ["t1", "t2"]
     assert tool_results(record, TOOL) == ["deleted ticket t3", REJECTION]
@@ -63,7 +63,7 @@ async def test_an_edit_runs_as_edited_when_the_tool_fills_in_defaults(queue: Rev
     [request_id] = parked.request_ids
     assert queue.get(request_id).call.args == {"id": "t3", "reason": "none given"}, "the validated arguments"
     queue.decide(request_id, Edit(args={"id": "t4"}), reviewer="ann")
-    done = await Gate(queue, agent=archive_agent(model, ran)).resume(parked.parked_run)
+    done = await Gate(queue, sdk_agent=archive_agent(model, ran)).resume(parked.parked_run)
     assert isinstance(done, Finished)
     assert ran == [("t4", "none given")]
     assert tool_results(record, "archive") == ["archived t4 (none given)"]

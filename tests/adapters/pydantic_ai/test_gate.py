@@ -106,7 +106,7 @@ async def test_resuming_again_from_the_same_history_never_runs_the_tool_twice(
         return inner.function(messages, info)  # type: ignore[misc]
 
     agent = ticket_agent(tickets, FunctionModel(flaky))
-    gate = Gate(queue, agent=agent)
+    gate = Gate(queue, sdk_agent=agent)
     parked = await gate.run(agent, "delete t3", run="run-replay")
     assert isinstance(parked, Parked)
     queue.decide(parked.request_ids[0], Approve(), reviewer="ann")
@@ -153,7 +153,7 @@ async def test_an_agent_needs_a_name_and_resume_refuses_another_agent(
     assert isinstance(parked, Parked)
     queue.decide(parked.request_ids[0], Approve(), reviewer="ann")
     with pytest.raises(ConfigurationError, match="Triage agent"):
-        await Gate(queue, agent=ticket_agent(tickets, model, name="Other")).resume(parked.parked_run)
+        await Gate(queue, sdk_agent=ticket_agent(tickets, model, name="Other")).resume(parked.parked_run)
     assert queue.get_parked(parked.parked_run).status is ParkedRunStatus.PARKED
     assert tickets.delete_runs() == 0
 
@@ -167,7 +167,7 @@ async def test_the_app_context_reaches_every_call_and_is_parked_with_the_run(
     assert isinstance(first, Parked)
     assert queue.get(first.request_ids[0]).call.context == {"tenant": "acme", "ticket_queue": "spam"}
     queue.decide(first.request_ids[0], Approve(), reviewer="ann")
-    second = await Gate(queue, agent=ticket_agent(tickets, model)).resume(first.parked_run)
+    second = await Gate(queue, sdk_agent=ticket_agent(tickets, model)).resume(first.parked_run)
     assert isinstance(second, Parked)
     assert queue.get(second.request_ids[0]).call.context == {"tenant": "acme", "ticket_queue": "spam"}
 

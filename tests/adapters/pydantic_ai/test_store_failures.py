@@ -74,7 +74,7 @@ async def test_a_decision_that_cannot_be_marked_applied_runs_nothing_and_the_res
     queue.decide(request_id, decision, reviewer="ann")
     store.fail("update_request", applying)
     with pytest.raises(StoreError, match=r"unreachable \(update_request\)"):
-        await Gate(queue, agent=agent).resume(parked.parked_run)
+        await Gate(queue, sdk_agent=agent).resume(parked.parked_run)
     assert tickets.delete_runs() == 0
     assert tool_results(record, TOOL) == [], "the model was told nothing about the call"
     failed = queue.get_parked(parked.parked_run)
@@ -83,7 +83,7 @@ async def test_a_decision_that_cannot_be_marked_applied_runs_nothing_and_the_res
 
     store.heal()
     queue.retry_parked(parked.parked_run, actor="ops")
-    done = await Gate(queue, agent=agent).resume(parked.parked_run)
+    done = await Gate(queue, sdk_agent=agent).resume(parked.parked_run)
     assert isinstance(done, Finished)
     assert queue.get(request_id).status is applied_status(decision.kind)
     [told] = tool_results(record, TOOL)

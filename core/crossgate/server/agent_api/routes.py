@@ -206,7 +206,7 @@ def refuse(body: RefusalIn, api: ApiDep, caller: AgentDep, idempotency_key: KeyH
 
 @router.get("/requests/{request_id}/outcome", response_model=Event, responses=_keyed(404))
 def outcome(request_id: str, api: ApiDep, caller: AgentDep) -> Event:
-    """The outcome event (``ran`` or ``not_run``) after the request's ``applied`` one; 404 ``no_outcome`` without one."""
+    """The outcome event (``ran`` or ``not_run``) after the request's ``applied`` one; 404 ``no_outcome`` if none."""
     return api.outcome(caller, request_id)
 
 

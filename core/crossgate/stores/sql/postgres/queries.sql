@@ -109,47 +109,39 @@ SELECT data FROM parked_runs WHERE id = %(id)s;
 -- name: list_parked_runs
 SELECT data FROM parked_runs {where} ORDER BY position;
 
--- name: lock_claimable_parked_run
--- A run another resumer is claiming right now is skipped, not waited for: that claim wins.
-SELECT data FROM parked_runs
-WHERE id = %(id)s
-  AND (status = 'parked' OR (status = 'resuming' AND lease_until IS NOT NULL AND lease_until <= %(now)s))
-FOR UPDATE SKIP LOCKED;
+-- name: lock_parked_run
+SELECT data FROM parked_runs WHERE id = %(id)s FOR UPDATE;
 
--- name: lock_leased_parked_run
-SELECT data FROM parked_runs
-WHERE id = %(id)s AND status = 'resuming' AND lease_owner = %(owner)s
-FOR UPDATE;
+-- name: lock_parked_run_skip_locked
+-- A row another transaction holds (a resumer claiming the run right now) is skipped, not waited for.
+SELECT data FROM parked_runs WHERE id = %(id)s FOR UPDATE SKIP LOCKED;
 
--- name: lock_failed_parked_run
-SELECT data FROM parked_runs WHERE id = %(id)s AND status = 'failed' FOR UPDATE;
-
--- name: lock_prunable_parked_runs
--- Locks in position order, so two prunes never deadlock. A row a retry holds is waited for, and its
--- status checked again once the retry commits: a run retried meanwhile is parked and left alone.
-SELECT data FROM parked_runs
-WHERE id = ANY(%(ids)s) AND status = ANY(%(statuses)s)
-ORDER BY position
-FOR UPDATE;
-
--- name: clear_parked_states
--- The rows are locked already (lock_prunable_parked_runs); each gets its JSON without the SDK state.
--- Returns the head, locked.
-WITH changed AS (
-    UPDATE parked_runs p SET data = v.data
-    FROM unnest(%(ids)s::text[], %(data)s::text[]) AS v (id, data)
-    WHERE p.id = v.id
-    RETURNING p.position
-)
-SELECT seq, hash FROM audit_head WHERE EXISTS (SELECT FROM changed) FOR UPDATE;
+-- name: lock_parked_runs
+-- Locks in position order, so two such changes never deadlock. A row another change holds is waited
+-- for, and read as that change committed it.
+SELECT data FROM parked_runs WHERE id = ANY(%(ids)s) ORDER BY position FOR UPDATE;
 
 -- name: update_parked_run
--- The row is locked already (lock_*_parked_run); returns the head, locked.
+-- The row is locked already (lock_parked_run*); returns the head, locked.
 WITH changed AS (
     UPDATE parked_runs
     SET status = %(status)s, lease_owner = %(lease_owner)s, lease_until = %(lease_until)s, data = %(data)s
     WHERE id = %(id)s
     RETURNING position
+)
+SELECT seq, hash FROM audit_head WHERE EXISTS (SELECT FROM changed) FOR UPDATE;
+
+-- name: update_parked_runs
+-- The rows are locked already (lock_parked_runs); returns the head, locked.
+WITH changed AS (
+    UPDATE parked_runs p
+    SET status = v.status, lease_owner = v.lease_owner, lease_until = v.lease_until, data = v.data
+    FROM unnest(
+        %(ids)s::text[], %(statuses)s::text[], %(lease_owners)s::text[], %(lease_untils)s::timestamptz[],
+        %(data)s::text[]
+    ) AS v (id, status, lease_owner, lease_until, data)
+    WHERE p.id = v.id
+    RETURNING p.position
 )
 SELECT seq, hash FROM audit_head WHERE EXISTS (SELECT FROM changed) FOR UPDATE;
 
