@@ -129,7 +129,7 @@ def pydantic_ai_plan(op: dict[str, Any]) -> dict[str, Any]:
 
     async def drive() -> None:
         with RemoteQueue(op["url"], token=op["token"]) as queue:
-            gate = Gate(queue, agent=agent, authority=op.get("pin"))
+            gate = Gate(queue, sdk_agent=agent, authority=op.get("pin"))
             outcome = await gate.run(agent, "Work through the tickets.", run=op["run"])
             async with httpx.AsyncClient(base_url=op["url"], headers=reviewer) as http:
                 while isinstance(outcome, Parked):
