@@ -3,13 +3,16 @@
     python examples/demo.py            # prints the review page's address; decide there, watch the runs finish
     python examples/demo.py --auto     # a scripted reviewer decides through the HTTP API (or CROSSGATE_DEMO_AUTO=1)
 
-Everything is offline: scripted models, a local server on 127.0.0.1, a SQLite queue in a temporary folder,
-and the authority's key in that folder, which signs every decision. Each agent asks to delete one ticket;
-the policy (examples/policy.yaml) sends every delete to a person. The TypeScript agent (the AI SDK, run with
-node, see examples/typescript_agent.py) reaches the queue through the server's agent API with an agent
-token; without node or the built npm workspace it is skipped, with the reason. In ``--auto`` mode the
-reviewer approves the first, edits the second to the ticket that really is the duplicate, rejects the
-third with a message, and approves the others, then the demo checks which tickets are left.
+Everything is offline: scripted models, a local server on 127.0.0.1, a SQLite queue in a temporary folder.
+Each agent asks to delete one ticket; the policy (examples/policy.yaml) sends every delete to a person.
+The demo makes an authority key pair in that folder: the server holds the private key, the policy is
+stored as a version signed with it, and the agents pin only the public key (the file ``authority.pub``),
+with which they verify the stored policy before they evaluate it. The TypeScript agent (the AI SDK, run
+with node, see examples/typescript_agent.py) reaches the queue through the server's agent API with an agent
+token and the same public key; without node or the built npm workspace it is skipped, with the reason.
+In ``--auto`` mode the reviewer approves the first, edits the second to the ticket that really is the
+duplicate, rejects the third with a message, and approves the others, then the demo checks which tickets
+are left.
 """
 
 from __future__ import annotations
@@ -37,8 +40,12 @@ import typescript_agent
 from demo_agents import SPECS, TICKETS, AgentSpec, DemoAgent, DemoTickets, build_agents
 
 from crossgate import ReviewQueue
-from crossgate.authority import Keyring
+from crossgate.authority import Keyring, TrustedKeys
+from crossgate.authority.keyring import KEYRING_FILE
+from crossgate.authority.keys import PUBKEY_ENV, PUBKEY_FILE_ENV
+from crossgate.checkpoints import verify_signed_log
 from crossgate.policy import resolve_policy
+from crossgate.policy.versions import apply_policy
 from crossgate.runs import Finished, Parked
 from crossgate.stores import open_store
 
@@ -65,13 +72,18 @@ class DemoReport:
     labels: dict[str, str] = field(default_factory=dict)
     tickets_left: list[str] = field(default_factory=list)
     deletes_run: list[str] = field(default_factory=list)
+    policy_version: int | None = None
+    """The signed policy version the agents evaluated."""
+    audit: str = ""
+    """What ``audit verify --authority`` says about the log at the end; empty when it is intact."""
     typescript: str | None = None
     """Why the TypeScript agent did not run; None when it ran."""
 
     @property
     def as_expected(self) -> bool:
-        deletes = ["T-101", "T-204", "T-404"] + (["T-505"] if self.typescript is None else [])
-        return self.tickets_left == EXPECTED_LEFT and sorted(self.deletes_run) == deletes
+        expected = ["T-101", "T-204", "T-404"] + (["T-505"] if self.typescript is None else [])
+        deletes = sorted(self.deletes_run) == expected
+        return self.tickets_left == EXPECTED_LEFT and deletes and self.policy_version is not None and not self.audit
 
 
 async def drive(agent: DemoAgent, queue: ReviewQueue, run: str, *, key: str = "") -> Finished[object]:
@@ -218,8 +230,12 @@ async def _run_in(
     from crossgate.server.settings import reviewer as make_reviewer
 
     database = folder / "crossgate.db"
-    keys = _keyring(folder / "authority")
-    queue = ReviewQueue(open_store(str(database)), resolve_policy(POLICY), authority=keys.authority())
+    keyring, pin_file = authority_keys(folder)
+    authority = keyring.authority()
+    server_queue = ReviewQueue(open_store(str(database)), authority=authority, trusted=keyring.trusted_keys())
+    apply_policy(server_queue.store, authority, resolve_policy(POLICY), created_by="demo", source=POLICY.name)
+    # The agents' queue holds the public key only, from the pin file, never from the store.
+    queue = ReviewQueue(open_store(str(database)), trusted=TrustedKeys.from_file(pin_file))
     tickets = DemoTickets(folder / "tickets.db")
     tickets.seed(TICKETS)
     person, bot, agent = (secrets.token_urlsafe(16) for _ in range(3))
@@ -229,25 +245,34 @@ async def _run_in(
         base_url=f"http://{host}:{port}",
         title="crossgate demo",
     )
-    app = create_app(queue, settings)
+    app = create_app(server_queue, settings)
     try:
         server, server_task, bound = await start_server(app, host, port)
     except BaseException:
         queue.close()
+        server_queue.close()
         raise
     base_url = f"http://{host}:{bound}"
     report = DemoReport(address=f"{base_url}/login?token={app.state.crossgate.auth.issue_sign_in('you')}")  # once
-    agents: list[DemoAgent] = build_agents(queue, tickets, folder, specs=specs, synthetic=synthetic)
+    restore = pin_in_environment(pin_file)
+    try:
+        agents: list[DemoAgent] = build_agents(queue, tickets, folder, specs=specs, synthetic=synthetic)
+    finally:
+        restore()
+    report.policy_version = queue.policy_version
     report.typescript = typescript_agent.unavailable() if typescript else "not asked for"
     ts_tickets = typescript_agent.JsonTickets(folder / "typescript-tickets.json")
     if report.typescript is None:
         ts_tickets.seed([TYPESCRIPT_SPEC.ticket])
-        pin = keys.pin_text()
-        ts = typescript_agent.TypeScriptAgent(base_url, agent, pin, TYPESCRIPT_SPEC.ticket, ts_tickets, folder / "ts")
+        ts = typescript_agent.TypeScriptAgent(
+            base_url, agent, pin_file.read_text(encoding="utf-8"), TYPESCRIPT_SPEC.ticket, ts_tickets, folder / "ts"
+        )
         specs, agents = [*specs, TYPESCRIPT_SPEC], [*agents, ts]
     print(f"crossgate demo: review page {report.address}")
     print(f"  database: {database}")
-    print(f"  decide from a terminal: {terminal_command(database, keys.directory)}")
+    print(f"  policy: {POLICY.name}, stored as version {report.policy_version}, signed by the demo's authority")
+    print(f"  authority: private key in {keyring.directory} (0600); the agents pin only {pin_file}")
+    print(f"  decide from a terminal: {terminal_command(database, keyring.directory)}")
     for spec, built in zip(specs, agents, strict=True):
         report.labels[spec.key] = built.label
         print(f"  agent {spec.key}: {built.label}, asks to delete {spec.ticket}")
@@ -265,7 +290,13 @@ async def _run_in(
         typescript_left = ts_tickets.ids() if report.typescript is None else []
         report.tickets_left = sorted(tickets.ids() + typescript_left)
         report.deletes_run = tickets.delete_runs() + (ts_tickets.delete_runs() if report.typescript is None else [])
+        audit = verify_signed_log(server_queue.store, TrustedKeys.from_file(pin_file))
+        report.audit = "" if audit.ok else (audit.problem or "broken")
         _print_report(report, specs)
+        print(
+            f"  audit log: {audit.checked} events, {audit.checkpoints} signed checkpoints: "
+            f"{'intact' if audit.ok else report.audit}"
+        )
         if review is not None and wait_for_reviewer:
             await review
         if keep_serving:
@@ -284,7 +315,33 @@ async def _run_in(
             if close is not None:
                 close()
         queue.close()
+        server_queue.close()
     return report
+
+
+def authority_keys(folder: Path) -> tuple[Keyring, Path]:
+    """The demo's key directory in ``folder`` (made on first use) and the pin file the agents read."""
+    directory = folder / "authority"
+    keyring = Keyring.open(directory) if (directory / KEYRING_FILE).exists() else Keyring.init(directory)
+    pin_file = folder / "authority.pub"
+    pin_file.write_text(keyring.pin_text(), encoding="utf-8")
+    return keyring, pin_file
+
+
+def pin_in_environment(pin_file: Path) -> Callable[[], None]:
+    """Point ``$CROSSGATE_AUTHORITY_PUBKEY_FILE`` at the pin file while the agents are built; the undo."""
+    saved = {name: os.environ.get(name) for name in (PUBKEY_ENV, PUBKEY_FILE_ENV)}
+    os.environ.pop(PUBKEY_ENV, None)
+    os.environ[PUBKEY_FILE_ENV] = str(pin_file)
+
+    def restore() -> None:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+    return restore
 
 
 async def _until_runs_end(runs: Awaitable[list[Finished[object]]], review: asyncio.Task[None] | None) -> list[Any]:
@@ -310,15 +367,11 @@ async def _until_runs_end(runs: Awaitable[list[Finished[object]]], review: async
                 raise RuntimeError("the reviewer failed before the runs finished") from review.exception()
 
 
-def _keyring(directory: Path) -> Keyring:
-    """The demo's authority key, in its folder: the queue signs with it, agents pin its public key."""
-    return Keyring.open(directory) if (directory / "keyring.json").exists() else Keyring.init(directory)
-
-
 def terminal_command(database: Path, authority_dir: Path) -> str:
-    """The exact command that walks the demo's pending requests from another terminal, holding the demo's key."""
-    keys = ["--authority-dir", str(authority_dir)]
-    return shlex.join(["crossgate", "--db", str(database), "--policy", str(POLICY), "review", *keys])
+    """The exact command that walks the demo's pending requests from another terminal, with the demo's key."""
+    return f"CROSSGATE_AUTHORITY_DIR={shlex.quote(str(authority_dir))} " + shlex.join(
+        ["crossgate", "--db", str(database), "review"]
+    )
 
 
 def _print_report(report: DemoReport, specs: Sequence[AgentSpec]) -> None:

@@ -45,6 +45,7 @@ CASES = {
         "long-poll wake-up latency",
     ),
     "bench_policy": ([], {"CG_BENCH_POLICY_SIZES": "10,30", "CG_BENCH_POLICY_CALLS": "300"}, "pathological patterns"),
+    "bench_policy_versions": ([], {"CG_BENCH_CALLS": "20", "CG_BENCH_ROUNDS": "1"}, "ratio to local"),
 }
 
 

@@ -145,25 +145,28 @@ async def test_the_demo_prints_its_database_and_a_terminal_command_that_decides(
         printed["command"] = _printed(out, "decide from a terminal:")
 
     async def terminal_reviewer(_base_url: str, _token: str) -> None:
-        argv = shlex.split(printed["command"])
-        assert argv[0] == "crossgate" and argv[-3] == "review"
+        assignment, *argv = shlex.split(printed["command"])  # NAME=value crossgate ...: the demo's key directory
+        name, _, value = assignment.partition("=")
+        assert name == "CROSSGATE_AUTHORITY_DIR" and value.endswith("authority")
+        assert argv[0] == "crossgate" and argv[-1] == "review"
         argv[0] = str(crossgate)
         db = ["--db", printed["database"]]
         for _ in range(300):  # bounded: the stand-in agents submit within moments
             if len(json.loads((await _run([str(crossgate), *db, "list", "--json"])).stdout)["items"]) == 4:
                 break
             await asyncio.sleep(0.1)
-        walked = await _run(argv, stdin="a\na\na\na\n")
+        walked = await _run(argv, stdin="a\na\na\na\n", env={name: value})
         assert walked.returncode == 0, walked.stderr
         assert "4 approved, 0 edited, 0 rejected, 0 skipped" in walked.stdout
 
     report = await demo.run_demo(
         reviewer=terminal_reviewer, port=0, synthetic=True, on_ready=on_ready, wait_for_reviewer=True
     )
-    keys = ["--authority-dir", str(Path(printed["database"]).parent / "authority")]
-    assert printed["command"] == shlex.join(
-        ["crossgate", "--db", printed["database"], "--policy", str(EXAMPLES / "policy.yaml"), "review", *keys]
+    key_dir = Path(printed["database"]).parent / "authority"
+    assert printed["command"] == f"CROSSGATE_AUTHORITY_DIR={shlex.quote(str(key_dir))} " + shlex.join(
+        ["crossgate", "--db", printed["database"], "review"]
     )
+    assert report.policy_version == 1 and report.audit == ""
     every = ["T-101", "T-202", "T-303", "T-404"]
     assert sorted(report.deletes_run) == every, "every run went on after the terminal's approvals"
     out = capsys.readouterr().out
@@ -173,10 +176,11 @@ async def test_the_demo_prints_its_database_and_a_terminal_command_that_decides(
     assert not Path(printed["database"]).parent.exists(), "the demo's own temporary folder is removed on exit"
 
 
-async def _run(argv: list[str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    # The test run's operator key is not the demo's: the printed command names the demo's own key directory.
-    unset = ("CROSSGATE_DB", "CROSSGATE_POLICY", "CROSSGATE_AUTHORITY_DIR")
-    env = {k: v for k, v in os.environ.items() if k not in unset}
+async def _run(
+    argv: list[str], stdin: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    ours = ("CROSSGATE_DB", "CROSSGATE_POLICY", "CROSSGATE_AUTHORITY_DIR")
+    env = {**{k: v for k, v in os.environ.items() if k not in ours}, **(env or {})}
     return await asyncio.to_thread(
         subprocess.run, argv, input=stdin, env=env, capture_output=True, text=True, timeout=60
     )
