@@ -49,6 +49,8 @@ export interface AgentOptions {
   messagesApi?: MessagesApi;
   /** The tool bodies; default: each records that it ran and answers `ran <tool> <args>`. */
   body?: (call: PlannedCall) => string;
+  /** Claude only: seconds the PreToolUse hook holds a call for its reviewer before deferring it. */
+  hold?: number;
 }
 
 /** An SDK's agent behind its gate, run on one plan. */
@@ -64,18 +66,20 @@ export interface ScriptedAgent {
   read(): Record<number, string>;
 }
 
+/** The tools' zod shapes, by name. */
+export const SHAPES = {
+  read_ticket: { id: z.string() },
+  delete_ticket: { id: z.string() },
+  execute_sql: { query: z.string() },
+} as const;
+export type ToolName = keyof typeof SHAPES;
+const NAMES = Object.keys(SHAPES) as ToolName[];
+
 export const TOOL_DESCRIPTIONS = {
   read_ticket: 'Read a ticket by id.',
   delete_ticket: 'Delete a ticket by id. This cannot be undone.',
   execute_sql: 'Run one SQL statement.',
 } as const;
-const SHAPES = {
-  read_ticket: { id: z.string() },
-  delete_ticket: { id: z.string() },
-  execute_sql: { query: z.string() },
-} as const;
-type ToolName = keyof typeof SHAPES;
-const NAMES = Object.keys(SHAPES) as ToolName[];
 
 export function callText(call: PlannedCall): string {
   return `${call.tool} ${JSON.stringify(call.args)}`;
@@ -174,7 +178,8 @@ const BUILDERS: Record<Sdk, (plan: readonly PlannedCall[], options: AgentOptions
     const work = join(options.dir, 'work');
     mkdirSync(work, { recursive: true });
     const sessionOptions = { env: cliEnv(api.baseUrl, join(options.dir, 'cli')), cwd: work, settingSources: [], tools: [] };
-    const gate = new ClaudeGate({ client: options.client, options: sessionOptions, servers: { tickets: tools }, ...pin(options) });
+    const hold = options.hold === undefined ? {} : { hold: options.hold };
+    const gate = new ClaudeGate({ client: options.client, options: sessionOptions, servers: { tickets: tools }, ...hold, ...pin(options) });
     return {
       framework: gate.framework,
       run: () => gate.run(script),
