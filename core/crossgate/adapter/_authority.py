@@ -250,7 +250,7 @@ class VerifiedQueue:
     ) -> Submission:
         submission = self.inner.submit(
             call,
-            verdict=verdict,
+            verdict=self._given(verdict),
             args_schema=args_schema,
             description=description,
             requested_by=requested_by,
@@ -274,7 +274,7 @@ class VerifiedQueue:
     ) -> Submission:
         submission = self.inner.prepare(
             call,
-            verdict=verdict,
+            verdict=self._given(verdict),
             args_schema=args_schema,
             description=description,
             requested_by=requested_by,
@@ -283,6 +283,11 @@ class VerifiedQueue:
             timeout_seconds=timeout_seconds,
         )
         return self._checked(call, submission)
+
+    def _given(self, verdict: Verdict | None) -> Verdict | None:
+        # A verdict the adapter judged a moment ago may be this wrapper's refusal of a standing rule, which
+        # would then go unrecorded; with keys pinned the inner queue judges again, and _checked records it.
+        return None if self.verifier.verified else verdict
 
     def _checked(self, call: ToolCall, submission: Submission) -> Submission:
         if submission.request is not None:
