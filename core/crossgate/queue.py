@@ -154,6 +154,7 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
         capabilities: Sequence[DecisionKind] = ALL_DECISIONS,
         request_id: str | None = None,
         timeout_seconds: float | None = None,
+        verdict: Verdict | None = None,
     ) -> Submission:
         """Evaluate ``call``; record allow and deny, or create a pending request for ask.
 
@@ -162,7 +163,9 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
         asks again for the same call (a re-run node, a re-asked permission) gets the same request back,
         and a different call under the same id is refused. ``timeout_seconds`` is the adapter's own limit
         on how long the request may stay pending (a call it holds inline and cannot resume later): the
-        request expires at the earlier of it and the policy rule's timeout.
+        request expires at the earlier of it and the policy rule's timeout. ``verdict`` is what
+        :meth:`evaluate` returned for this very call a moment ago (an SDK that asks whether a call needs
+        approval before it runs the tool): it is taken instead of evaluating the call a second time.
         """
         submission = self.prepare(
             call,
@@ -172,6 +175,7 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
             capabilities=capabilities,
             request_id=request_id,
             timeout_seconds=timeout_seconds,
+            verdict=verdict,
         )
         if submission.request is not None and not submission.stored:
             self.store.insert_request(submission.request, self._submitted_event(submission.request))
@@ -188,6 +192,7 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
         capabilities: Sequence[DecisionKind] = ALL_DECISIONS,
         request_id: str | None = None,
         timeout_seconds: float | None = None,
+        verdict: Verdict | None = None,
     ) -> Submission:
         """:meth:`submit` without storing a new request: ``park(new_requests=...)`` stores it with the run.
 
@@ -201,13 +206,15 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
             return self._refuse(call, problem)
         if requested_by is not None and call.context.get(REQUESTED_BY) != requested_by:
             call = call.model_copy(update={"context": {**call.context, REQUESTED_BY: requested_by}})
+            verdict = None  # judged without who the run acts for, which rules may test
         if request_id is not None and (existing := self.store.get_request(request_id)) is not None:
             if existing.fingerprint != call.fingerprint:
                 raise FingerprintMismatchError(
                     f"request {request_id} exists for other arguments of {existing.call.tool}; refusing to reuse it"
                 )
             return Submission(_verdict_of(existing), existing)
-        verdict = self.evaluate(call)
+        if verdict is None:
+            verdict = self.evaluate(call)
         now = self.now()
         if verdict.kind is not VerdictKind.ASK:
             kind = "auto_allowed" if verdict.kind is VerdictKind.ALLOW else "auto_denied"

@@ -1,4 +1,4 @@
-"""One name per framework: what every bundled adapter reports is in ``FRAMEWORKS``, ``CONTEXT_KEYS`` and the page's labels."""
+"""One name per framework: what every bundled adapter reports is in ``FRAMEWORKS``, ``CONTEXT_KEYS`` and the page."""
 
 from __future__ import annotations
 

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from crossgate.queue import Submission
     from crossgate.stores.base import Page, RequestQuery
 
-AuthorityPin: TypeAlias = "TrustedKeys | PublicKey | Authority | str | os.PathLike[str] | None"
+AuthorityPin: TypeAlias = TrustedKeys | PublicKey | Authority | str | os.PathLike[str] | None
 """What ``Gate(authority=...)`` takes: keys, one key, an authority (its public key), a pin file's path or pin text."""
 
 DECISION_REFUSED = (
@@ -246,9 +246,11 @@ class VerifiedQueue:
         capabilities: Sequence[DecisionKind] = ALL_DECISIONS,
         request_id: str | None = None,
         timeout_seconds: float | None = None,
+        verdict: Verdict | None = None,
     ) -> Submission:
         submission = self.inner.submit(
             call,
+            verdict=verdict,
             args_schema=args_schema,
             description=description,
             requested_by=requested_by,
@@ -268,9 +270,11 @@ class VerifiedQueue:
         capabilities: Sequence[DecisionKind] = ALL_DECISIONS,
         request_id: str | None = None,
         timeout_seconds: float | None = None,
+        verdict: Verdict | None = None,
     ) -> Submission:
         submission = self.inner.prepare(
             call,
+            verdict=verdict,
             args_schema=args_schema,
             description=description,
             requested_by=requested_by,
