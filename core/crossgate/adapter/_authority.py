@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from crossgate.queue import Submission
     from crossgate.stores.base import Page, RequestQuery
 
-AuthorityPin: TypeAlias = "TrustedKeys | PublicKey | Authority | str | os.PathLike[str] | None"
+AuthorityPin: TypeAlias = TrustedKeys | PublicKey | Authority | str | os.PathLike[str] | None
 """What ``Gate(authority=...)`` takes: keys, one key, an authority (its public key), a pin file's path or pin text."""
 
 DECISION_REFUSED = (
