@@ -1,5 +1,6 @@
 # The two commands of the README: `make demo` runs the main job, `make test` runs every test.
-# Each creates .venv and installs the workspace into it on first use.
+# Each creates .venv and installs the workspace into it on first use; where node is installed, `make install`
+# (and so `make demo`) also installs the npm workspace of the TypeScript agents from its lock file and builds it.
 
 PYTHON ?= python3
 VENV   := .venv
@@ -8,7 +9,10 @@ STAMP  := $(VENV)/.installed
 ADAPTERS := adapters/openai/pyproject.toml adapters/claude/pyproject.toml adapters/langgraph/pyproject.toml adapters/pydantic-ai/pyproject.toml
 EDITABLES := -e "core[server,postgres]" -e adapters/openai -e adapters/claude -e "adapters/langgraph[langchain,postgres]" -e adapters/pydantic-ai
 
-.PHONY: demo test lint typecheck unit bench install clean
+TS       := adapters/typescript
+TS_STAMP := $(TS)/node_modules/.package-lock.json
+
+.PHONY: demo test lint typecheck unit bench install typescript clean
 
 $(STAMP): requirements-dev.txt core/pyproject.toml $(ADAPTERS)
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "crossgate needs Python 3.11 or newer"'
@@ -18,9 +22,18 @@ $(STAMP): requirements-dev.txt core/pyproject.toml $(ADAPTERS)
 	$(BIN)/python -m pip install -q --no-build-isolation $(EDITABLES)
 	touch $(STAMP)
 
-install: $(STAMP)
+install: $(STAMP) typescript
 
-demo: $(STAMP)
+# The npm workspace (adapters/typescript): `npm ci` when its lock file is newer than the install, then an
+# incremental build of the demo's agent. Without npm this says so and goes on: the demo skips its TypeScript agent.
+typescript:
+	@if command -v npm >/dev/null 2>&1; then \
+		if [ ! -f $(TS_STAMP) ] || [ $(TS)/package-lock.json -nt $(TS_STAMP) ]; then \
+			(cd $(TS) && npm ci --no-audit --no-fund --loglevel=error) || exit 1; fi; \
+		(cd $(TS) && npx tsc -b packages/examples) || exit 1; \
+	else echo "make: npm is not installed, so the TypeScript agents (adapters/typescript) are not installed"; fi
+
+demo: $(STAMP) typescript
 	$(BIN)/python examples/demo.py $(if $(AUTO),--auto,) $(if $(PORT),--port $(PORT),)
 
 lint: $(STAMP)
@@ -40,4 +53,4 @@ bench: $(STAMP)
 		$(BIN)/python -m tests.benchmarks.$$m || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(TS)/node_modules $(TS)/packages/*/dist $(TS)/packages/*/dist-test

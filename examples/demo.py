@@ -1,12 +1,17 @@
-"""The crossgate demo: four agents, one per SDK, feeding one review queue under one policy.
+"""The crossgate demo: an agent per SDK (four Python, one TypeScript) feeding one review queue under one policy.
 
     python examples/demo.py            # prints the review page's address; decide there, watch the runs finish
     python examples/demo.py --auto     # a scripted reviewer decides through the HTTP API (or CROSSGATE_DEMO_AUTO=1)
 
 Everything is offline: scripted models, a local server on 127.0.0.1, a SQLite queue in a temporary folder.
 Each agent asks to delete one ticket; the policy (examples/policy.yaml) sends every delete to a person.
+The demo makes an authority key pair in that folder: the server holds the private key, the policy is
+stored as a version signed with it, and the agents pin only the public key (the file ``authority.pub``),
+with which they verify the stored policy before they evaluate it. The TypeScript agent (the AI SDK, run
+with node, see examples/typescript_agent.py) reaches the queue through the server's agent API with an agent
+token and the same public key; without node or the built npm workspace it is skipped, with the reason.
 In ``--auto`` mode the reviewer approves the first, edits the second to the ticket that really is the
-duplicate, rejects the third with a message, and approves the fourth, then the demo checks which tickets
+duplicate, rejects the third with a message, and approves the others, then the demo checks which tickets
 are left.
 """
 
@@ -31,17 +36,28 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import typescript_agent
 from demo_agents import SPECS, TICKETS, AgentSpec, DemoAgent, DemoTickets, build_agents
 
 from crossgate import ReviewQueue
+from crossgate.authority import Keyring, TrustedKeys
+from crossgate.authority.keyring import KEYRING_FILE
+from crossgate.authority.keys import PUBKEY_ENV, PUBKEY_FILE_ENV
+from crossgate.checkpoints import verify_signed_log
 from crossgate.policy import resolve_policy
+from crossgate.policy.versions import apply_policy
 from crossgate.runs import Finished, Parked
 from crossgate.stores import open_store
 
 AUTO_ENV = "CROSSGATE_DEMO_AUTO"
 POLICY = Path(__file__).parent / "policy.yaml"
 EXPECTED_LEFT = ["T-202", "T-303"]
-"""After --auto: T-101 and T-404 approved and deleted, T-202 edited to T-204 (deleted instead), T-303 rejected."""
+"""After --auto: T-101 and T-404 approved and deleted, T-202 edited to T-204 (deleted instead), T-303 rejected;
+the TypeScript agent's T-505 approved and deleted."""
+TYPESCRIPT_SPEC = AgentSpec("typescript", typescript_agent.SDK, "support-ai-sdk", "T-505", "approve")
+"""The TypeScript agent: what --auto decides for it (by its framework, ai-sdk)."""
+ALL_SPECS = (*SPECS, TYPESCRIPT_SPEC)
+"""Every agent the scripted reviewer may meet."""
 
 Reviewer = Callable[[str, str], Awaitable[None]]
 """A reviewer that works against the running server: ``(base_url, token)``; cancelled when the runs end."""
@@ -56,10 +72,18 @@ class DemoReport:
     labels: dict[str, str] = field(default_factory=dict)
     tickets_left: list[str] = field(default_factory=list)
     deletes_run: list[str] = field(default_factory=list)
+    policy_version: int | None = None
+    """The signed policy version the agents evaluated."""
+    audit: str = ""
+    """What ``audit verify --authority`` says about the log at the end; empty when it is intact."""
+    typescript: str | None = None
+    """Why the TypeScript agent did not run; None when it ran."""
 
     @property
     def as_expected(self) -> bool:
-        return self.tickets_left == EXPECTED_LEFT and sorted(self.deletes_run) == ["T-101", "T-204", "T-404"]
+        expected = ["T-101", "T-204", "T-404"] + (["T-505"] if self.typescript is None else [])
+        deletes = sorted(self.deletes_run) == expected
+        return self.tickets_left == EXPECTED_LEFT and deletes and self.policy_version is not None and not self.audit
 
 
 async def drive(agent: DemoAgent, queue: ReviewQueue, run: str, *, key: str = "") -> Finished[object]:
@@ -171,15 +195,19 @@ async def run_demo(
     specs: Sequence[AgentSpec] = SPECS,
     on_ready: Callable[[str, str], None] | None = None,
     wait_for_reviewer: bool = False,
+    typescript: bool = False,
 ) -> DemoReport:
     """Start the server and the agents, let ``reviewer`` (or a person) decide, and report the outcome.
 
     The reviewer is cancelled once every run finished, unless ``wait_for_reviewer`` lets it end by itself.
-    Without ``workdir`` the queue lives in a new temporary folder, removed when the demo ends.
+    Without ``workdir`` the queue lives in a new temporary folder, removed when the demo ends. ``typescript``
+    adds the TypeScript agent when node and the built workspace are there.
     """
     folder = workdir or Path(tempfile.mkdtemp(prefix="crossgate-demo-"))
     try:
-        return await _run_in(folder, reviewer, host, port, synthetic, keep_serving, specs, on_ready, wait_for_reviewer)
+        return await _run_in(
+            folder, reviewer, host, port, synthetic, keep_serving, specs, on_ready, wait_for_reviewer, typescript
+        )
     finally:
         if workdir is None:  # a folder of our own: nothing in it outlives the demo
             shutil.rmtree(folder, ignore_errors=True)
@@ -195,48 +223,80 @@ async def _run_in(
     specs: Sequence[AgentSpec],
     on_ready: Callable[[str, str], None] | None,
     wait_for_reviewer: bool,
+    typescript: bool,
 ) -> DemoReport:
     from crossgate.server import ServerSettings, create_app
+    from crossgate.server.settings import agent_token
     from crossgate.server.settings import reviewer as make_reviewer
 
     database = folder / "crossgate.db"
-    queue = ReviewQueue(open_store(str(database)), resolve_policy(POLICY))
+    keyring, pin_file = authority_keys(folder)
+    authority = keyring.authority()
+    server_queue = ReviewQueue(open_store(str(database)), authority=authority, trusted=keyring.trusted_keys())
+    apply_policy(server_queue.store, authority, resolve_policy(POLICY), created_by="demo", source=POLICY.name)
+    # The agents' queue holds the public key only, from the pin file, never from the store.
+    queue = ReviewQueue(open_store(str(database)), trusted=TrustedKeys.from_file(pin_file))
     tickets = DemoTickets(folder / "tickets.db")
     tickets.seed(TICKETS)
-    person, bot = secrets.token_urlsafe(16), secrets.token_urlsafe(16)
+    person, bot, agent = (secrets.token_urlsafe(16) for _ in range(3))
     settings = ServerSettings(
         reviewers=(make_reviewer("you", person), make_reviewer("scripted-reviewer", bot)),
+        agents=(agent_token("demo-typescript", agent),),
         base_url=f"http://{host}:{port}",
         title="crossgate demo",
     )
-    app = create_app(queue, settings)
+    app = create_app(server_queue, settings)
     try:
         server, server_task, bound = await start_server(app, host, port)
     except BaseException:
         queue.close()
+        server_queue.close()
         raise
     base_url = f"http://{host}:{bound}"
     report = DemoReport(address=f"{base_url}/login?token={app.state.crossgate.auth.issue_sign_in('you')}")  # once
-    agents = build_agents(queue, tickets, folder, specs=specs, synthetic=synthetic)
+    restore = pin_in_environment(pin_file)
+    try:
+        agents: list[DemoAgent] = build_agents(queue, tickets, folder, specs=specs, synthetic=synthetic)
+    finally:
+        restore()
+    report.policy_version = queue.policy_version
+    report.typescript = typescript_agent.unavailable() if typescript else "not asked for"
+    ts_tickets = typescript_agent.JsonTickets(folder / "typescript-tickets.json")
+    if report.typescript is None:
+        ts_tickets.seed([TYPESCRIPT_SPEC.ticket])
+        ts = typescript_agent.TypeScriptAgent(
+            base_url, agent, pin_file.read_text(encoding="utf-8"), TYPESCRIPT_SPEC.ticket, ts_tickets, folder / "ts"
+        )
+        specs, agents = [*specs, TYPESCRIPT_SPEC], [*agents, ts]
     print(f"crossgate demo: review page {report.address}")
     print(f"  database: {database}")
-    print(f"  decide from a terminal: {terminal_command(database)}")
-    for spec, agent in zip(specs, agents, strict=True):
-        report.labels[spec.key] = agent.label
-        print(f"  agent {spec.key}: {agent.label}, asks to delete {spec.ticket}")
+    print(f"  policy: {POLICY.name}, stored as version {report.policy_version}, signed by the demo's authority")
+    print(f"  authority: private key in {keyring.directory} (0600); the agents pin only {pin_file}")
+    print(f"  decide from a terminal: {terminal_command(database, keyring.directory)}")
+    for spec, built in zip(specs, agents, strict=True):
+        report.labels[spec.key] = built.label
+        print(f"  agent {spec.key}: {built.label}, asks to delete {spec.ticket}")
+    if report.typescript is not None and typescript:
+        print(f"  agent typescript: skipped: {report.typescript}")
     if on_ready is not None:
         on_ready(base_url, person)
     review = asyncio.create_task(reviewer(base_url, bot)) if reviewer else None
     try:
-        runs = [
-            drive(agent, queue, f"demo-{spec.key}", key=spec.key) for spec, agent in zip(specs, agents, strict=True)
-        ]
+        pairs = zip(specs, agents, strict=True)
+        runs = [drive(built, queue, f"demo-{spec.key}", key=spec.key) for spec, built in pairs]
         finished = await _until_runs_end(asyncio.gather(*runs), review)
         for spec, outcome in zip(specs, finished, strict=True):
             report.results[spec.key] = str(outcome.result)
-        report.tickets_left = tickets.ids()
-        report.deletes_run = tickets.delete_runs()
+        typescript_left = ts_tickets.ids() if report.typescript is None else []
+        report.tickets_left = sorted(tickets.ids() + typescript_left)
+        report.deletes_run = tickets.delete_runs() + (ts_tickets.delete_runs() if report.typescript is None else [])
+        audit = verify_signed_log(server_queue.store, TrustedKeys.from_file(pin_file))
+        report.audit = "" if audit.ok else (audit.problem or "broken")
         _print_report(report, specs)
+        print(
+            f"  audit log: {audit.checked} events, {audit.checkpoints} signed checkpoints: "
+            f"{'intact' if audit.ok else report.audit}"
+        )
         if review is not None and wait_for_reviewer:
             await review
         if keep_serving:
@@ -250,12 +310,38 @@ async def _run_in(
         server.should_exit = True
         with contextlib.suppress(asyncio.CancelledError):
             await server_task
-        for agent in agents:
-            close = getattr(agent, "close", None)
+        for built in agents:
+            close = getattr(built, "close", None)
             if close is not None:
                 close()
         queue.close()
+        server_queue.close()
     return report
+
+
+def authority_keys(folder: Path) -> tuple[Keyring, Path]:
+    """The demo's key directory in ``folder`` (made on first use) and the pin file the agents read."""
+    directory = folder / "authority"
+    keyring = Keyring.open(directory) if (directory / KEYRING_FILE).exists() else Keyring.init(directory)
+    pin_file = folder / "authority.pub"
+    pin_file.write_text(keyring.pin_text(), encoding="utf-8")
+    return keyring, pin_file
+
+
+def pin_in_environment(pin_file: Path) -> Callable[[], None]:
+    """Point ``$CROSSGATE_AUTHORITY_PUBKEY_FILE`` at the pin file while the agents are built; the undo."""
+    saved = {name: os.environ.get(name) for name in (PUBKEY_ENV, PUBKEY_FILE_ENV)}
+    os.environ.pop(PUBKEY_ENV, None)
+    os.environ[PUBKEY_FILE_ENV] = str(pin_file)
+
+    def restore() -> None:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+    return restore
 
 
 async def _until_runs_end(runs: Awaitable[list[Finished[object]]], review: asyncio.Task[None] | None) -> list[Any]:
@@ -281,9 +367,11 @@ async def _until_runs_end(runs: Awaitable[list[Finished[object]]], review: async
                 raise RuntimeError("the reviewer failed before the runs finished") from review.exception()
 
 
-def terminal_command(database: Path) -> str:
-    """The exact command that walks the demo's pending requests from another terminal."""
-    return shlex.join(["crossgate", "--db", str(database), "--policy", str(POLICY), "review"])
+def terminal_command(database: Path, authority_dir: Path) -> str:
+    """The exact command that walks the demo's pending requests from another terminal, with the demo's key."""
+    return f"CROSSGATE_AUTHORITY_DIR={shlex.quote(str(authority_dir))} " + shlex.join(
+        ["crossgate", "--db", str(database), "review"]
+    )
 
 
 def _print_report(report: DemoReport, specs: Sequence[AgentSpec]) -> None:
@@ -307,12 +395,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         report = asyncio.run(
             run_demo(
-                reviewer=scripted_reviewer(SPECS) if auto else None,
+                reviewer=scripted_reviewer(ALL_SPECS) if auto else None,
                 host=options.host,
                 port=options.port,
                 workdir=options.workdir,
                 synthetic=options.synthetic,
                 keep_serving=not auto,
+                typescript=True,
             )
         )
     except KeyboardInterrupt:

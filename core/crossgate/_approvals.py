@@ -82,8 +82,10 @@ class ApprovalsMixin(QueueBase):
         payload: JsonObject = {"note": approval.note, "approvals": len(before) + 1, "required": required}
         if (token := self._sign_decision(request, approval, reviewer_kind)) is not None:
             payload[SIGNATURE] = token
-        self.store.append_event(
-            self._event(APPROVED, request, actor=reviewer, channel=approval.channel, payload=payload)
+        self._sign_own(
+            self.store.append_event(
+                self._event(APPROVED, request, actor=reviewer, channel=approval.channel, payload=payload)
+            )
         )
         approvers = self.approvers(request.id)
         if len(approvers) < required:

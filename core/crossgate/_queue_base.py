@@ -7,12 +7,17 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from crossgate.clock import Clock
 from crossgate.errors import NotFoundError
 from crossgate.limits import DEFAULT_LIMITS, InputLimits
-from crossgate.model import ApprovalRequest, JsonObject, NewEvent, ToolCall
+from crossgate.model import ApprovalRequest, Event, JsonObject, NewEvent, ToolCall
 from crossgate.stores.base import Store
+
+if TYPE_CHECKING:
+    from crossgate.authority import Authority
+    from crossgate.checkpoints import Checkpointer
 
 OUTCOME_TEXT_LIMIT = 500
 """How much of a tool's result or error text an audit event keeps."""
@@ -49,6 +54,10 @@ def recorded_as(actor: str, channel: str) -> Iterator[None]:
 class QueueBase:
     """The store and clock of a review queue, and the helpers its parts share."""
 
+    authority: Authority | None = None
+    """The key this queue signs with (a server's, an operator's); None: it signs nothing."""
+    _checkpointer: Checkpointer | None = None
+
     def __init__(self, store: Store, *, clock: Clock, limits: InputLimits = DEFAULT_LIMITS) -> None:
         self.store = store
         self._clock = clock
@@ -65,6 +74,23 @@ class QueueBase:
         if request is None:
             raise NotFoundError(f"no request with id {request_id!r}")
         return request
+
+    @property
+    def checkpointer(self) -> Checkpointer | None:
+        """Signs this queue's audit checkpoints with its ``authority``; None without one."""
+        if self.authority is None:
+            return None
+        if self._checkpointer is None or self._checkpointer.authority is not self.authority:
+            from crossgate.checkpoints import Checkpointer
+
+            self._checkpointer = Checkpointer(self.store, self.authority, clock=self._clock)
+        return self._checkpointer
+
+    def _sign_own(self, event: Event | None) -> None:
+        """Sign an authored checkpoint of ``event``, just appended by this queue, when it holds an authority."""
+        checkpointer = self.checkpointer
+        if checkpointer is not None and event is not None:
+            checkpointer.authored(event)
 
     def _submitted_event(self, request: ApprovalRequest) -> NewEvent:
         call = request.call

@@ -31,8 +31,8 @@ class SigningMixin(QueueBase):
     """The key this queue signs with; None signs nothing (agents that pin a key then refuse its decisions)."""
 
     def _signed_policy_version(self) -> int | None:
-        """The version of the stored policy the queue decides under, if it knows one (``policy.version``)."""
-        version = getattr(self.policy, "version", None)  # a stored, versioned policy carries one
+        """The stored policy version the queue decides under (``policy_version``), if it evaluates one."""
+        version = getattr(self, "policy_version", None)
         return version if isinstance(version, int) and not isinstance(version, bool) and version >= 1 else None
 
     def _sign_decision(self, request: ApprovalRequest, stamped: AnyDecision, reviewer_kind: ReviewerKind) -> str | None:

@@ -26,7 +26,9 @@ class StandingRulesMixin(QueueBase):
         self.limits.check_text(rule.message, "the rule's message", self.limits.message_bytes)
         rule = self._signed_rule(rule)
         payload = rule.model_dump(mode="json", exclude_none=True)
-        self.store.insert_rule(rule, self._event("rule_added", actor=actor, channel=channel, payload=payload))
+        self._sign_own(
+            self.store.insert_rule(rule, self._event("rule_added", actor=actor, channel=channel, payload=payload))
+        )
         return rule
 
     def new_rule(

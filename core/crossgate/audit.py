@@ -39,23 +39,32 @@ def seal(new: NewEvent, *, seq: int, prev_hash: str) -> Event:
 
 @dataclass(frozen=True, slots=True)
 class AuditReport:
-    """Result of :func:`verify_chain`: ``ok``, how many events were checked, and the first problem."""
+    """Result of :func:`verify_chain`: ``ok``, how many events were checked, and the first problem.
+
+    A check against signed checkpoints (:func:`crossgate.checkpoints.verify_signed_log`) also says how
+    many checkpoints verified and the highest event one of them covers (``anchored_at``).
+    """
 
     ok: bool
     checked: int
     problem: str | None = None
     bad_seq: int | None = None
+    checkpoints: int = 0
+    anchored_at: int | None = None
 
 
-def verify_chain(events: Iterable[Event], head: tuple[int, str] | None = None) -> AuditReport:
-    """Check that the events form one unbroken chain from the genesis hash up to ``head``.
+def verify_chain(
+    events: Iterable[Event], head: tuple[int, str] | None = None, *, start: tuple[int, str] = (0, GENESIS_HASH)
+) -> AuditReport:
+    """Check that the events form one unbroken chain from ``start`` (the genesis hash) up to ``head``.
 
     Detects a changed event (its hash no longer matches), a removed event (a gap in ``seq``, a
     ``prev_hash`` that points elsewhere, or a chain that stops short of the head the store recorded
-    separately) and reordered events.
+    separately) and reordered events. ``start`` is the ``(seq, hash)`` the first event follows, to check
+    only the part of a log after a known event.
     """
-    prev_hash = GENESIS_HASH
-    expected_seq = 1
+    prev_hash = start[1]
+    expected_seq = start[0] + 1
     checked = 0
     for event in events:
         if event.seq != expected_seq:

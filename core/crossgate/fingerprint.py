@@ -156,9 +156,10 @@ def canonical_json(value: Any, *, max_depth: int = MAX_JSON_DEPTH + ENVELOPE_DEP
     return _ENCODER.encode(_canonical_value(value, max_depth))
 
 
-def require_json(value: Any) -> None:
-    """Raise InvalidArgumentsError, naming where, unless ``value`` is a JSON value crossgate accepts as arguments."""
-    _canonical_value(value, MAX_JSON_DEPTH)
+def require_json(value: Any, *, max_depth: int = MAX_JSON_DEPTH) -> None:
+    """Raise InvalidArgumentsError, naming where, unless ``value`` is a JSON value crossgate accepts as arguments
+    (or, with ``max_depth``, one that ``canonical_json`` accepts at that depth)."""
+    _canonical_value(value, max_depth)
 
 
 def _canonical_value(value: Any, max_depth: int) -> Any:
@@ -172,6 +173,26 @@ def fingerprint(tool: str, args: Mapping[str, Any]) -> str:
     """Return the sha256 hex digest binding a decision to ``tool`` called with ``args``."""
     text = canonical_json({"tool": tool, "args": args})
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """True if ``a`` and ``b`` are the same JSON value with the same Python types at every level.
+
+    Values it calls the same have the same canonical form, so the same fingerprint. It may call two values
+    different that canonical JSON equates (``1`` and ``1.0``): a caller treats that as "not known to be the
+    same" and checks the long way. Unlike ``==``, it never equates ``True`` with ``1``.
+    """
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    if kind is dict:
+        return len(a) == len(b) and all(k in b and same_json(v, b[k]) for k, v in a.items())
+    if kind is list:
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
+    return kind in _SCALARS and bool(a == b)
+
+
+_SCALARS = (str, int, float, bool, type(None))
 
 
 def parse_args(raw: str | bytes | Mapping[str, Any]) -> dict[str, Any]:

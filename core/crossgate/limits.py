@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from crossgate.errors import ConfigurationError, InvalidArgumentsError, InvalidDecisionError
-from crossgate.fingerprint import MAX_JSON_DEPTH, canonical_json
+from crossgate.fingerprint import ENVELOPE_DEPTH, MAX_JSON_DEPTH, canonical_json, require_json
 
 if TYPE_CHECKING:
     from crossgate.model import Approve, Edit, JsonObject, Reject, Respond, ToolCall
@@ -70,7 +70,9 @@ class InputLimits:
     def call_problem(self, call: ToolCall) -> str | None:
         """Why the queue refuses ``call`` without asking anyone, or None: its arguments, or text that is not text."""
         try:
-            canonical_json(call.model_dump(mode="python", exclude={"args"}))
+            # Every field but the arguments, checked as canonical JSON is (not encoded: only the check counts).
+            fields = {name: value for name, value in call.__dict__.items() if name != "args"}
+            require_json(fields, max_depth=MAX_JSON_DEPTH + ENVELOPE_DEPTH)
         except InvalidArgumentsError as exc:
             return f"the call is not accepted: {exc}"
         return self.args_problem(call.args)

@@ -12,10 +12,23 @@ from crossgate.fingerprint import canonical_json, fingerprint, json_string
 
 JsonObject = dict[str, JsonValue]
 
-FRAMEWORKS = ("openai-agents", "claude-agent-sdk", "langgraph", "langchain", "ai-sdk", "mastra")
-"""Frameworks the bundled adapters report (``ai-sdk`` and ``mastra`` are the TypeScript ones, adapters/typescript):
-the names a policy rule's ``frameworks`` may use (any other name,
-such as a typo for one of these, would never match, so a policy naming one is refused)."""
+FRAMEWORKS = (
+    "openai-agents",
+    "claude-agent-sdk",
+    "langgraph",
+    "langchain",
+    "pydantic-ai",
+    "aap",
+    "ai-sdk",
+    "mastra",
+    "openai-agents-ts",
+    "claude-agent-sdk-ts",
+)
+"""Frameworks the bundled adapters report: the names a policy rule's ``frameworks`` may use (any other name,
+such as a typo for one of these, would never match, so a policy naming one is refused). ``aap`` is an agent
+speaking the Agent Approval Protocol to the server; the last four are the TypeScript packages
+(adapters/typescript), where an SDK that has a Python adapter too is named with ``-ts``: its calls, requests
+and parked runs (whose state only that package can resume) stay apart from the Python adapter's."""
 
 CONTEXT_KEYS: dict[str, frozenset[str]] = {
     "openai-agents": frozenset({"requested_by"}),
@@ -44,8 +57,26 @@ CONTEXT_KEYS: dict[str, frozenset[str]] = {
     ),
     "langgraph": frozenset({"requested_by"}),
     "langchain": frozenset({"requested_by"}),
+    "pydantic-ai": frozenset({"requested_by"}),
+    "aap": frozenset({"aap_instance", "aap_context", "aap_agent_reasoning", "aap_server"}),
     "ai-sdk": frozenset({"requested_by"}),
     "mastra": frozenset({"requested_by"}),
+    "openai-agents-ts": frozenset({"requested_by"}),
+    "claude-agent-sdk-ts": frozenset(
+        {
+            "requested_by",
+            "claude_tool",
+            "mcp_server",
+            "agent_id",
+            # PreToolUse hook input
+            "permission_mode",
+            "cwd",
+            # canUseTool's options
+            "title",
+            "description",
+            "display_name",
+        }
+    ),
 }
 """The context keys each bundled adapter puts on a call (besides what the app passes as ``context``), so
 ``crossgate policy check`` can tell a rule that tests a key no adapter sets. Keep it in step with the adapters."""

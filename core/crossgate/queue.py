@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from crossgate._approvals import ApprovalsMixin
 from crossgate._parked_runs import ParkedRunsMixin
+from crossgate._policies import PoliciesMixin
 from crossgate._queue_base import call_payload, clip_text
 from crossgate._refusals import RefusalsMixin
 from crossgate._signing import SigningMixin
@@ -60,7 +61,7 @@ from crossgate.stores.base import Page, RequestQuery, Store
 from crossgate.waiting import WaitRegistry
 
 if TYPE_CHECKING:
-    from crossgate.authority.keys import Authority
+    from crossgate.authority import Authority, TrustedKeys
 
 REQUESTED_BY = "requested_by"
 """The context key under which a call carries who its run acts for (``submit(requested_by=...)``)."""
@@ -84,13 +85,13 @@ class Submission:
     """False for a request :meth:`ReviewQueue.prepare` built and nobody stored yet."""
 
 
-class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMixin, RefusalsMixin):
+class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMixin, RefusalsMixin, PoliciesMixin):
     """Submit calls, decide requests exactly once, wait for decisions, and keep the audit chain.
 
-    Approvals by several reviewers, standing rules, parked runs, signing and the record of a gate's
-    refusals are in their own modules (``_approvals``, ``_standing_rules``, ``_parked_runs``,
-    ``_signing``, ``_refusals``). With ``authority`` (the review server's key, or an operator's), every
-    decision and standing rule it records is signed.
+    Approvals by several reviewers, standing rules, parked runs, signing, the record of a gate's refusals
+    and which policy it evaluates are in their own modules (``_approvals``, ``_standing_rules``,
+    ``_parked_runs``, ``_signing``, ``_refusals``, ``_policies``). With ``authority`` (the review server's
+    key, or an operator's), every decision and standing rule it records is signed.
     """
 
     def __init__(
@@ -101,9 +102,16 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
         clock: Clock = utc_now,
         limits: InputLimits = DEFAULT_LIMITS,
         authority: Authority | None = None,
+        trusted: TrustedKeys | None = None,
     ) -> None:
+        """``policy``: a local policy (development, tests). Without one the queue evaluates the store's current
+        signed version (see :mod:`crossgate.policy.versions`), verified with ``trusted`` (default: the keys
+        pinned in ``$CROSSGATE_AUTHORITY_PUBKEY`` or ``_FILE``, else ``authority``'s), or the default policy
+        (ask for every call) while none is stored. ``authority``: the private key of a server or an operator;
+        the queue then signs an audit checkpoint after each decision and standing rule it records.
+        """
         super().__init__(store, clock=clock, limits=limits)
-        self.policy = policy or Policy()
+        self._use_policy(policy, trusted, authority)
         self.authority = authority
         self._waits = WaitRegistry(store)
         # The active standing rules as of a rules version: every rule change bumps it in the same
@@ -117,13 +125,18 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
 
     # policy -------------------------------------------------------------------------------------
     def evaluate(self, call: ToolCall) -> Verdict:
-        """The policy's verdict for ``call`` with the current standing rules; records nothing."""
-        return self.policy.evaluate(call, self._active_rules(), now=self.now())
+        """The policy's verdict for ``call`` with the current standing rules; records nothing.
 
-    def _active_rules(self) -> StandingRuleIndex:
+        A deny, with the refusal as the reason, while the store's current policy version does not verify.
+        """
+        version = self.store.rules_version()
+        policy = self._policies.at(version)[0]
+        return policy.evaluate(call, self._active_rules(version), now=self.now())
+
+    def _active_rules(self, version: int | None = None) -> StandingRuleIndex:
         # The version is read before the rules: a rule added in between is cached under the older
         # version, which no longer matches on the next call, so a stale list is never kept.
-        version = self.store.rules_version()
+        version = self.store.rules_version() if version is None else version
         cached = self._rules_cache
         if cached is not None and cached[0] == version:
             return cached[1]
@@ -141,6 +154,7 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
         capabilities: Sequence[DecisionKind] = ALL_DECISIONS,
         request_id: str | None = None,
         timeout_seconds: float | None = None,
+        verdict: Verdict | None = None,
     ) -> Submission:
         """Evaluate ``call``; record allow and deny, or create a pending request for ask.
 
@@ -149,7 +163,9 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
         asks again for the same call (a re-run node, a re-asked permission) gets the same request back,
         and a different call under the same id is refused. ``timeout_seconds`` is the adapter's own limit
         on how long the request may stay pending (a call it holds inline and cannot resume later): the
-        request expires at the earlier of it and the policy rule's timeout.
+        request expires at the earlier of it and the policy rule's timeout. ``verdict`` is what
+        :meth:`evaluate` returned for this very call a moment ago (an SDK that asks whether a call needs
+        approval before it runs the tool): it is taken instead of evaluating the call a second time.
         """
         submission = self.prepare(
             call,
@@ -159,6 +175,7 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
             capabilities=capabilities,
             request_id=request_id,
             timeout_seconds=timeout_seconds,
+            verdict=verdict,
         )
         if submission.request is not None and not submission.stored:
             self.store.insert_request(submission.request, self._submitted_event(submission.request))
@@ -175,6 +192,7 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
         capabilities: Sequence[DecisionKind] = ALL_DECISIONS,
         request_id: str | None = None,
         timeout_seconds: float | None = None,
+        verdict: Verdict | None = None,
     ) -> Submission:
         """:meth:`submit` without storing a new request: ``park(new_requests=...)`` stores it with the run.
 
@@ -188,13 +206,15 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
             return self._refuse(call, problem)
         if requested_by is not None and call.context.get(REQUESTED_BY) != requested_by:
             call = call.model_copy(update={"context": {**call.context, REQUESTED_BY: requested_by}})
+            verdict = None  # judged without who the run acts for, which rules may test
         if request_id is not None and (existing := self.store.get_request(request_id)) is not None:
             if existing.fingerprint != call.fingerprint:
                 raise FingerprintMismatchError(
                     f"request {request_id} exists for other arguments of {existing.call.tool}; refusing to reuse it"
                 )
             return Submission(_verdict_of(existing), existing)
-        verdict = self.evaluate(call)
+        if verdict is None:
+            verdict = self.evaluate(call)
         now = self.now()
         if verdict.kind is not VerdictKind.ASK:
             kind = "auto_allowed" if verdict.kind is VerdictKind.ALLOW else "auto_denied"
@@ -320,9 +340,11 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
         decided = request.model_copy(update=update)
         payload = {**decision_summary(stamped, request.call.args), **(extra or {})}
         event = self._event("decided", request, actor=reviewer, channel=stamped.channel, payload=payload)
-        if self.store.update_request(decided, (RequestStatus.PENDING,), event) is None:
+        sealed = self.store.update_request(decided, (RequestStatus.PENDING,), event)
+        if sealed is None:
             check_open(self.get(request.id), now)
             raise ConflictError(f"request {request.id} changed while it was being decided")
+        self._sign_own(sealed)
         if stamped.remember is not None and stamped.remember.scope is not RememberScope.ONCE:
             self._remember(decided, stamped, reviewer)
         self._waits.notify(request.id)

@@ -92,16 +92,21 @@ def summary(samples: list[float]) -> tuple[float, float, float]:
 
 
 def native_persisted_round_trip(db: str) -> Callable[[int], Awaitable[None]]:
-    """The native round trip plus what an app needs to survive a restart: the state in a durable file."""
+    """The native round trip plus what an app needs to survive a restart and resume once: the state in a
+    durable file at the pause, and a durable compare-and-set claim of it at the resume (two synced commits)."""
     agent = ticket_agent(PlannedModel([[delete_call("t3")]]), needs_approval=True)
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
-    conn.execute("CREATE TABLE IF NOT EXISTS states (id TEXT PRIMARY KEY, state TEXT NOT NULL)")
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS states (id TEXT PRIMARY KEY, state TEXT NOT NULL, claimed INTEGER NOT NULL)"
+    )
 
     async def once(i: int) -> None:
         paused = await Runner.run(agent, "Delete the spam tickets.")
-        conn.execute("INSERT INTO states VALUES (?, ?)", (f"s{i}", paused.to_state().to_string()))
+        conn.execute("INSERT INTO states VALUES (?, ?, 0)", (f"s{i}", paused.to_state().to_string()))
+        claimed = conn.execute("UPDATE states SET claimed = 1 WHERE id = ? AND claimed = 0", (f"s{i}",)).rowcount
+        assert claimed == 1, "resumed once"
         (saved,) = conn.execute("SELECT state FROM states WHERE id = ?", (f"s{i}",)).fetchone()
         state = await RunState.from_string(agent, saved)
         state.approve(state.get_interruptions()[0])
@@ -113,7 +118,7 @@ def native_persisted_round_trip(db: str) -> Callable[[int], Awaitable[None]]:
 
 VARIANTS = {
     "native": "SDK native (to_string)",
-    "native_saved": "SDK native + state in SQLite",
+    "native_saved": "SDK native + state in SQLite, claimed",
     "crossgate": "crossgate (SQLite store)",
     "crossgate_decisions": "crossgate (SQLite, decisions)",
     "crossgate_normal": "crossgate (SQLite, normal)",

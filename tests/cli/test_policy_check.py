@@ -153,7 +153,8 @@ def test_an_unknown_framework_is_named_on_one_line(cli: Cli, tmp_path: Path) -> 
     assert result.exit_code == 1 and result.stdout == ""
     assert result.stderr.strip() == (
         f"crossgate: error: {file}: rules[0] (r): frameworks: unknown framework 'openai' (it would never match); "
-        "expected openai-agents, claude-agent-sdk, langgraph, langchain"
+        "expected openai-agents, claude-agent-sdk, langgraph, langchain, pydantic-ai, aap, ai-sdk, mastra, "
+        "openai-agents-ts, claude-agent-sdk-ts"
     )
 
 

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from crossgate import InvalidArgumentsError, canonical_json, fingerprint, parse_args
 from crossgate.audit import seal
+from crossgate.fingerprint import same_json
 from crossgate.model import Event, NewEvent
 
 json_values = st.recursive(
@@ -101,3 +102,23 @@ def test_seal_hashes_the_chained_text_and_keeps_every_field() -> None:
     assert event == Event(**new.model_dump(), seq=7, prev_hash="a" * 64, hash=event.hash)
     assert event.hash == hashlib.sha256(event.chained_text().encode()).hexdigest()
     assert '"payload":{"n":1}' in event.chained_text()
+
+
+@given(json_values, json_values)
+def test_values_same_json_calls_the_same_have_the_same_canonical_form(a: object, b: object) -> None:
+    if same_json(a, b):
+        assert canonical_json(a) == canonical_json(b)
+
+
+@given(json_values)
+def test_a_value_parsed_twice_from_its_text_is_the_same_json(value: object) -> None:
+    text = canonical_json({"v": value})
+    assert same_json(parse_args(text), parse_args(text))
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [({"x": True}, {"x": 1}), ({"x": 1}, {"x": "1"}), ({"x": [1, 2]}, {"x": [2, 1]}), ({"x": 1}, {"x": 1, "y": 2})],
+)
+def test_same_json_tells_apart_what_equality_may_not(a: object, b: object) -> None:
+    assert not same_json(a, b)

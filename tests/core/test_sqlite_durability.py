@@ -15,11 +15,14 @@ from pathlib import Path
 import pytest
 
 from crossgate import Approve, Policy, PolicyRule, RequestStatus, ReviewQueue, ToolCall, VerdictKind, open_store
+from crossgate.authority import Authority
 from crossgate.errors import ConfigurationError
 from crossgate.model import ParkedRunStatus
+from crossgate.policy.versions import apply_policy
 from crossgate.stores.sqlite import SqliteStore
 
 FULL, NORMAL = 2, 1
+AUTHORITY = Authority.generate()  # the queue signs checkpoints: their writes are in the table too
 WRITES = (
     "setup",
     "append_event",
@@ -29,6 +32,8 @@ WRITES = (
     "revoke_rule",
     "insert_parked_run",
     "change_parked_run",
+    "insert_policy_version",
+    "insert_checkpoint",
 )
 # Written out by hand (not taken from the store) so a change to the store's table shows up here.
 EXPECTED = {
@@ -39,6 +44,8 @@ EXPECTED = {
         "setup": FULL,
         "update_request": FULL,
         "revoke_rule": FULL,
+        "insert_policy_version": FULL,
+        "insert_checkpoint": FULL,
     },
 }
 POLICY = Policy(
@@ -67,11 +74,12 @@ def observed_levels(store: SqliteStore) -> list[tuple[str, int]]:
 
 def clocked_queue(store: SqliteStore) -> tuple[ReviewQueue, list[datetime]]:
     now = [datetime(2026, 11, 30, 5, 0, tzinfo=UTC)]
-    return ReviewQueue(store, POLICY, clock=lambda: now[0]), now
+    return ReviewQueue(store, POLICY, clock=lambda: now[0], authority=AUTHORITY), now
 
 
 def every_kind_of_write(queue: ReviewQueue, now: list[datetime]) -> None:
     """One of each store write, through the queue, in an order that switches the level back and forth."""
+    apply_policy(queue.store, AUTHORITY, POLICY, created_by="ops", clock=queue.now)  # and its checkpoint
     queue.submit(call("read_ticket", "t1"))  # allowed: a bare event, enqueued
     queue.store.flush_events()  # committed now (else the next write commits it in its own transaction)
     request = queue.submit(call("delete_ticket", "t3")).request

@@ -69,7 +69,7 @@ def cluster(pg_store: PostgresStore, tmp_path: Path) -> Iterator[Cluster]:
         "CROSSGATE_TOKENS": ",".join(f"{name}:{token}" for name, token in TOKENS.items()),
         "CG_TEST_TOOL_LOG": str(tmp_path / "tool.log"),
         "CG_TEST_HANG_FILE": str(tmp_path / "hang.pid"),
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     }
     (tmp_path / "tool.log").touch()
     cli = [sys.executable, "-m", "crossgate.cli"]

@@ -1,4 +1,4 @@
-"""The demo's non-interactive mode: server, four agents, a scripted reviewer over HTTP, all runs finished."""
+"""The demo's non-interactive mode: server, an agent per SDK, a scripted reviewer over HTTP, all runs finished."""
 
 from __future__ import annotations
 
@@ -20,6 +20,14 @@ from tests.server.demo_loader import EXAMPLES, ROOT, load_demo
 pytestmark = pytest.mark.slow
 
 
+def _typescript_unavailable() -> str | None:
+    """Why the demo's TypeScript agent cannot run here (no node, the workspace not installed or built)."""
+    load_demo()
+    import typescript_agent
+
+    return typescript_agent.unavailable()
+
+
 def _events(workdir: Path) -> list[tuple[str, str | None, dict[str, object]]]:
     queue = ReviewQueue(open_store(str(workdir / "crossgate.db")))
     try:
@@ -29,7 +37,7 @@ def _events(workdir: Path) -> list[tuple[str, str | None, dict[str, object]]]:
 
 
 @pytest.mark.claude_cli
-def test_demo_auto_with_the_four_adapters(tmp_path: Path) -> None:
+def test_demo_auto_with_every_adapter(tmp_path: Path) -> None:
     env = {**os.environ, "CROSSGATE_DEMO_AUTO": "1"}
     done = subprocess.run(
         [sys.executable, str(EXAMPLES / "demo.py"), "--port", "0", "--workdir", str(tmp_path)],
@@ -45,16 +53,53 @@ def test_demo_auto_with_the_four_adapters(tmp_path: Path) -> None:
     adapters = ("openai", "claude", "langgraph", "pydantic_ai")
     for label in (f"via crossgate_{name}" for name in adapters):
         assert label in out, f"{label} missing: the demo fell back to a stand-in\n{out}{done.stderr}"
+    skipped = _typescript_unavailable()
+    if skipped is None:
+        assert "agent typescript: ai-sdk via @crossgate/ai-sdk" in out, out
+    else:
+        assert f"agent typescript: skipped: {skipped}" in out, out
     [report] = [line for line in out.splitlines() if "tickets left:" in line]
     left, ran = report.split("tickets left: ", 1)[1].split("; deletes that ran: ")
     assert left == "T-202, T-303"
-    assert sorted(ran.split(", ")) == ["T-101", "T-204", "T-404"], "the runs finish in any order"
+    typescript = [] if skipped else ["T-505"]
+    assert sorted(ran.split(", ")) == ["T-101", "T-204", "T-404", *typescript], "the runs finish in any order"
     events = _events(tmp_path)
     decided = [(channel, payload["kind"]) for kind, channel, payload in events if kind == "decided"]
-    assert sorted(decided) == [("api", "approve"), ("api", "approve"), ("api", "edit"), ("api", "reject")]
+    approvals = [("api", "approve")] * (2 + len(typescript))
+    assert sorted(decided) == [*approvals, ("api", "edit"), ("api", "reject")]
     frameworks = {payload["framework"] for kind, _, payload in events if kind == "submitted"}
-    assert frameworks == {"openai-agents", "claude-agent-sdk", "langgraph", "pydantic-ai"}
-    assert sum(1 for kind, *_ in events if kind == "run_resumed") == 4
+    python = {"openai-agents", "claude-agent-sdk", "langgraph", "pydantic-ai"}
+    assert frameworks == python | ({"ai-sdk"} if typescript else set())
+    assert sum(1 for kind, *_ in events if kind == "run_resumed") == 4 + len(typescript)
+
+
+async def test_demo_auto_with_the_typescript_agent_run_with_node(tmp_path: Path) -> None:
+    skipped = _typescript_unavailable()
+    if skipped is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"the demo's TypeScript agent cannot run in CI: {skipped}")
+        pytest.skip(f"the demo's TypeScript agent cannot run here: {skipped}")
+    demo = load_demo()
+    reviewer = demo.scripted_reviewer(demo.ALL_SPECS)
+    report = await demo.run_demo(reviewer=reviewer, port=0, workdir=tmp_path, synthetic=True, typescript=True)
+    assert report.typescript is None and report.as_expected
+    assert report.results["typescript"] == "deleted ticket T-505", "the model read what the TypeScript tool did"
+    assert "T-505" in report.deletes_run and "T-505" not in report.tickets_left
+    submitted = [(channel, p["framework"]) for kind, channel, p in _events(tmp_path) if kind == "submitted"]
+    assert ("agent-api", "ai-sdk") in submitted, "the TypeScript agent reached the queue through the agent API"
+
+
+async def test_without_node_the_demo_skips_the_typescript_agent_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    demo = load_demo()
+    monkeypatch.setattr(demo.typescript_agent, "unavailable", lambda: "node is not installed")
+    report = await demo.run_demo(
+        reviewer=demo.scripted_reviewer(demo.ALL_SPECS), port=0, workdir=tmp_path, synthetic=True, typescript=True
+    )
+    assert report.typescript == "node is not installed" and report.as_expected
+    assert "  agent typescript: skipped: node is not installed" in capsys.readouterr().out.splitlines()
+    assert "typescript" not in report.results
 
 
 async def test_demo_auto_with_stand_in_agents(tmp_path: Path) -> None:
@@ -100,7 +145,9 @@ async def test_the_demo_prints_its_database_and_a_terminal_command_that_decides(
         printed["command"] = _printed(out, "decide from a terminal:")
 
     async def terminal_reviewer(_base_url: str, _token: str) -> None:
-        argv = shlex.split(printed["command"])
+        assignment, *argv = shlex.split(printed["command"])  # NAME=value crossgate ...: the demo's key directory
+        name, _, value = assignment.partition("=")
+        assert name == "CROSSGATE_AUTHORITY_DIR" and value.endswith("authority")
         assert argv[0] == "crossgate" and argv[-1] == "review"
         argv[0] = str(crossgate)
         db = ["--db", printed["database"]]
@@ -108,16 +155,18 @@ async def test_the_demo_prints_its_database_and_a_terminal_command_that_decides(
             if len(json.loads((await _run([str(crossgate), *db, "list", "--json"])).stdout)["items"]) == 4:
                 break
             await asyncio.sleep(0.1)
-        walked = await _run(argv, stdin="a\na\na\na\n")
+        walked = await _run(argv, stdin="a\na\na\na\n", env={name: value})
         assert walked.returncode == 0, walked.stderr
         assert "4 approved, 0 edited, 0 rejected, 0 skipped" in walked.stdout
 
     report = await demo.run_demo(
         reviewer=terminal_reviewer, port=0, synthetic=True, on_ready=on_ready, wait_for_reviewer=True
     )
-    assert printed["command"] == shlex.join(
-        ["crossgate", "--db", printed["database"], "--policy", str(EXAMPLES / "policy.yaml"), "review"]
+    key_dir = Path(printed["database"]).parent / "authority"
+    assert printed["command"] == f"CROSSGATE_AUTHORITY_DIR={shlex.quote(str(key_dir))} " + shlex.join(
+        ["crossgate", "--db", printed["database"], "review"]
     )
+    assert report.policy_version == 1 and report.audit == ""
     every = ["T-101", "T-202", "T-303", "T-404"]
     assert sorted(report.deletes_run) == every, "every run went on after the terminal's approvals"
     out = capsys.readouterr().out
@@ -127,8 +176,11 @@ async def test_the_demo_prints_its_database_and_a_terminal_command_that_decides(
     assert not Path(printed["database"]).parent.exists(), "the demo's own temporary folder is removed on exit"
 
 
-async def _run(argv: list[str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("CROSSGATE_DB", "CROSSGATE_POLICY")}
+async def _run(
+    argv: list[str], stdin: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    ours = ("CROSSGATE_DB", "CROSSGATE_POLICY", "CROSSGATE_AUTHORITY_DIR")
+    env = {**{k: v for k, v in os.environ.items() if k not in ours}, **(env or {})}
     return await asyncio.to_thread(
         subprocess.run, argv, input=stdin, env=env, capture_output=True, text=True, timeout=60
     )

@@ -2,8 +2,9 @@
 
 :func:`crossgate_middleware` returns two middlewares for ``create_agent(middleware=...)``, in this order:
 
-1. ``HumanInTheLoopMiddleware(interrupt_on=...)``: every tool gets an ``InterruptOnConfig`` whose ``when``
-   pauses exactly the calls the policy sends to a person (verdict ask, or a call that already has a
+1. ``HumanInTheLoopMiddleware(interrupt_on=...)`` (in per-call mode ``PerCallReview``, the same without
+   its after-model graph step, which does nothing in that mode): every tool gets an ``InterruptOnConfig``
+   whose ``when`` pauses exactly the calls the policy sends to a person (verdict ask, or a call that already has a
    crossgate request, so the answer is the same on resume). ``when`` returning False means "run" to
    the middleware, so it is False for allow **and** deny;
 2. ``CrossgateGuard``, which wraps every tool execution: a denied call never runs (the model gets the
@@ -14,6 +15,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -29,6 +31,7 @@ from langgraph.config import get_config
 from langgraph.types import Command
 
 from crossgate import (
+    ApprovalRequest,
     ConflictError,
     DecisionKind,
     InvalidArgumentsError,
@@ -38,6 +41,7 @@ from crossgate import (
     RequestStatus,
     Respond,
     ToolCall,
+    Verdict,
     VerdictKind,
 )
 from crossgate.adapter import AdapterQueue, AuthorityPin, apply_decision_sync, find_request, verified_queue
@@ -82,10 +86,22 @@ def crossgate_middleware(
             description=_describe(queue, origin, tool),
             when=_when(queue, origin),
         )
+    review = PerCallReview if interrupt_mode == "per_call" else HumanInTheLoopMiddleware
     return [
-        HumanInTheLoopMiddleware(interrupt_on=interrupt_on, interrupt_mode=interrupt_mode),
+        review(interrupt_on=interrupt_on, interrupt_mode=interrupt_mode),
         CrossgateGuard(queue, agent=agent, context=context),
     ]
+
+
+class PerCallReview(HumanInTheLoopMiddleware):
+    """LangChain's ``HumanInTheLoopMiddleware`` in per-call mode, without its after-model step.
+
+    In per-call mode that step returns at once (the pause happens around each tool call), but as a
+    hook it is a node of the agent's graph: one more step, with its checkpoint, on every model turn.
+    """
+
+    after_model = AgentMiddleware.after_model
+    aafter_model = AgentMiddleware.aafter_model
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,17 +165,44 @@ def _call_for(request: ToolCallRequest, origin: _Origin) -> tuple[ToolCall, str,
     return call, agent_request_id(thread, turn, call_id), siblings, refused
 
 
+@dataclass(frozen=True, slots=True)
+class _Judged:
+    """What ``when`` found for one tool call request, for ``CrossgateGuard`` to act on without judging again.
+
+    Taken only by the guard handed that very request object (per-call mode hands it on unchanged when
+    nobody is asked; an edited call is another object, and is judged afresh).
+    """
+
+    request: ToolCallRequest
+    call: ToolCall
+    request_id: str
+    refused: str | None
+    reviewed: ApprovalRequest | None
+    """The call's request, read by ``when`` a moment ago; None: it has none."""
+    verdict: Verdict | None = None
+    """The policy's verdict when ``when`` evaluated it (no request in the turn), else None."""
+
+
+_JUDGED: ContextVar[_Judged | None] = ContextVar("crossgate_langchain_judged", default=None)
+
+
 def _when(queue: AdapterQueue, origin: _Origin) -> Callable[[ToolCallRequest], bool]:
     def when(request: ToolCallRequest) -> bool:
         call, request_id, siblings, refused = _call_for(request, origin)
         # Once a turn has paused, the calls it paused for are fixed: on resume the middleware asks this
         # predicate again, and a different answer (a standing rule added or revoked meanwhile) would
         # skip a reviewer's answer or, in batched mode, misalign the decisions with the calls.
-        if any(find_request(queue, r) is not None for r in siblings):
-            return find_request(queue, request_id) is not None
+        found = {r: find_request(queue, r) for r in dict.fromkeys(siblings)}
+        reviewed = found.get(request_id)
+        if any(r is not None for r in found.values()):
+            _JUDGED.set(_Judged(request, call, request_id, refused, reviewed))
+            return reviewed is not None
         if refused is not None:
+            _JUDGED.set(_Judged(request, call, request_id, refused, None))
             return False  # nothing to review: CrossgateGuard refuses the call and tells the model why
-        if queue.evaluate(call).kind is not VerdictKind.ASK:
+        verdict = queue.evaluate(call)
+        if verdict.kind is not VerdictKind.ASK:
+            _JUDGED.set(_Judged(request, call, request_id, None, None, verdict))
             return False
         remember_judged(request_id, call)  # the gate submits it with the agent and context judged here
         return True
@@ -227,22 +270,25 @@ class CrossgateGuard(AgentMiddleware[Any, Any]):
         return self._record(request_id, await handler(_with_args(request, call)))
 
     def _check(self, request: ToolCallRequest) -> tuple[ToolMessage | None, str | None, ToolCall]:
-        call, request_id, _, refused = _call_for(request, _Origin(self.agent, self.context))
-        refusal_, found = self._verdict(request, call, request_id, refused)
-        return refusal_, found, call
+        judged = _JUDGED.get()
+        if judged is None or judged.request is not request:
+            call, request_id, _, refused = _call_for(request, _Origin(self.agent, self.context))
+            judged = _Judged(request, call, request_id, refused, find_request(self.queue, request_id))
+        _JUDGED.set(None)
+        refusal_, found = self._verdict(request, judged)
+        return refusal_, found, judged.call
 
-    def _verdict(
-        self, request: ToolCallRequest, call: ToolCall, request_id: str, refused: str | None
-    ) -> tuple[ToolMessage | None, str | None]:
-        reviewed = find_request(self.queue, request_id)
+    def _verdict(self, request: ToolCallRequest, judged: _Judged) -> tuple[ToolMessage | None, str | None]:
+        call, request_id, refused, reviewed = judged.call, judged.request_id, judged.refused, judged.reviewed
         if reviewed is None and refused is not None:
             self.queue.record_outcome(None, ran=False, error=refused, call=call)
             return self._message(call, refused, error=True), None
         if reviewed is None:
             requested_by = requested_by_in(getattr(request.runtime, "config", None))
-            verdict = self.queue.submit(
-                call, requested_by=requested_by, args_schema=args_json_schema(request.tool)
-            ).verdict
+            verdict = judged.verdict or self.queue.evaluate(call)
+            # The schema is for a reviewer's edit: built only for a call that becomes a request.
+            schema = args_json_schema(request.tool) if verdict.kind is VerdictKind.ASK else None
+            verdict = self.queue.submit(call, requested_by=requested_by, args_schema=schema, verdict=verdict).verdict
             if verdict.kind is VerdictKind.ALLOW:
                 return None, None
             if verdict.kind is VerdictKind.DENY:

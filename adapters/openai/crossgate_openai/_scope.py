@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -9,9 +10,29 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from crossgate.adapter import request_id
+from crossgate.fingerprint import same_json
 
 if TYPE_CHECKING:
-    from crossgate import ApprovalRequest, StoreError
+    from crossgate import ApprovalRequest, StoreError, ToolCall, Verdict
+    from crossgate.model import JsonObject
+
+JUDGED_FOR_SECONDS = 1.0
+"""How long the verdict ``needs_approval`` reached stands for the tool's invocation; an older one is judged again
+(the SDK may invoke a call later than it asked about it, and standing rules may have changed meanwhile)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """A call ``needs_approval`` let run (allow or deny), its verdict, and when it was judged."""
+
+    call: ToolCall
+    verdict: Verdict
+    at: float = field(default_factory=time.monotonic)
+    """``time.monotonic()`` when judged."""
+
+    def fresh_for(self, args: JsonObject) -> bool:
+        """True if these are the judged arguments and the verdict is recent enough to act on without judging again."""
+        return time.monotonic() - self.at <= JUDGED_FOR_SECONDS and same_json(args, self.call.args)
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +47,9 @@ class RunScope:
     """The app's context for the run's calls (``Gate(context=)``, ``run(call_context=)``), in every call's context."""
     decided: dict[str, ApprovalRequest] = field(default_factory=dict, compare=False)
     """Decided requests the gate just read, by id, for the gated tools to use once instead of reading again."""
+    judged: dict[tuple[str, str, str], Judged] = field(default_factory=dict, compare=False)
+    """The calls a gated tool's ``needs_approval`` let run (allow or deny), by agent, tool and call id, with
+    their verdict: the tool's invocation takes it once instead of judging the same call again."""
     failures: list[StoreError] = field(default_factory=list, compare=False)
     """Store errors raised by crossgate's checks inside the SDK's run. The SDK wraps them (``UserError``) or,
     in a nested ``as_tool`` run, swallows them; the gate raises the first one once the SDK returns."""

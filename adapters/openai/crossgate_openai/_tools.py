@@ -55,7 +55,7 @@ from crossgate.decisions import validate_args
 from crossgate.model import JsonObject
 from crossgate.queue import REQUESTED_BY
 from crossgate_openai._capabilities import FRAMEWORK
-from crossgate_openai._scope import RunScope, current_scope, keep_failure, openai_request_id
+from crossgate_openai._scope import Judged, RunScope, current_scope, keep_failure, openai_request_id
 
 ToolInvoker = Callable[[ToolContext[Any], str], Awaitable[Any]]
 
@@ -138,17 +138,23 @@ class ApprovalPolicy:
         self.schema = tool.params_json_schema
 
     async def __call__(self, run_context: RunContextWrapper[Any], params: dict[str, Any], call_id: str) -> bool:
+        scope = current_scope()
         try:
             validate_args(params, self.schema)
-            call = tool_call(self.tool, self.agent, params, call_id, current_scope())
+            call = tool_call(self.tool, self.agent, params, call_id, scope)
         except (InvalidArgumentsError, ValueError):
             # Fail closed: the run pauses and Gate answers the model with what is wrong.
             return True
         try:
-            return self.binding.queue.evaluate(call).kind is VerdictKind.ASK
+            verdict = self.binding.queue.evaluate(call)
         except StoreError as exc:
             keep_failure(exc)
             raise
+        if verdict.kind is VerdictKind.ASK:
+            return True
+        if scope is not None:
+            scope.judged[(self.agent, self.tool, call_id)] = Judged(call, verdict)
+        return False
 
 
 class GatedInvoker:
@@ -174,14 +180,23 @@ class GatedInvoker:
         queue = self.binding.queue
         scope = current_scope()
         call_id = ctx.tool_call_id
+        judged = scope.judged.pop((self.agent, self.tool, call_id), None) if scope is not None else None
         try:
-            call = tool_call(self.tool, self.agent, inspect_args(raw, self.schema), call_id, scope)
+            args = parse_args(raw if raw is not None else "")
+            if judged is None or not judged.fresh_for(args):
+                judged = None
+                validate_args(args, self.schema)
         except InvalidArgumentsError as exc:
             message = malformed_message(self.tool, exc)
             queue.record_outcome(
                 None, ran=False, error=message, call=tool_call(self.tool, self.agent, {}, call_id, scope)
             )
             return message
+        if judged is not None:
+            # The SDK asked needs_approval about this very call, so it held no approval for it: no decision
+            # of crossgate's applies, and the policy's verdict a moment ago stands.
+            return await self._by_policy(ctx, raw, judged.call, judged.verdict)
+        call = tool_call(self.tool, self.agent, args, call_id, scope)
         request = self._request(scope, call_id)
         if request is None:
             return await self._by_policy(ctx, raw, call)
@@ -196,10 +211,10 @@ class GatedInvoker:
             return decided
         return find_request(self.binding.queue, request_id)
 
-    async def _by_policy(self, ctx: ToolContext[Any], raw: str, call: ToolCall) -> Any:
+    async def _by_policy(self, ctx: ToolContext[Any], raw: str, call: ToolCall, verdict: Verdict | None = None) -> Any:
         queue = self.binding.queue
         scope = current_scope()
-        submission = queue.submit(call, requested_by=scope.requested_by if scope else None)
+        submission = queue.submit(call, requested_by=scope.requested_by if scope else None, verdict=verdict)
         if submission.request is not None:
             # An ask with no crossgate decision: approved natively, or the policy changed mid-run.
             message = NOT_THROUGH_GATE.format(tool=self.tool)

@@ -246,9 +246,11 @@ class VerifiedQueue:
         capabilities: Sequence[DecisionKind] = ALL_DECISIONS,
         request_id: str | None = None,
         timeout_seconds: float | None = None,
+        verdict: Verdict | None = None,
     ) -> Submission:
         submission = self.inner.submit(
             call,
+            verdict=verdict,
             args_schema=args_schema,
             description=description,
             requested_by=requested_by,
@@ -268,9 +270,11 @@ class VerifiedQueue:
         capabilities: Sequence[DecisionKind] = ALL_DECISIONS,
         request_id: str | None = None,
         timeout_seconds: float | None = None,
+        verdict: Verdict | None = None,
     ) -> Submission:
         submission = self.inner.prepare(
             call,
+            verdict=verdict,
             args_schema=args_schema,
             description=description,
             requested_by=requested_by,

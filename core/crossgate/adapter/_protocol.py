@@ -48,6 +48,7 @@ class AdapterQueue(Protocol):
         capabilities: Sequence[DecisionKind] = ALL_DECISIONS,
         request_id: str | None = None,
         timeout_seconds: float | None = None,
+        verdict: Verdict | None = None,
     ) -> Submission: ...
 
     def prepare(
@@ -60,6 +61,7 @@ class AdapterQueue(Protocol):
         capabilities: Sequence[DecisionKind] = ALL_DECISIONS,
         request_id: str | None = None,
         timeout_seconds: float | None = None,
+        verdict: Verdict | None = None,
     ) -> Submission: ...
 
     def get(self, request_id: str) -> ApprovalRequest: ...

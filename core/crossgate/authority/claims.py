@@ -192,6 +192,9 @@ class CheckpointClaims(_Claims):
     seq: int = Field(ge=0)
     head_hash: Digest
     at: UtcTime
+    authored: bool = False
+    """True when the signer appended event ``seq`` itself (a decision, a policy version), so that event is
+    the authority's own; False for whatever head the store showed (see :mod:`crossgate.checkpoints`)."""
 
 
 Claims = DecisionClaims | StandingRuleClaims | PolicyVersionClaims | CheckpointClaims

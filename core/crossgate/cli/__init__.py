@@ -1,9 +1,11 @@
 """The ``crossgate`` command line: submit, review, decide and audit tool calls from a terminal.
 
-The database is ``--db``, else ``$CROSSGATE_DB``, else ``./crossgate.db``; the policy ``--policy``, else
-``$CROSSGATE_POLICY``, else the built-in one. Exit codes are listed in :mod:`crossgate.cli.exit_codes`;
-errors are one line on stderr. With ``--json``, a request is an object with at least ``id``, ``status``,
-``framework``, ``tool``, ``args``, ``fingerprint``, ``decision`` and ``reviewer``; ``submit`` adds
+The database is ``--db``, else ``$CROSSGATE_DB``, else ``./crossgate.db``. The policy is the store's
+signed current version (``crossgate policy apply``; the built-in "ask for every call" while none is
+stored), or a local file for development, ``--policy`` else ``$CROSSGATE_POLICY``, announced on stderr.
+Exit codes are listed in :mod:`crossgate.cli.exit_codes`; errors are one line on stderr. With ``--json``,
+a request is an object with at least ``id``, ``status``, ``framework``, ``tool``, ``args``,
+``fingerprint``, ``decision`` and ``reviewer``; ``submit`` adds
 ``verdict`` (the request fields are null for allow and deny), decisions add ``standing_rule``, ``list``
 prints ``{"items": [...], "next_cursor": ...}``, and ``events``, ``expire`` and ``rules list`` print arrays.
 With ``--json`` an error is also printed on stdout as ``{"error": {"exit_code", "type", "message"}}``.
@@ -21,7 +23,19 @@ import importlib
 
 import typer
 
-from crossgate.cli import audit, database, decide, keys, policy, requests, review, rules, runs
+from crossgate.cli import (
+    audit,
+    checkpoints,
+    database,
+    decide,
+    keys,
+    policy,
+    policy_versions,
+    requests,
+    review,
+    rules,
+    runs,
+)
 from crossgate.cli.app import app
 from crossgate.cli.context import CliContext
 
@@ -40,8 +54,9 @@ def _register_server_commands(target: typer.Typer) -> None:
     module.register(target)
 
 
-for _module in (database, requests, decide, review, rules, runs, policy, audit, keys):
+for _module in (database, requests, decide, review, rules, runs, policy, audit, checkpoints, keys):
     _module.register(app)
+policy_versions.register(policy.policy_app)
 _register_server_commands(app)
 
 

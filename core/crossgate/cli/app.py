@@ -162,7 +162,8 @@ def root(
             envvar=POLICY_ENV,
             show_envvar=True,
             metavar="FILE",
-            help="Policy file (YAML or TOML). [default: the built-in policy: ask for every call]",
+            help="A local policy file, for development. [default: the store's signed policy (crossgate policy "
+            "apply); while none is stored, ask for every call]",
         ),
     ] = None,
     version: Annotated[

@@ -1,17 +1,21 @@
-"""The audit log: ``crossgate events`` and ``crossgate audit verify``."""
+"""The audit log: ``crossgate events``, ``crossgate audit verify`` (``checkpoint`` is in ``cli.checkpoints``)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from crossgate.authority import TrustedKeys
+from crossgate.checkpoints import read_exported, verify_signed_log
 from crossgate.cli.context import queue_of
 from crossgate.cli.exit_codes import FAILURE, one_line
 from crossgate.cli.ids import RequestOption
 from crossgate.cli.options import JsonFlag
 from crossgate.cli.output import event_json, list_json, print_events, print_json, say
 from crossgate.display import visible
+from crossgate.errors import ConfigurationError
 from crossgate.limits import MAX_INT64
 
 audit_app = typer.Typer(name="audit", help="Check the hash-chained audit log.")
@@ -42,16 +46,73 @@ def events(
 
 
 @audit_app.command("verify")
-def verify(ctx: typer.Context, as_json: JsonFlag = False) -> None:
-    """Check the hash chain: exit 0 if intact, 1 if an event was changed, removed or reordered."""
-    report = queue_of(ctx).verify_audit()
+def verify(
+    ctx: typer.Context,
+    authority: Annotated[
+        str | None,
+        typer.Option(
+            "--authority",
+            metavar="PUBKEY|FILE",
+            help="Also check the signed checkpoints with this public key (pin text, or a pin or keyring file).",
+        ),
+    ] = None,
+    checkpoint: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--checkpoint",
+            metavar="FILE",
+            dir_okay=False,
+            help="A checkpoint exported by 'crossgate audit checkpoint' (catches a cut or reset log); repeatable.",
+        ),
+    ] = None,
+    since: Annotated[
+        int,
+        typer.Option("--since", metavar="SEQ", min=0, max=MAX_INT64, help="Events up to SEQ predate the authority."),
+    ] = 0,
+    as_json: JsonFlag = False,
+) -> None:
+    """Check the hash chain: exit 0 if intact, 1 if an event was changed, removed or reordered.
+
+    With --authority, also every signed checkpoint (and each exported one): exit 1 if one does not verify,
+    covers an event that is gone or hashes otherwise, or a decision, approval, standing rule or policy
+    version has no checkpoint signed by the process that wrote it.
+    """
+    if authority is None and (checkpoint or since):
+        raise typer.BadParameter("--checkpoint and --since need --authority", param_hint="'--authority'")
+    queue = queue_of(ctx)
+    if authority is None:
+        report = queue.verify_audit()
+    else:
+        exported = [read_exported(_read(path), source=str(path)) for path in checkpoint or ()]
+        report = verify_signed_log(queue.store, pinned_keys(authority), exported=exported, since=since)
     if as_json:
-        print_json({"ok": report.ok, "checked": report.checked, "problem": report.problem, "bad_seq": report.bad_seq})
+        data = {"ok": report.ok, "checked": report.checked, "problem": report.problem, "bad_seq": report.bad_seq}
+        if authority is not None:
+            data |= {"checkpoints": report.checkpoints, "anchored_at": report.anchored_at}
+        print_json(data)
     elif report.ok:
-        say(f"audit log intact: {report.checked} events verified")
+        signed = f"; {report.checkpoints} signed checkpoint(s), up to event {report.anchored_at}" if authority else ""
+        say(f"audit log intact: {report.checked} events verified{signed}")
     if not report.ok:
         typer.echo(f"crossgate: audit log tampered: {visible(one_line(report.problem or 'unknown problem'))}", err=True)
         raise typer.Exit(FAILURE)
+
+
+def pinned_keys(given: str) -> TrustedKeys:
+    """``--authority``: the name of a pin or keyring file, else pin text itself."""
+    path = Path(given)
+    try:
+        is_file = path.is_file()
+    except OSError:  # a pin text too long to be a file name
+        is_file = False
+    return TrustedKeys.from_file(path) if is_file else TrustedKeys.parse(given)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigurationError(f"cannot read the checkpoint file {path}: {exc}") from None
 
 
 def register(app: typer.Typer) -> None:

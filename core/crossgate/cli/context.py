@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import getpass
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import typer
 
+from crossgate.cli.operator import OperatorKeys, operator_keys
+from crossgate.display import visible
 from crossgate.errors import ConfigurationError
 from crossgate.limits import DEFAULT_LIMITS, InputLimits
 from crossgate.policy import resolve_policy
+from crossgate.policy.loading import POLICY_ENV
 from crossgate.queue import ReviewQueue
 from crossgate.stores import open_store, resolve_db, sqlite_target
 
@@ -33,16 +37,32 @@ class CliContext:
     queue: ReviewQueue | None = None
     create: bool = True
     """Whether a SQLite database that does not exist may be created (only ``init``, ``serve``, ``submit``)."""
+    key_dir: Path | None = None
+    """The operator's key directory (``--dir`` of the command); None: ``$CROSSGATE_AUTHORITY_DIR`` or the default."""
     _owned: bool = field(default=False, repr=False)
+    _keys: OperatorKeys | None = field(default=None, repr=False)
 
     def open_queue(self) -> ReviewQueue:
-        """The review queue on ``--db`` under ``--policy``."""
+        """The review queue on ``--db``: under the store's signed policy, or the ``--policy`` file (announced).
+
+        The queue holds the operator's key when there is a keyring (:mod:`crossgate.cli.operator`).
+        """
         if self.queue is None:
-            policy = resolve_policy(self.policy)
+            policy = None
+            if self.policy or os.environ.get(POLICY_ENV):
+                policy = resolve_policy(self.policy)
+                shown = self.policy or os.environ.get(POLICY_ENV)
+                typer.echo(
+                    f"crossgate: using the local policy file {visible(str(shown))} (development: "
+                    "not the store's signed policy)",
+                    err=True,
+                )
             target = resolve_db(self.db)
             if not self.create:
                 require_database(target)
-            self.queue = ReviewQueue(open_store(target), policy, limits=self.limits)
+            keys = self.keys()
+            store = open_store(target)
+            self.queue = ReviewQueue(store, policy, limits=self.limits, authority=keys.authority, trusted=keys.trusted)
             self._owned = True
         return self.queue
 
@@ -50,6 +70,12 @@ class CliContext:
     def owns_queue(self) -> bool:
         """True when this context opened its queue (not one handed to it ready-made)."""
         return self._owned
+
+    def keys(self) -> OperatorKeys:
+        """The keys this command holds (read once)."""
+        if self._keys is None:
+            self._keys = operator_keys(self.key_dir)
+        return self._keys
 
     def close(self) -> None:
         """Close the queue if this context opened it."""

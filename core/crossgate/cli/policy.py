@@ -1,4 +1,7 @@
-"""``crossgate policy``: check a policy file, and replay the log's calls against a candidate policy."""
+"""``crossgate policy``: check a policy file, and replay the log's calls against a candidate policy.
+
+The stored, signed versions (``apply``, ``show``, ``history``, ``diff``) are in ``cli.policy_versions``.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +20,8 @@ from crossgate.policy.replay import replay
 from crossgate.queue import ReviewQueue
 
 policy_app = typer.Typer(
-    name="policy", help="Policies: check a policy file, and see what a new policy would change before it is live."
+    name="policy",
+    help="The one stored, signed policy (apply, show, history, diff); check a file, and replay the log against it.",
 )
 
 PAGE = 1000
@@ -33,7 +37,7 @@ def replay_policy(
     ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Evaluate every call the log has seen under the current policy (--policy) and FILE; records nothing.
+    """Evaluate every call the log has seen under the current policy (stored, or --policy) and FILE; records nothing.
 
     Both see the same standing rules and clock, so what differs is the policy alone.
     """

@@ -373,6 +373,23 @@ def _first_standing(rules: Sequence[StandingRule], kind: VerdictKind) -> Standin
 
 
 def _from_rule(rule: PolicyRule) -> Verdict:
+    # A rule's verdict is the same every time (both are immutable): built once per rule, kept by identity
+    # (with the rule, so its id is not reused), as the index is.
+    entry = _VERDICTS.get(id(rule))
+    if entry is not None and entry[0] is rule:
+        return entry[1]
+    if len(_VERDICTS) >= _VERDICT_LIMIT:
+        _VERDICTS.clear()
+    verdict = _new_verdict(rule)
+    _VERDICTS[id(rule)] = (rule, verdict)
+    return verdict
+
+
+_VERDICTS: dict[int, tuple[PolicyRule, Verdict]] = {}
+_VERDICT_LIMIT = 4096
+
+
+def _new_verdict(rule: PolicyRule) -> Verdict:
     reason = rule.reason or f"Policy rule {rule.name!r} says {rule.verdict.value}."
     return Verdict(
         kind=rule.verdict,

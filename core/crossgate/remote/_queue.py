@@ -146,8 +146,12 @@ class RemoteQueue:
         capabilities: Sequence[DecisionKind] = ALL_DECISIONS,
         request_id: str | None = None,
         timeout_seconds: float | None = None,
+        verdict: Verdict | None = None,
     ) -> Submission:
-        """Evaluate ``call`` on the server and create its pending request when the verdict is ask."""
+        """Evaluate ``call`` on the server and create its pending request when the verdict is ask.
+
+        ``verdict`` is ignored: the server judges every call itself and never takes an agent's verdict.
+        """
         return self._request(call, args_schema, description, requested_by, capabilities, request_id, timeout_seconds)
 
     def prepare(
@@ -160,6 +164,7 @@ class RemoteQueue:
         capabilities: Sequence[DecisionKind] = ALL_DECISIONS,
         request_id: str | None = None,
         timeout_seconds: float | None = None,
+        verdict: Verdict | None = None,
     ) -> Submission:
         """:meth:`submit` without storing a new request: :meth:`park` stores it with the run."""
         return self._request(

@@ -6,9 +6,9 @@ import logging
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Body, Depends, Query, Request, Security
+from fastapi import APIRouter, Body, Depends, Query, Request, Response, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from crossgate.coverage import decision_coverage
 from crossgate.decisions import AnyDecision, check_open
@@ -49,15 +49,21 @@ AnyDecisionIn = ApproveIn | EditIn | RejectIn | RespondIn
 bearer = HTTPBearer(auto_error=False, description="A reviewer's token.")
 
 
-def current_caller(
+async def current_caller(
     request: Request, _credentials: Annotated[HTTPAuthorizationCredentials | None, Security(bearer)] = None
 ) -> Caller:
     """The authenticated reviewer (401 without a valid token)."""
+    # Async, as _state: a few hashes and comparisons in memory, run on the event loop rather than through
+    # a worker thread (FastAPI runs a plain function dependency in one, a hop on every API call).
     return server_state(request).auth.caller(request)
 
 
+async def _state(request: Request) -> ServerState:
+    return server_state(request)
+
+
 CallerDep = Annotated[Caller, Depends(current_caller)]
-StateDep = Annotated[ServerState, Depends(server_state)]
+StateDep = Annotated[ServerState, Depends(_state)]
 
 _ERRORS: dict[int | str, dict[str, object]] = {
     code: {"model": ErrorOut, "description": text}
@@ -76,13 +82,13 @@ router = APIRouter(prefix="/api", responses={401: _ERRORS[401], 422: _ERRORS[422
 def request_view(request: ApprovalRequest, caller: Caller) -> RequestOut:
     """The request with what ``caller`` may do with it."""
     blocked = decide_blocked(caller.reviewer, request) if request.is_open else f"request is {request.status.value}"
-    return RequestOut.model_validate(
-        {
-            **request.model_dump(),
-            "can_decide": blocked is None,
-            "decide_blocked": blocked,
-            "remember_covers": decision_coverage(request),
-        }
+    # Built without validating the request again: its fields come from a validated ApprovalRequest, the
+    # three added ones are typed here (a listing builds one per request on every call).
+    return RequestOut.model_construct(
+        **request.__dict__,
+        can_decide=blocked is None,
+        decide_blocked=blocked,
+        remember_covers=decision_coverage(request),
     )
 
 
@@ -116,7 +122,7 @@ def list_requests(
     order: Literal["newest", "oldest"] = "newest",
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = 50,
     cursor: str | None = None,
-) -> RequestPage:
+) -> Response:
     """Requests, newest first by default, filtered by status, framework, tool, agent and run; paged by cursor."""
     if cursor is not None:
         check_int64(decode_cursor(cursor), "the cursor's position")
@@ -131,7 +137,7 @@ def list_requests(
         cursor=cursor,
     )
     page = state.queue.list_requests(query)
-    return RequestPage(items=[request_view(r, caller) for r in page.items], next_cursor=page.next_cursor)
+    return json_body(RequestPage(items=[request_view(r, caller) for r in page.items], next_cursor=page.next_cursor))
 
 
 @router.get("/requests/{request_id}", response_model=RequestOut, tags=["requests"], responses={404: _ERRORS[404]})
@@ -152,9 +158,18 @@ def get_decision_schema(request_id: str, state: StateDep, caller: CallerDep) -> 
     tags=["requests"],
     responses={code: _ERRORS[code] for code in (403, 404, 409)},
 )
-def decide(request_id: str, body: Annotated[DecisionIn, Body()], state: StateDep, caller: CallerDep) -> RequestOut:
+def decide(request_id: str, body: Annotated[DecisionIn, Body()], state: StateDep, caller: CallerDep) -> Response:
     """Decide a pending request exactly once: approve, edit, reject or respond, optionally remembered."""
-    return request_view(_decide_one(state, caller, request_id, body), caller)
+    return json_body(request_view(_decide_one(state, caller, request_id, body), caller))
+
+
+def json_body(model: BaseModel) -> Response:
+    """``model`` as the JSON response, serialized once (the route's ``response_model`` still documents it).
+
+    Returned as a model, FastAPI would dump it, validate the dump against the response model and serialize
+    that: three passes over every request of a page, on the two calls reviewers make most.
+    """
+    return Response(content=model.model_dump_json(), media_type="application/json")
 
 
 BATCH_PATH = "/api/decisions"

@@ -12,7 +12,7 @@ import math
 import secrets
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
@@ -22,7 +22,11 @@ from crossgate.errors import ConfigurationError
 from crossgate.limits import InputLimits
 from crossgate.queue import ReviewQueue
 
+if TYPE_CHECKING:
+    from crossgate.checkpoints import CheckpointTimer
+
 DEFAULT_PORT = 8700
+DEFAULT_CHECKPOINT_SECONDS = 60.0
 LOCAL_REVIEWER = "local"
 UNSIGNED_WARNING = (
     "crossgate: warning: no authority key (create one with 'crossgate keys init'), so decisions are recorded "
@@ -97,11 +101,22 @@ def serve(
             "[default: ~/.config/crossgate/authority, if it holds a keyring]",
         ),
     ] = None,
+    checkpoint_every: Annotated[
+        float,
+        typer.Option(
+            min=1,
+            max=86400,
+            metavar="SECONDS",
+            callback=_finite,
+            help="Sign the audit log's head this often, when it moved (needs the authority's key).",
+        ),
+    ] = DEFAULT_CHECKPOINT_SECONDS,
 ) -> None:
     """Run the review server: HTTP API, live stream and the reviewer web page.
 
     With the authority's keyring (``crossgate keys init``), the server signs every decision and standing
-    rule it records, under the authenticated reviewer's name; agents verify them with the public key.
+    rule it records, under the authenticated reviewer's name (agents verify them with the public key), an
+    audit checkpoint after each decision and, on a timer, of the log's head.
     """
     _need_server_extra()
     import uvicorn
@@ -158,7 +173,29 @@ def serve(
         import webbrowser
 
         threading.Timer(1.0, webbrowser.open, [page]).start()
-    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=2)
+    timer = _checkpoint_timer(queue, checkpoint_every)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=2)
+    finally:
+        if timer is not None:
+            timer.stop()
+
+
+def _checkpoint_timer(queue: ReviewQueue, every: float) -> CheckpointTimer | None:
+    """Start signing the head every ``every`` seconds when the queue holds the key; say so either way."""
+    from crossgate.checkpoints import CheckpointTimer
+
+    if queue.checkpointer is None:
+        typer.echo(
+            "crossgate: no authority key here: audit checkpoints are not signed (crossgate keys init creates one)",
+            err=True,
+        )
+        return None
+    timer = CheckpointTimer(queue.checkpointer, every)
+    timer.start()
+    kid = queue.checkpointer.authority.kid
+    typer.echo(f"crossgate: signing audit checkpoints with key {kid}, every {every:g} s while the log moves")
+    return timer
 
 
 def _finite(value: float) -> float:

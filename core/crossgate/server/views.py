@@ -31,7 +31,14 @@ FRAMEWORK_LABELS = {
     "claude-agent-sdk": "Claude Agent SDK",
     "langgraph": "LangGraph",
     "langchain": "LangChain",
+    "pydantic-ai": "Pydantic AI",
+    "aap": "AAP",
+    "ai-sdk": "AI SDK",
+    "mastra": "Mastra",
+    "openai-agents-ts": "OpenAI Agents (TS)",
+    "claude-agent-sdk-ts": "Claude Agent SDK (TS)",
 }
+"""What the page calls each of ``crossgate.model.FRAMEWORKS`` (a test keeps the two in step)."""
 
 
 def e(value: object) -> str:

@@ -102,9 +102,46 @@ class Change(Generic[T]):
     skip_locked: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class PolicyVersion:
+    """One stored version of the policy, as the authority signed it.
+
+    ``document`` is the canonical JSON of the policy (a ``Policy``'s JSON form) and ``token`` the
+    authority's JWS over ``crossgate.policy_version.v1`` claims, which bind ``version`` and the document's
+    digest. The other fields are copies for listing; only what the token verifies is trusted
+    (:func:`crossgate.policy.versions.load_current_policy`).
+    """
+
+    version: int
+    document: str
+    token: str
+    digest: str
+    created_by: str
+    created_at: datetime
+    source: str | None = None
+    """The file it was applied from, as given (for people; not signed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """A signed audit checkpoint: the chain head (``seq``, ``head_hash``) at ``at``, and the token over it.
+
+    ``authored`` checkpoints were signed by the process that appended event ``seq`` itself (a decision, a
+    standing rule, a policy version): see :mod:`crossgate.checkpoints`. Only what ``token`` verifies is trusted.
+    Checkpoints are bookkeeping, not audited state: storing one appends no event.
+    """
+
+    seq: int
+    head_hash: str
+    at: datetime
+    token: str
+    authored: bool = False
+
+
 @runtime_checkable
 class Store(Protocol):
-    """Persistence for requests, standing rules, parked runs and the event log.
+    """Persistence for requests, standing rules, parked runs, the event log, policy versions and audit
+    checkpoints.
 
     Delivery cursors are their own protocol (``crossgate.stores.cursors.DeliveryCursors``), which the
     project's stores implement too.
@@ -197,9 +234,10 @@ class Store(Protocol):
         """Commit every event enqueued so far, now."""
 
     def rules_version(self) -> int:
-        """A number that changes (in every process) whenever a standing rule is added or revoked.
+        """A number that changes (in every process) whenever a standing rule is added or revoked, or a
+        policy version is stored.
 
-        It may change more often; a queue keeps its list of active rules while it stays the same.
+        It may change more often; a queue keeps its active rules and its stored policy while it stays the same.
         """
 
     def list_events(self, *, after: int = 0, limit: int | None = None, request_id: str | None = None) -> list[Event]:
@@ -210,3 +248,27 @@ class Store(Protocol):
 
     def wait_for_change(self, after: int, timeout: float) -> int:
         """Block until an event with ``seq > after`` exists or ``timeout`` seconds pass; return the last seq."""
+
+    # policy versions
+    def insert_policy_version(self, version: PolicyVersion, event: NewEvent) -> Event:
+        """Store ``version`` and its event atomically, if its number is the next one (the newest plus one).
+
+        ConflictError, and nothing stored, when it is not: two operators applying at once cannot both win.
+        Changes ``rules_version``, so queues in every process read the new current version.
+        """
+
+    def get_policy_version(self, version: int | None = None) -> PolicyVersion | None:
+        """Policy version ``version``, or the newest one when None; None if there is no such version."""
+
+    def list_policy_versions(self) -> list[PolicyVersion]:
+        """Every stored policy version, oldest first."""
+
+    # audit checkpoints
+    def insert_checkpoint(self, checkpoint: Checkpoint) -> None:
+        """Keep a signed checkpoint; one per ``seq``, where an authored one replaces one that is not."""
+
+    def list_checkpoints(self) -> list[Checkpoint]:
+        """Every stored checkpoint, by ``seq``."""
+
+    def latest_checkpoint(self) -> Checkpoint | None:
+        """The stored checkpoint with the highest ``seq``, or None."""

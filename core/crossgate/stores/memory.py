@@ -20,7 +20,9 @@ from crossgate.model import (
 )
 from crossgate.stores.base import (
     Change,
+    Checkpoint,
     Page,
+    PolicyVersion,
     PruneEvent,
     RequestQuery,
     decode_cursor,
@@ -51,6 +53,8 @@ class MemoryStore:
         # Pending requests that can expire, so finding overdue ones does not scan every request ever made.
         self._expiring: set[str] = set()
         self._rules_version = 0
+        self._policy_versions: list[PolicyVersion] = []
+        self._checkpoints: dict[int, Checkpoint] = {}
 
     def setup(self) -> None:
         """Nothing to create."""
@@ -238,6 +242,39 @@ class MemoryStore:
             self._seal_enqueued()
             self._changed.wait_for(lambda: len(self._events) > after, timeout=timeout)
             return len(self._events)
+
+    def insert_policy_version(self, version: PolicyVersion, event: NewEvent) -> Event:
+        with self._lock:
+            expected = len(self._policy_versions) + 1
+            if version.version != expected:
+                raise ConflictError(f"policy version {version.version} is not the next one ({expected})")
+            self._policy_versions.append(version)
+            self._rules_version += 1
+            return self._append(event)
+
+    def get_policy_version(self, version: int | None = None) -> PolicyVersion | None:
+        with self._lock:
+            if version is None:
+                return self._policy_versions[-1] if self._policy_versions else None
+            return self._policy_versions[version - 1] if 1 <= version <= len(self._policy_versions) else None
+
+    def list_policy_versions(self) -> list[PolicyVersion]:
+        with self._lock:
+            return list(self._policy_versions)
+
+    def insert_checkpoint(self, checkpoint: Checkpoint) -> None:
+        with self._lock:
+            kept = self._checkpoints.get(checkpoint.seq)
+            if kept is None or (checkpoint.authored and not kept.authored):
+                self._checkpoints[checkpoint.seq] = checkpoint
+
+    def list_checkpoints(self) -> list[Checkpoint]:
+        with self._lock:
+            return [self._checkpoints[seq] for seq in sorted(self._checkpoints)]
+
+    def latest_checkpoint(self) -> Checkpoint | None:
+        with self._lock:
+            return self._checkpoints[max(self._checkpoints)] if self._checkpoints else None
 
     def claim_delivery_cursor(
         self, name: str, owner: str, now: datetime, lease_until: datetime, start: int

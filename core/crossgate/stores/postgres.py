@@ -64,7 +64,8 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
         "PostgresStore needs psycopg 3 and psycopg-pool: pip install 'crossgate[postgres]'"
     ) from exc
 
-from crossgate.stores.postgres_listen import Listener  # after the check above: it needs psycopg too
+from crossgate.stores._postgres_signed import SignedStateMixin  # after the check above: these need psycopg too
+from crossgate.stores.postgres_listen import Listener
 
 log = logging.getLogger(__name__)
 
@@ -126,8 +127,11 @@ def _wrapped(action: str) -> Iterator[None]:
         raise StoreError(f"PostgreSQL could not {action}: {exc}".strip()) from exc
 
 
-class PostgresStore:
-    """Requests, standing rules, parked runs and the event log in one PostgreSQL schema."""
+class PostgresStore(SignedStateMixin):
+    """Requests, standing rules, parked runs and the event log in one PostgreSQL schema.
+
+    Policy versions and audit checkpoints are in ``_postgres_signed``.
+    """
 
     def __init__(
         self,

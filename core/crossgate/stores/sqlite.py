@@ -12,8 +12,9 @@ How much a commit survives is the store's ``durability``:
   the operating system's cache); after a power cut or kernel crash the newest commits may be gone.
   SQLite still guarantees the file is consistent: what survives is a prefix of the commits.
 - ``"decisions"``: ``synchronous=NORMAL``, except the writes in ``DURABLE_WRITES``, which run with
-  ``synchronous=FULL``: ``update_request`` (decide, mark applied, expire, cancel), ``revoke_rule``, and
-  ``setup``. See ``DURABLE_WRITES`` for what a power cut can lose and why the invariants hold.
+  ``synchronous=FULL``: ``update_request`` (decide, mark applied, expire, cancel), ``revoke_rule``,
+  ``insert_policy_version``, ``insert_checkpoint`` and ``setup``. See ``DURABLE_WRITES`` for what a power
+  cut can lose and why the invariants hold.
 
 Under every setting, the events given to ``enqueue_event`` (policy allow/deny records, call outcomes)
 are group-committed (see ``crossgate.stores._event_batch``): a crash of the process, or a power cut,
@@ -55,6 +56,7 @@ from crossgate.model import (
 )
 from crossgate.stores._event_batch import EventBatch
 from crossgate.stores._signatures import request_body, request_from_row, request_signatures, rule_body, rule_from_row
+from crossgate.stores._sqlite_signed import BUMP_RULES_VERSION, SignedStateMixin
 from crossgate.stores.base import (
     Change,
     Page,
@@ -83,7 +85,7 @@ SYNC_FULL = 2
 SYNC_NORMAL = 1
 """The values ``PRAGMA synchronous`` reports."""
 
-DURABLE_WRITES = frozenset({"setup", "update_request", "revoke_rule"})
+DURABLE_WRITES = frozenset({"setup", "update_request", "revoke_rule", "insert_policy_version", "insert_checkpoint"})
 """The writes that commit with ``synchronous=FULL`` under ``durability="decisions"``.
 
 What a power cut (or kernel crash) can lose under ``decisions``: the NORMAL commits made after the last
@@ -95,6 +97,8 @@ invariants hold:
 - A decided request is never lost: the decision is a FULL commit, and it returns only after the sync,
   so a reviewer who was told "decided" is right after any power cut. The same holds for an expiry or a
   cancellation, and for a revoked standing rule (losing one would silently grant again).
+- A stored policy version and a signed audit checkpoint are FULL commits too: an operator told "applied"
+  is right, and a decision's own checkpoint (see ``crossgate.checkpoints``) is not lost after it.
 - An applied mark is never lost: ``mark_applied`` is a FULL commit and adapters run the tool only after
   it returns, so after a power cut the request is still ``applied`` and the compare-and-set refuses to
   apply it again: no approved call runs twice.
@@ -137,8 +141,8 @@ def _rollback(conn: sqlite3.Connection) -> None:
             conn.execute("ROLLBACK")
 
 
-class SqliteStore:
-    """The ``Store`` protocol on one SQLite file."""
+class SqliteStore(SignedStateMixin):
+    """The ``Store`` protocol on one SQLite file (policy versions and checkpoints: ``_sqlite_signed``)."""
 
     def __init__(self, path: Path | str, *, durability: Durability = "full") -> None:
         if durability not in DURABILITIES:
@@ -449,7 +453,7 @@ class SqliteStore:
                 )
             except sqlite3.IntegrityError as exc:
                 raise ConflictError(f"rule {rule.id} already exists") from exc
-            conn.execute(_BUMP_RULES_VERSION)
+            conn.execute(BUMP_RULES_VERSION)
             return self._append(conn, event)
 
     def get_rule(self, rule_id: str) -> StandingRule | None:
@@ -468,7 +472,7 @@ class SqliteStore:
             ).rowcount
             if not updated:
                 return None
-            conn.execute(_BUMP_RULES_VERSION)
+            conn.execute(BUMP_RULES_VERSION)
             return self._append(conn, event)
 
     # parked runs --------------------------------------------------------------------------------
@@ -605,7 +609,6 @@ def _process_write_lock(path: Path) -> threading.Lock:
 
 
 _HEAD_SELECT = "SELECT seq, hash FROM audit_head WHERE one = 1"
-_BUMP_RULES_VERSION = "UPDATE rules_version SET version = version + 1 WHERE one = 1"
 
 
 def _head(rows: list[tuple[Any, ...]]) -> tuple[Any, ...]:

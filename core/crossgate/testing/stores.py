@@ -41,7 +41,8 @@ from crossgate.model import NewEvent
 from crossgate.stores.base import Change, PruneEvent
 from crossgate.stores.cursors import DeliveryCursor, DeliveryCursors
 from crossgate.testing.clock import FakeClock
-from crossgate.testing.fixtures import QueueFactory, StoreBacked
+from crossgate.testing.fixtures import QueueFactory
+from crossgate.testing.signed_state import SignedStateScenarios
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -163,8 +164,9 @@ def finished_run(queue: ReviewQueue, n: int, status: ParkedRunStatus) -> ParkedR
     return queue.finish_parked(parked.id, owner="w1", status=status, outcome="done")
 
 
-class StoreContract(StoreBacked):
-    """Every store operation the queue relies on: compare-and-set updates, pages, leases, the audit chain, pruning.
+class StoreContract(SignedStateScenarios):
+    """Every store operation the queue relies on: compare-and-set updates, pages, leases, the audit chain, pruning,
+    and the signed state (policy versions, checkpoints: ``crossgate.testing.signed_state``).
 
     Provide ``make_store(tmp_path)``: a new, empty store per call. There are no capability flags: the queue
     needs all of it, so every store passes every test (or marks a known gap ``xfail`` with a reason).

@@ -18,6 +18,7 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", app).include(path_regex
 
 OPERATIONS = {
     "/policy": {"get"},
+    "/refusals": {"post"},
     "/evaluate": {"post"},
     "/requests": {"get", "post"},
     "/requests/{request_id}": {"get"},

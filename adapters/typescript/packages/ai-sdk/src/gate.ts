@@ -6,6 +6,7 @@ import { hostname } from 'node:os';
 import {
   AdapterError,
   type AgentClient,
+  type AuthorityPin,
   applyDecision,
   type ApprovalRequest,
   ConfigurationError,
@@ -16,7 +17,8 @@ import {
   resolution,
   resumeLeased,
   type RunOutcome,
-  type TrustedKeys,
+  verifiedClient,
+  type VerifiedClient,
 } from '@crossgate/client';
 import { generateText, type LanguageModel, type ModelMessage, type ToolApprovalResponse, type ToolSet } from 'ai';
 
@@ -45,8 +47,12 @@ export interface GateOptions<TOOLS extends ToolSet> {
   agent?: string;
   system?: string;
   settings?: CallSettings;
-  /** Pinned authority keys: decisions must then be signed by one of them. */
-  trustedKeys?: TrustedKeys;
+  /**
+   * The authority's public key(s) to verify decisions and standing rules with (TrustedKeys, a PublicKey,
+   * pin text or a pin file); default `$CROSSGATE_AUTHORITY_PUBKEY` / `$CROSSGATE_AUTHORITY_PUBKEY_FILE`.
+   * What does not verify runs nothing. Without any, the gate runs unverified and warns once.
+   */
+  authority?: AuthorityPin;
   /** The app's context for every call (policy `context:` conditions test it). */
   context?: JsonObject;
   owner?: string;
@@ -93,14 +99,14 @@ export class Gate<TOOLS extends ToolSet = ToolSet> {
   readonly tools: TOOLS;
   readonly toolApproval: ReturnType<typeof approvalFunction>;
   readonly #options: GateOptions<TOOLS>;
-  readonly #client: AgentClient;
+  readonly #client: VerifiedClient;
 
   constructor(options: GateOptions<TOOLS>) {
     this.#options = options;
-    this.#client = options.client;
+    this.#client = verifiedClient(options.client, options.authority);
     this.agent = options.agent ?? 'ai-sdk-agent';
     this.owner = options.owner ?? `${FRAMEWORK}:${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-    const binding = { client: options.client, trustedKeys: options.trustedKeys };
+    const binding = { client: this.#client };
     const { tools, gated } = gateTools(options.tools, binding);
     this.tools = tools;
     const describe = options.describe ?? ((name: string) => (options.tools[name] as { description?: string } | undefined)?.description ?? null);
@@ -218,7 +224,7 @@ export class Gate<TOOLS extends ToolSet = ToolSet> {
       if (decision === null) throw new AdapterError(`request ${request.id} is still pending`);
       if (decision.kind === 'reject') {
         // The SDK rejects natively and runs nothing, whatever crossgate says: no arguments to bind.
-        const applied = await applyDecision(this.#client, request, null, { actor: FRAMEWORK, trustedKeys: this.#options.trustedKeys });
+        const applied = await applyDecision(this.#client, request, null, { actor: FRAMEWORK });
         content.push({ type: 'tool-approval-response', approvalId: item.approvalId, approved: false, reason: applied.message });
       } else {
         // Approve, edit and respond are approved at the SDK level; the gated execute applies each through the check.

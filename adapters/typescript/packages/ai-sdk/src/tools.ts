@@ -16,7 +16,7 @@ import {
   runChecked,
   runRecorded,
   type ToolCall,
-  type TrustedKeys,
+  type VerifiedClient,
 } from '@crossgate/client';
 import type { Tool, ToolExecutionOptions, ToolSet } from 'ai';
 
@@ -24,8 +24,8 @@ import { FRAMEWORK } from './capabilities.js';
 import { callRequestId, currentScope, type RunScope } from './scope.js';
 
 export interface Binding {
-  readonly client: AgentClient;
-  readonly trustedKeys: TrustedKeys | undefined;
+  /** The gate's client: it verifies what lets a call run with the gate's pinned keys. */
+  readonly client: VerifiedClient;
 }
 
 type Body = (input: unknown, options: ToolExecutionOptions<unknown>) => unknown;
@@ -99,13 +99,13 @@ async function answer(
   const request = scope.decided.get(id) ?? (await find(client, id));
   if (request === null) {
     // No request for this call: only a call the policy allows now may run (a forged approval does not).
-    const verdict = await client.evaluate(call);
+    const verdict = await client.evaluateToRun(call);
     if (verdict.kind === 'allow') return (await runRecorded(client, null, input, run, { call })).result;
     const message = verdict.kind === 'deny' ? denyMessage(tool, verdict) : NOT_REVIEWED(tool);
     await client.recordOutcome({ request_id: null, ran: false, error: message, call });
     return message;
   }
-  const checked = await runChecked(client, request, input, run, { actor: FRAMEWORK, call, trustedKeys: binding.trustedKeys });
+  const checked = await runChecked(client, request, input, run, { actor: FRAMEWORK, call });
   return checked.ran ? checked.result : checked.message;
 }
 

@@ -60,7 +60,7 @@ test('approve runs the call once; reject reaches the model as execution-denied, 
   const t3 = await client.get(requests.t3 ?? '');
   assert.equal(t3.status, 'applied');
   assert.equal((await client.outcome(requests.t3 ?? ''))?.payload.result, 'deleted ticket t3');
-  assert.equal((await client.get(requests.t1 ?? '')).status, 'applied');
+  assert.equal((await client.get(requests.t1 ?? '')).status, 'rejected', 'the rejection reached the model');
 });
 
 test('edit runs the edited arguments; the model reads what ran', async () => {

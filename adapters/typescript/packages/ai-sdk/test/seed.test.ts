@@ -29,7 +29,7 @@ function agentProcess(args: string[]): Promise<Record<string, unknown>> {
   });
 }
 
-test('seed: park in one process, decide with the Python CLI, resume in a third; t3 deleted, t1 kept, the model reads the rejection verbatim', async () => {
+test('seed: park in one process, decide with the Python CLI through the server with a reviewer token, resume in a third; t3 deleted, t1 kept, the model reads the rejection verbatim', async () => {
   const tickets = new TicketStore(join(server.dir, 'tickets.json'));
   tickets.seed();
   const parkedOut = (await agentProcess(['park', tickets.path])) as {
@@ -48,10 +48,21 @@ test('seed: park in one process, decide with the Python CLI, resume in a third; 
   assert.equal(request.framework, 'ai-sdk');
   assert.deepEqual(request.args, { id: 't3' });
   assert.equal(request.status, 'pending');
-  const approved = await server.cli('approve', parkedOut.ids.t3, '--reviewer', 'alice');
+  // Without credentials the CLI decides nothing: one line saying how, and the request stays pending.
+  const refused = await server.cli('approve', parkedOut.ids.t3, '--reviewer', 'alice');
+  assert.equal(refused.status, 1);
+  const errors = refused.stderr.split('\n').filter((line) => line.startsWith('crossgate: error:'));
+  assert.equal(errors.length, 1, refused.stderr);
+  assert.match(errors[0]!, /needs a reviewer's credentials/);
+  assert.equal((await server.client().get(parkedOut.ids.t3)).status, 'pending');
+
+  const approved = await server.reviewerCli('approve', parkedOut.ids.t3);
   assert.equal(approved.status, 0, approved.stderr);
-  const rejected = await server.cli('reject', parkedOut.ids.t1, '--message', REJECTION, '--reviewer', 'alice');
+  const rejected = await server.reviewerCli('reject', parkedOut.ids.t1, '--message', REJECTION);
   assert.equal(rejected.status, 0, rejected.stderr);
+  const decided = await server.client().get(parkedOut.ids.t3);
+  assert.equal(decided.decision?.reviewer, 'alice', 'the server records the reviewer its token names');
+  assert.equal(decided.signatures.length, 1, 'and signs the decision');
 
   const resumed = (await agentProcess(['resume', tickets.path, parkedOut.outcome.parkedRun])) as {
     status: string;

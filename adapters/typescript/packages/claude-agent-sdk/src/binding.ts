@@ -201,8 +201,8 @@ export class Binding {
 
   /** The CLI's answer from the decision. For crossgate's own tools its handler applies it; for others this does. */
   async #answer(request: ApprovalRequest, call: ToolCall, name: ToolName, input: JsonObject): Promise<PermissionResult> {
-    const { client, trustedKeys } = this.#core;
-    const check = { actor: FRAMEWORK, trustedKeys };
+    const { client } = this.#core;
+    const check = { actor: FRAMEWORK };
     if (!this.#gated(name)) {
       // The CLI runs the tool itself: the check (marked applied, once) happens here, right before it does.
       const applied = await applyDecision(client, request, input, check);

@@ -15,6 +15,7 @@ import {
 import {
   AdapterError,
   type AgentClient,
+  type AuthorityPin,
   ConfigurationError,
   finished,
   isOpen,
@@ -22,7 +23,7 @@ import {
   parked,
   resumeLeased,
   type RunOutcome,
-  type TrustedKeys,
+  verifiedClient,
 } from '@crossgate/client';
 
 import { Binding } from './binding.js';
@@ -42,8 +43,12 @@ export interface GateOptions {
   agent?: string;
   /** The app's context for every call of the gate's runs (policy `context:` conditions test it). */
   context?: JsonObject;
-  /** Pinned authority keys: decisions must then be signed by one of them. */
-  trustedKeys?: TrustedKeys;
+  /**
+   * The authority's public key(s) to verify decisions and standing rules with (TrustedKeys, a PublicKey,
+   * pin text or a pin file); default `$CROSSGATE_AUTHORITY_PUBKEY` / `$CROSSGATE_AUTHORITY_PUBKEY_FILE`.
+   * What does not verify runs nothing. Without any, the gate runs unverified and warns once.
+   */
+  authority?: AuthorityPin;
   /** Seconds the hook holds the CLI waiting for a decision before deferring the call; 0 defers at once. */
   hold?: number;
   /** Seconds a resumed session may take to ask again about its deferred call before the resume fails. */
@@ -94,7 +99,7 @@ export class Gate {
     if ((options.hold ?? 0) < 0) throw new ConfigurationError('hold cannot be negative');
     this.#options = options;
     this.#servers = servers;
-    this.#core = { client: options.client, trustedKeys: options.trustedKeys, calls: new Map() };
+    this.#core = { client: verifiedClient(options.client, options.authority), calls: new Map() };
     this.owner = options.owner ?? `${FRAMEWORK}:${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   }
 
@@ -121,7 +126,7 @@ export class Gate {
    * back parked unchanged; a run resumed before, or being resumed elsewhere, is refused with ConflictError.
    */
   async resume(parkedRun: string, options: { wait?: number } = {}): Promise<RunOutcome<SDKResultMessage>> {
-    const client = this.#options.client;
+    const client = this.#core.client;
     const stored = await client.getParked(parkedRun);
     if (stored.framework !== FRAMEWORK) throw new ConfigurationError(`parked run ${stored.id} belongs to ${stored.framework}, not ${FRAMEWORK}`);
     await client.expireOverdue();
@@ -230,7 +235,7 @@ export class Gate {
     if (wait <= 0) return outcome;
     const deadline = Date.now() + wait * 1000;
     for (const id of outcome.requestIds) {
-      if (isOpen(await this.#options.client.wait(id, Math.max(0, (deadline - Date.now()) / 1000)))) return outcome;
+      if (isOpen(await this.#core.client.wait(id, Math.max(0, (deadline - Date.now()) / 1000)))) return outcome;
     }
     return this.resume(outcome.parkedRun, { wait: Math.max(0, (deadline - Date.now()) / 1000) });
   }

@@ -10,13 +10,12 @@
 
 import { createSdkMcpServer, type McpSdkServerConfigWithInstance, type SdkMcpToolDefinition } from '@anthropic-ai/claude-agent-sdk';
 import {
-  type AgentClient,
   applyDecision,
   CrossgateError,
   denyMessage,
   runRecorded,
   type JsonObject,
-  type TrustedKeys,
+  type VerifiedClient,
 } from '@crossgate/client';
 
 import { FRAMEWORK } from './capabilities.js';
@@ -28,8 +27,8 @@ type ToolResult = Awaited<ReturnType<SdkMcpToolDefinition['handler']>>;
 
 /** What the handlers of one gate share with its callbacks. */
 export interface GateCore {
-  readonly client: AgentClient;
-  readonly trustedKeys: TrustedKeys | undefined;
+  /** The gate's client: it verifies what lets a call run with the gate's pinned keys. */
+  readonly client: VerifiedClient;
   /** tool_use_id -> what the hook saw of it. */
   readonly calls: Map<string, SeenCall>;
 }
@@ -66,7 +65,7 @@ async function checked(core: GateCore, name: ToolName, tool: SdkMcpToolDefinitio
   const summary = (result: ToolResult) => resultText(result).slice(0, 2000);
   const request = seen !== undefined && toolUseId !== null ? await findRequest(client, callRequestId(seen.session, toolUseId)) : null;
   if (request !== null) {
-    const applied = await applyDecision(client, request, args, { actor: FRAMEWORK, trustedKeys: core.trustedKeys });
+    const applied = await applyDecision(client, request, args, { actor: FRAMEWORK });
     if (applied.responded) {
       await client.recordOutcome({ request_id: request.id, ran: false, result: applied.message });
       return text(applied.message);

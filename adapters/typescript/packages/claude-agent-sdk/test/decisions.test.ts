@@ -120,5 +120,11 @@ test('approve, edit, reject, respond, remember and a policy deny reach the model
   assert.match(review.refusals[0]!, /^respond Bash: .*(422|403|409)/);
   assert.equal(allowed['t7'], undefined, 'the remembered rule answered t7: nobody was asked');
   const requests = (await client.listRequests({ limit: 100 })).items;
-  assert.ok(requests.every((r) => r.call.framework === 'claude-agent-sdk' && r.status === 'applied'), JSON.stringify(requests.map((r) => r.status)));
+  assert.ok(requests.every((r) => r.call.framework === 'claude-agent-sdk-ts'));
+  const statuses = Object.fromEntries(requests.map((r) => [String(r.call.args.id ?? r.call.args.command), r.status]));
+  assert.deepEqual(
+    statuses,
+    { t3: 'applied', t1: 'applied', t4: 'rejected', t5: 'answered', 'echo proposed': 'applied', t6: 'applied' },
+    'each decision reached the agent',
+  );
 });

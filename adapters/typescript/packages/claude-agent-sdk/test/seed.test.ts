@@ -22,7 +22,7 @@ after(async () => {
   await server.stop();
 });
 
-test('seed 003 in separate processes: t3 approved and deleted, t1 rejected and kept, the model reads the rejection verbatim', async () => {
+test('seed 003 in separate processes, decided by the key holder with the crossgate CLI: t3 approved and deleted, t1 rejected and kept, the model reads the rejection verbatim', async () => {
   const world: World = {
     server,
     messagesApi: api.baseUrl,
@@ -40,12 +40,13 @@ test('seed 003 in separate processes: t3 approved and deleted, t1 rejected and k
   assert.equal(first.status, 'parked', JSON.stringify(first));
   const t3 = (first.requestIds as string[])[0]!;
   assert.deepEqual((await client.get(t3)).call.args, { id: 't3' });
-  assert.equal((await client.get(t3)).call.framework, 'claude-agent-sdk');
+  assert.equal((await client.get(t3)).call.framework, 'claude-agent-sdk-ts');
   assert.deepEqual(tickets.ids(), ['t1', 't2', 't3'], 'both tickets are present while parked');
 
-  // Process 2: a reviewer approves with the crossgate CLI. Process 3: the session resumes, t3 is deleted,
+  // Process 2: the authority's key holder approves with the crossgate CLI. Process 3: the session resumes, t3 is deleted,
   // and the model's next call (delete t1) is deferred and parked in turn.
-  assert.equal((await server.cli('approve', t3, '--reviewer', 'alice')).status, 0);
+  const approved = await server.operatorCli('approve', t3, '--reviewer', 'alice');
+  assert.equal(approved.status, 0, approved.stderr);
   const second = await agentProcess(world, 'resume', String(first.parkedRun));
   assert.equal(second.status, 'parked', JSON.stringify(second));
   assert.deepEqual(tickets.ids(), ['t1', 't2']);
@@ -53,7 +54,7 @@ test('seed 003 in separate processes: t3 approved and deleted, t1 rejected and k
   assert.deepEqual((await client.get(t1)).call.args, { id: 't1' });
   assert.deepEqual(tickets.ids(), ['t1', 't2'], 't1 is present while parked');
 
-  const rejected = await server.cli('reject', t1, '--message', REJECTION, '--reviewer', 'alice');
+  const rejected = await server.operatorCli('reject', t1, '--message', REJECTION, '--reviewer', 'alice');
   assert.equal(rejected.status, 0, rejected.stderr);
   const done = await agentProcess(world, 'resume', String(second.parkedRun));
   assert.equal(done.status, 'finished', JSON.stringify(done));

@@ -4,39 +4,29 @@
  *
  * The checks and their order are those of `crossgate.authority` (Python): shape, header (algorithm
  * first), key, signature, and only then the payload, which must be the canonical JSON of a
- * `crossgate.decision.v1` claims object, bound to the request and the call about to run.
+ * claims object of the kind expected (`claims.ts`), bound to what is about to run: a decision to its request
+ * and call, a standing rule to the rule as the server reports it.
  */
 
 import { createHash, createPublicKey, verify, type KeyObject } from 'node:crypto';
 
 import { canonicalJson, fingerprint, jsonDigest } from './canonical.js';
+import {
+  type DecisionClaims,
+  malformed,
+  parseDecisionClaims,
+  parseStandingRuleClaims,
+  type StandingRuleClaims,
+} from './claims.js';
 import { ConfigurationError, SignatureError } from './errors.js';
-import type { Decision, DecisionKind } from './model.js';
+import type { Decision, StandingRule } from './model.js';
 
 export const MAX_TOKEN_LENGTH = 64 * 1024;
 const PIN_PREFIX = 'ed25519:';
 const REVOKED_PREFIX = 'revoked:';
+const KEYRING_FORMAT = 'crossgate-keyring/1';
 const SEGMENT = /^[A-Za-z0-9_-]*$/;
-const DIGEST = /^[0-9a-f]{64}$/;
 const PEM_BLOCK = /-----BEGIN ([A-Z ]+)-----[\s\S]*?-----END \1-----/g;
-
-/** What the authority signs for one decision (Python `crossgate.authority.DecisionClaims`). */
-export interface DecisionClaims {
-  typ: 'crossgate.decision.v1';
-  request_id: string;
-  tool: string;
-  fingerprint: string;
-  kind: DecisionKind;
-  args_fingerprint: string | null;
-  response_digest: string | null;
-  message_digest: string | null;
-  reviewer: string;
-  reviewer_kind: 'reviewer' | 'operator';
-  channel: string | null;
-  decided_at: string;
-  apply_by: string | null;
-  policy_version: number | null;
-}
 
 /** One pinned Ed25519 public key and its kid (the RFC 7638 JWK thumbprint). */
 export class PublicKey {
@@ -92,12 +82,11 @@ export class TrustedKeys {
 
   /**
    * Keys from pin text: any mix, separated by whitespace, commas or lines, with `#` comments, of
-   * `ed25519:<base64url>`, a bare base64(url) key, a PEM `PUBLIC KEY` block and `revoked:<kid>`.
+   * `ed25519:<base64url>`, a bare base64(url) key, a PEM `PUBLIC KEY` block and `revoked:<kid>`; or a
+   * keyring JSON document (`keyring.json`, `crossgate-keyring/1`: every key, its revoked kids refused).
    */
   static parse(text: string): TrustedKeys {
-    if (text.trimStart().startsWith('{')) {
-      throw new ConfigurationError('a keyring JSON file is not pin text: pin the key `crossgate keys show` prints');
-    }
+    if (text.trimStart().startsWith('{')) return fromKeyring(text);
     const keys: PublicKey[] = [];
     for (const block of text.matchAll(PEM_BLOCK)) {
       if (block[1] !== 'PUBLIC KEY') {
@@ -125,6 +114,27 @@ export class TrustedKeys {
     if (key === undefined) throw new SignatureError(`the token is signed with key ${kid}, which is not pinned`, 'unknown_key');
     return key.key;
   }
+}
+
+function fromKeyring(text: string): TrustedKeys {
+  const refuse = (problem: string) => new ConfigurationError(`not a crossgate keyring: ${problem}`);
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch {
+    throw refuse('it is not JSON');
+  }
+  const file = data as { format?: unknown; keys?: unknown; revoked?: unknown; current?: unknown };
+  if (file.format !== KEYRING_FORMAT) throw refuse(`format is not ${KEYRING_FORMAT}`);
+  if (!Array.isArray(file.keys) || file.keys.length === 0) throw refuse('keys is not a list of keys');
+  const keys = file.keys.map((entry: { kid?: unknown; public_key?: unknown }) => {
+    const key = PublicKey.parse(typeof entry?.public_key === 'string' ? entry.public_key : '');
+    if (key.kid !== entry.kid) throw refuse(`entry ${String(entry?.kid)} holds a key whose kid is ${key.kid}`);
+    return key;
+  });
+  const revoked = Array.isArray(file.revoked) ? file.revoked.map((entry: { kid?: unknown }) => String(entry?.kid)) : [];
+  if (!keys.some((k) => k.kid === file.current) || revoked.includes(String(file.current))) throw refuse('its current key is not a live key');
+  return new TrustedKeys(keys, revoked);
 }
 
 /** The payload text of `token` once its signature checks out with the pinned key its kid names. */
@@ -175,7 +185,7 @@ export function verifyDecision(token: string, trusted: TrustedKeys, expected: Ex
     );
   }
   if (expected.decision !== undefined) {
-    const differ = differences(claims, expected.decision);
+    const differ = decisionDifferences(claims, expected.decision);
     if (differ.length) {
       throw binding(`the decision on request ${expected.requestId} differs from the signed one: ${differ.join(', ')}`);
     }
@@ -189,85 +199,83 @@ export function verifyDecision(token: string, trusted: TrustedKeys, expected: Ex
   return claims;
 }
 
-const CLAIM_FIELDS = [
-  'apply_by',
-  'args_fingerprint',
-  'channel',
-  'decided_at',
-  'fingerprint',
-  'kind',
-  'message_digest',
-  'policy_version',
-  'request_id',
-  'response_digest',
-  'reviewer',
-  'reviewer_kind',
-  'tool',
-  'typ',
-] as const;
-const KIND_BINDING: Record<DecisionKind, keyof DecisionClaims | null> = {
-  approve: null,
-  edit: 'args_fingerprint',
-  respond: 'response_digest',
-  reject: 'message_digest',
-};
-
-function parseDecisionClaims(payload: string): DecisionClaims {
-  let data: unknown;
-  try {
-    data = JSON.parse(payload);
-  } catch {
-    throw malformed('its payload is not JSON');
-  }
-  const typ = data && typeof data === 'object' && !Array.isArray(data) ? (data as { typ?: unknown }).typ : undefined;
-  if (typeof typ !== 'string' || !typ.startsWith('crossgate.')) {
-    throw new SignatureError(`the token carries no crossgate claims (typ ${JSON.stringify(typ ?? null)})`, 'wrong_type');
-  }
-  if (typ !== 'crossgate.decision.v1') {
-    throw new SignatureError(`the token is a ${typ}, not a crossgate.decision.v1`, 'wrong_type');
-  }
-  const claims = data as Record<string, unknown>;
-  const keys = Object.keys(claims).sort();
-  if (keys.join() !== [...CLAIM_FIELDS].join()) throw malformed('crossgate.decision.v1 payload: its fields are not the claims fields');
-  const text = (name: string, nullable = false) => {
-    const value = claims[name];
-    if ((nullable && value === null) || (typeof value === 'string' && value.length > 0)) return;
-    throw malformed(`crossgate.decision.v1 payload: ${name} is not ${nullable ? 'text or null' : 'text'}`);
-  };
-  const digest = (name: string, nullable: boolean) => {
-    const value = claims[name];
-    if ((nullable && value === null) || (typeof value === 'string' && DIGEST.test(value))) return;
-    throw malformed(`crossgate.decision.v1 payload: ${name} is not a sha256 digest`);
-  };
-  text('request_id');
-  text('tool');
-  digest('fingerprint', false);
-  if (!['approve', 'edit', 'reject', 'respond'].includes(claims.kind as string)) throw malformed('crossgate.decision.v1 payload: unknown kind');
-  for (const name of ['args_fingerprint', 'response_digest', 'message_digest']) digest(name, true);
-  text('reviewer');
-  if (claims.reviewer_kind !== 'reviewer' && claims.reviewer_kind !== 'operator') throw malformed('crossgate.decision.v1 payload: unknown reviewer_kind');
-  text('channel', true);
-  for (const name of ['decided_at', 'apply_by']) {
-    text(name, name === 'apply_by');
-    if (typeof claims[name] === 'string' && Number.isNaN(Date.parse(claims[name] as string))) {
-      throw malformed(`crossgate.decision.v1 payload: ${name} is not a time`);
-    }
-  }
-  const version = claims.policy_version;
-  if (version !== null && !(Number.isInteger(version) && (version as number) >= 1)) {
-    throw malformed('crossgate.decision.v1 payload: policy_version is not a positive integer');
-  }
-  const kind = claims.kind as DecisionKind;
-  for (const [other, field] of Object.entries(KIND_BINDING)) {
-    if (field !== null && (claims[field] !== null) !== (other === kind)) {
-      throw malformed(`crossgate.decision.v1 payload: ${field} is set exactly for ${other} decisions`);
-    }
-  }
-  if (canonicalJson(claims) !== payload) throw malformed('its payload is not canonical JSON');
-  return claims as unknown as DecisionClaims;
+export interface ExpectedApprovals {
+  requestId: string;
+  fingerprint: string;
+  /** The approvals the request needs as the server reports it; the count each approval was signed under binds too. */
+  required: number;
+  now?: Date;
 }
 
-function differences(claims: DecisionClaims, decision: Decision): string[] {
+/**
+ * `expected.required` signed approvals of one request by different reviewers (Python
+ * `TrustedKeys.verify_approvals`): each token an approve for this request and call; an edit, reject or
+ * respond among them is refused, and so are fewer different reviewers than the most any approval was signed for.
+ */
+export function verifyApprovals(tokens: readonly string[], trusted: TrustedKeys, expected: ExpectedApprovals): DecisionClaims[] {
+  const { requestId, fingerprint: fp, now } = expected;
+  const approvals = tokens.map((token) => verifyDecision(token, trusted, { requestId, fingerprint: fp, ...(now ? { now } : {}) }));
+  for (const claims of approvals) {
+    if (claims.kind !== 'approve') throw binding(`request ${requestId} has a signed ${claims.kind} by ${claims.reviewer}, not an approval`);
+  }
+  const required = Math.max(expected.required, ...approvals.map((c) => c.approvals_required));
+  const reviewers = new Set(approvals.map((c) => c.reviewer));
+  if (reviewers.size < required) {
+    throw binding(`request ${requestId} needs signed approvals by ${required} different reviewers, has ${reviewers.size}`);
+  }
+  return approvals;
+}
+
+/** A standing rule's signature, and that `rule` as the server reports it is exactly the rule signed. */
+export function verifyStandingRule(token: string, trusted: TrustedKeys, rule: StandingRule): StandingRuleClaims {
+  const claims = parseStandingRuleClaims(verifyToken(token, trusted));
+  const differ = ruleDifferences(claims, rule);
+  if (differ.length) throw binding(`standing rule ${rule.id} differs from the rule signed as ${claims.rule_id}: ${differ.join(', ')}`);
+  return claims;
+}
+
+function ruleDifferences(claims: StandingRuleClaims, rule: StandingRule): string[] {
+  const pairs: [string, unknown, unknown][] = [
+    ['rule_id', claims.rule_id, rule.id],
+    ['verdict', claims.verdict, rule.effect],
+    ['match.tool', claims.match.tool, rule.tool],
+    ['match.match', claims.match.match, rule.match],
+    ['match.arg_patterns', canonicalJson(claims.match.arg_patterns), canonicalJson(rule.arg_patterns ?? {})],
+    ['match.args_fingerprint', claims.match.args_fingerprint, rule.args_fingerprint ?? null],
+    ['match.agent', claims.match.agent, rule.agent ?? null],
+    ['match.framework', claims.match.framework, rule.framework ?? null],
+    ['scope.scope', claims.scope.scope, rule.scope],
+    ['scope.run', claims.scope.run, rule.run ?? null],
+    ['scope.session', claims.scope.session, rule.session ?? null],
+    ['message', claims.message, rule.message ?? null],
+    ['created_by', claims.created_by, rule.created_by ?? null],
+    ['source_request', claims.source_request, rule.source_request ?? null],
+  ];
+  const found = pairs.filter(([, signed, stored]) => signed !== stored).map(([name]) => name);
+  if (!sameInstant(claims.expires_at, rule.expires_at ?? null)) found.push('expires_at');
+  if (!sameInstant(claims.created_at, rule.created_at)) found.push('created_at');
+  return found;
+}
+
+const TIME = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})$/;
+
+/** True when two ISO 8601 times (or two nulls) are the same moment, to the microsecond Python keeps. */
+export function sameInstant(a: string | null, b: string | null): boolean {
+  if (a === null || b === null) return a === b;
+  const [x, y] = [instant(a), instant(b)];
+  return x !== null && x === y;
+}
+
+function instant(text: string): bigint | null {
+  const parts = TIME.exec(text);
+  if (parts === null) return null;
+  const seconds = Date.parse(`${parts[1]}${parts[3] === 'Z' ? 'Z' : parts[3]}`);
+  if (Number.isNaN(seconds)) return null;
+  return BigInt(seconds) * 1000n + BigInt((parts[2] ?? '').padEnd(9, '0').slice(0, 6));
+}
+
+/** Names of what `decision` (as the server reports it) says otherwise than the signed `claims`; empty if nothing. */
+export function decisionDifferences(claims: DecisionClaims, decision: Decision): string[] {
   const found = decision.kind === claims.kind ? [] : ['kind'];
   if (decision.fingerprint != null && decision.fingerprint !== claims.fingerprint) found.push('fingerprint');
   if (decision.reviewer != null && decision.reviewer !== claims.reviewer) found.push('reviewer');
@@ -302,10 +310,6 @@ function b64decode(segment: string, what: string): Buffer {
   const data = Buffer.from(segment, 'base64url');
   if (data.toString('base64url') !== segment) throw malformed(`its ${what} is not canonical base64url`);
   return data;
-}
-
-function malformed(problem: string): SignatureError {
-  return new SignatureError(`malformed token: ${problem}`, 'malformed');
 }
 
 function binding(message: string): SignatureError {

@@ -4,7 +4,8 @@
  *
  * The server marks the request applied exactly once (`POST /requests/{id}/applied`); a 409 there means
  * an earlier resume (or a replayed history, or a concurrent approve) applied it already, and the tool
- * does not run again. With pinned authority keys, the decision's signature is verified first.
+ * does not run again. With a `VerifiedClient` (every gate's), the decision's signatures are verified
+ * with the pinned keys first, and one that does not verify closes the request with the refusal.
  */
 
 import { fingerprint } from './canonical.js';
@@ -12,7 +13,7 @@ import type { AgentClient } from './client.js';
 import { ApiError, ConflictError, CrossgateError, UnreachableError } from './errors.js';
 import { alreadyAppliedMessage, NO_DECISION, OTHER_ARGUMENTS } from './messages.js';
 import { type ApprovalRequest, approvedArgs, type JsonObject, resolution, type ToolCall } from './model.js';
-import { type TrustedKeys, verifyDecision } from './authority.js';
+import { VerifiedClient } from './verified.js';
 
 /** What the check decided for one reviewed call. */
 export interface Application {
@@ -35,8 +36,6 @@ export interface ToolAnswer<T> {
 export interface CheckOptions {
   /** Who applies (recorded on the event): the adapter's framework name. */
   actor: string;
-  /** Pinned authority keys: a decision without a valid signature then never lets anything happen. */
-  trustedKeys?: TrustedKeys | undefined;
 }
 
 /**
@@ -60,17 +59,14 @@ export async function applyDecision(
   }
   const decision = resolution(request);
   if (decision === null) return refused(client, request, NO_DECISION(tool, request.id));
-  if (options.trustedKeys !== undefined && request.decision !== null && decision === request.decision) {
-    const problem = signatureProblem(request, options.trustedKeys);
-    if (problem !== null) return refused(client, request, `crossgate did not run ${tool}: ${problem}`, true);
-  }
   try {
-    await client.markApplied(request.id, approved);
+    if (client instanceof VerifiedClient) await client.markApplied(request.id, approved, request);
+    else await client.markApplied(request.id, approved);
   } catch (error) {
     if (error instanceof UnreachableError || !(error instanceof CrossgateError)) throw error;
     if (error instanceof ConflictError && (error.code === 'request_expired' || error.code === 'request_cancelled')) {
-      // A lapsed approval, or a policy deny since it was given: the server closed the request, and
-      // its reason is what the model reads.
+      // A lapsed approval, a policy deny since it was given, or a decision that did not verify here:
+      // the request is closed, and its reason is what the model reads.
       const closed = await client.get(request.id);
       return refused(client, closed, closed.closed_reason ?? `crossgate did not run ${tool}: ${error.message}`);
     }
@@ -131,22 +127,6 @@ export async function runRecorded<T>(
   }
   await client.recordOutcome({ ...base, result: summary(result) });
   return { ran: true, result, message: '' };
-}
-
-function signatureProblem(request: ApprovalRequest, trustedKeys: TrustedKeys): string | null {
-  const token = request.decision_token;
-  if (!token) return `the decision on request ${request.id} is not signed by the authority`;
-  try {
-    verifyDecision(token, trustedKeys, {
-      requestId: request.id,
-      fingerprint: request.fingerprint,
-      ...(request.decision ? { decision: request.decision } : {}),
-      now: new Date(),
-    });
-    return null;
-  } catch (error) {
-    return error instanceof Error ? error.message : String(error);
-  }
 }
 
 async function refused(client: AgentClient, request: ApprovalRequest, message: string, error = false): Promise<Application> {

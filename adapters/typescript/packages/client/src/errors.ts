@@ -60,6 +60,7 @@ export class InvalidArgumentsError extends CrossgateError {
 
 /** Why a token was refused: the same reasons as `crossgate.errors.SignatureError`. */
 export type SignatureReason =
+  | 'unsigned'
   | 'malformed'
   | 'algorithm'
   | 'unknown_key'

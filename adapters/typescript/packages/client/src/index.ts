@@ -2,8 +2,22 @@
 
 export { AgentClient, MAX_WAIT_SECONDS } from './client.js';
 export type { ClientOptions, OutcomeRecord, Page, ParkedQuery, ParkOptions, RequestQuery, SubmitOptions } from './client.js';
-export { PublicKey, TrustedKeys, verifyDecision, verifyToken } from './authority.js';
-export type { DecisionClaims, ExpectedDecision } from './authority.js';
+export {
+  decisionDifferences,
+  PublicKey,
+  sameInstant,
+  TrustedKeys,
+  verifyApprovals,
+  verifyDecision,
+  verifyStandingRule,
+  verifyToken,
+} from './authority.js';
+export type { ExpectedApprovals, ExpectedDecision } from './authority.js';
+export { DECISION_TYP, parseDecisionClaims, parseStandingRuleClaims, STANDING_RULE_TYP } from './claims.js';
+export type { DecisionClaims, StandingRuleClaims } from './claims.js';
+export { globMatch, standingRuleMatches } from './rules.js';
+export { checkDecision, pinnedKeys, PUBKEY_ENV, PUBKEY_FILE_ENV, UNVERIFIED, VerifiedClient, verifiedClient } from './verified.js';
+export type { AuthorityPin, Refusal } from './verified.js';
 export { canonicalJson, fingerprint, jsonDigest } from './canonical.js';
 export { applyDecision, runChecked, runRecorded } from './check.js';
 export type { Application, CheckOptions, ToolAnswer } from './check.js';
@@ -22,7 +36,7 @@ export {
 } from './errors.js';
 export type { SignatureReason } from './errors.js';
 export { requestId } from './ids.js';
-export { alreadyAppliedMessage, denyMessage } from './messages.js';
+export { alreadyAppliedMessage, APPROVAL_LAPSED, DECISION_REFUSED, denyMessage, RULE_REFUSED } from './messages.js';
 export * from './model.js';
 export { finished, parked, resumeLeased, resumedSummary } from './runs.js';
 export type { Finished, Parked, RunOutcome } from './runs.js';

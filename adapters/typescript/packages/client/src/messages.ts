@@ -32,3 +32,29 @@ export function alreadyAppliedMessage(tool: string, requestId: string, outcome: 
   }
   return String(result || error || `crossgate did not run ${tool}: request ${requestId} was answered before.`);
 }
+
+/** What the model reads when a decision does not verify where the tool runs (Python `DECISION_REFUSED`). */
+export const DECISION_REFUSED = (tool: string, request: string, problem: string) =>
+  `crossgate did not run ${tool}: the decision on request ${request} did not verify against the authority key ` +
+  `pinned where the tool runs (${problem}), so nothing ran. Do not retry it; tell the user a reviewer must decide ` +
+  'it again.';
+
+/** The deny reason of a call a standing rule allowed when the rule does not verify (Python `RULE_REFUSED`). */
+export const RULE_REFUSED = (rule: string, tool: string, problem: string) =>
+  `standing rule ${rule} allowed this ${tool} call, but the rule did not verify against the authority key pinned ` +
+  `where the tool runs (${problem}), so it was not run. Do not retry it; tell the user it needs a reviewer's decision.`;
+
+/** What the model reads when an approval was not applied within its window (Python `APPROVAL_LAPSED_MESSAGE`). */
+export const APPROVAL_LAPSED = (tool: string, seconds: number) =>
+  `A person approved this ${tool} call, but it was not run within ${pythonG(seconds)} seconds of the approval, so the ` +
+  'approval lapsed and the call was not run. Do not retry it on your own; tell the user it needs a fresh approval.';
+
+/** A number as Python's `{:g}` writes it: six significant digits, trailing zeros dropped. */
+export function pythonG(value: number): string {
+  if (value === 0 || !Number.isFinite(value)) return String(value);
+  const [mantissa, exp] = value.toExponential(5).split('e') as [string, string];
+  const exponent = Number(exp);
+  const strip = (text: string) => (text.includes('.') ? text.replace(/\.?0+$/, '') : text);
+  if (exponent < -4 || exponent >= 6) return `${strip(mantissa)}e${exponent < 0 ? '-' : '+'}${String(Math.abs(exponent)).padStart(2, '0')}`;
+  return strip(value.toFixed(Math.max(0, 5 - exponent)));
+}

@@ -48,6 +48,34 @@ export interface Verdict {
   timeout_seconds: number | null;
   apply_within_seconds: number | null;
   approvals: number;
+  /** The standing rule that allowed the call, when one did: a gate with pinned keys verifies its signature. */
+  standing_rule?: StandingRule | null;
+}
+
+/** A remembered decision the policy consults on every later call (Python `crossgate.model.StandingRule`). */
+export interface StandingRule {
+  id: string;
+  effect: 'allow' | 'deny';
+  /** Exact tool name or a glob such as `read_*`. */
+  tool: string;
+  match: RememberMatch;
+  arg_patterns: Record<string, string>;
+  /** For `match: exact`: the fingerprint the call must have. */
+  args_fingerprint: string | null;
+  agent: string | null;
+  framework: string | null;
+  scope: RememberScope;
+  run: string | null;
+  session: string | null;
+  message: string | null;
+  created_at: string;
+  created_by: string | null;
+  source_request: string | null;
+  expires_at: string | null;
+  revoked_at: string | null;
+  revoked_by: string | null;
+  /** The authority's token over the rule (JWS compact); revocation is not part of what it signs. */
+  signature: string | null;
 }
 
 export interface Remember {
@@ -106,8 +134,11 @@ export interface ApprovalRequest {
   closed_reason: string | null;
   apply_within_seconds: number | null;
   approvals_required: number;
-  /** The authority's signed decision (JWS compact), when the server signs decisions. */
-  decision_token?: string | null;
+  /**
+   * The authority's tokens over the decision (JWS compact): one, or one per approver for a request that
+   * needs several; empty while pending, or when the server signs nothing.
+   */
+  signatures: string[];
 }
 
 /** SDK state of a run that waits for decisions, kept server-side so any process can resume it. */

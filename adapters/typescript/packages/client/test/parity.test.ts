@@ -40,7 +40,7 @@ before(async () => {
 });
 after(() => server.stop());
 
-test('one policy: a call gets the same verdict from the Python policy as a TypeScript agent gets from the server', async () => {
+test('one policy: a call gets the same verdict from the Python policy as each TypeScript framework gets from the server', async () => {
   const calls: Omit<ToolCall, 'framework'>[] = [
     { tool: 'read_ticket', args: { id: 't1' } },
     { tool: 'execute_sql', args: { query: 'DROP TABLE tickets' } },
@@ -51,7 +51,7 @@ test('one policy: a call gets the same verdict from the Python policy as a TypeS
     { tool: 'send_email', args: { to: 'a@example.com' } },
   ];
   const client = server.client();
-  for (const framework of ['ai-sdk', 'mastra', 'openai-agents']) {
+  for (const framework of ['ai-sdk', 'mastra', 'openai-agents-ts', 'claude-agent-sdk-ts']) {
     const table = calls.map((c) => ({ ...c, framework, run: 'parity' }));
     const python = pythonOps<{ kind: string; rule: string | null }>(table.map((call) => ({ op: 'evaluate', policy: server.policyFile, call })));
     const served = await Promise.all(table.map((call) => client.evaluate(call)));

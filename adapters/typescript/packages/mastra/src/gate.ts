@@ -6,6 +6,7 @@ import { hostname } from 'node:os';
 import {
   AdapterError,
   type AgentClient,
+  type AuthorityPin,
   applyDecision,
   type ApprovalRequest,
   ConfigurationError,
@@ -17,7 +18,8 @@ import {
   resolution,
   resumeLeased,
   type RunOutcome,
-  type TrustedKeys,
+  verifiedClient,
+  type VerifiedClient,
 } from '@crossgate/client';
 import type { Mastra } from '@mastra/core';
 import type { Agent } from '@mastra/core/agent';
@@ -41,7 +43,12 @@ export interface GateOptions {
   mastra: Mastra;
   /** The key of the agent on `mastra`; its tools must be `gate.tools(...)` copies. */
   agentId: string;
-  trustedKeys?: TrustedKeys;
+  /**
+   * The authority's public key(s) to verify decisions and standing rules with (TrustedKeys, a PublicKey,
+   * pin text or a pin file); default `$CROSSGATE_AUTHORITY_PUBKEY` / `$CROSSGATE_AUTHORITY_PUBKEY_FILE`.
+   * What does not verify runs nothing. Without any, the gate runs unverified and warns once.
+   */
+  authority?: AuthorityPin;
   context?: JsonObject;
   owner?: string;
   leaseSeconds?: number;
@@ -75,9 +82,12 @@ interface Drained {
   calls: { toolCallId: string; toolName: string; args: unknown }[];
 }
 
-/** Gated copies of Mastra tools for `client`; give them to the `Agent` a `Gate` runs. */
-export function gatedTools<T extends Record<string, MastraTool>>(client: AgentClient, tools: T, trustedKeys?: TrustedKeys): T {
-  return gateTools(tools, { client, trustedKeys });
+/**
+ * Gated copies of Mastra tools for `client`; give them to the `Agent` a `Gate` runs. `authority` is
+ * what the `Gate` takes (default: the environment's pinned key).
+ */
+export function gatedTools<T extends Record<string, MastraTool>>(client: AgentClient, tools: T, authority?: AuthorityPin): T {
+  return gateTools(tools, { client: verifiedClient(client, authority) });
 }
 
 /**
@@ -90,11 +100,11 @@ export class Gate {
   readonly framework = FRAMEWORK;
   readonly owner: string;
   readonly #options: GateOptions;
-  readonly #client: AgentClient;
+  readonly #client: VerifiedClient;
 
   constructor(options: GateOptions) {
     this.#options = options;
-    this.#client = options.client;
+    this.#client = verifiedClient(options.client, options.authority);
     this.owner = options.owner ?? `${FRAMEWORK}:${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   }
 
@@ -219,7 +229,7 @@ export class Gate {
     if (decision === null) throw new AdapterError(`request ${request.id} is still pending`);
     if (decision.kind === 'reject') {
       // Mastra declines natively and runs nothing, whatever crossgate says: no arguments to bind.
-      const applied = await applyDecision(this.#client, request, null, { actor: FRAMEWORK, trustedKeys: this.#options.trustedKeys });
+      const applied = await applyDecision(this.#client, request, null, { actor: FRAMEWORK });
       return inScope(scope, () => agent.declineToolCall({ runId: scope.run, toolCallId, reason: applied.message }));
     }
     // Approve, edit and respond are approvals for Mastra; the gated execute applies each through the check.

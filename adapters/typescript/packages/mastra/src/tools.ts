@@ -17,7 +17,7 @@ import {
   runChecked,
   runRecorded,
   type ToolCall,
-  type TrustedKeys,
+  type VerifiedClient,
 } from '@crossgate/client';
 import { createTool } from '@mastra/core/tools';
 
@@ -25,8 +25,8 @@ import { FRAMEWORK } from './capabilities.js';
 import { callRequestId, currentScope, type RunScope } from './scope.js';
 
 export interface Binding {
-  readonly client: AgentClient;
-  readonly trustedKeys: TrustedKeys | undefined;
+  /** The gated tools' client: it verifies what lets a call run with the pinned keys. */
+  readonly client: VerifiedClient;
 }
 
 /** The fields of a Mastra tool the gate reads and copies. */
@@ -121,13 +121,13 @@ async function answer(binding: Binding, scope: RunScope, tool: string, body: Bod
   const request = scope.decided.get(id) ?? (await find(client, id));
   if (request === null) {
     // No request for this call: only a call the policy allows now may run.
-    const verdict = await client.evaluate(call);
+    const verdict = await client.evaluateToRun(call);
     if (verdict.kind === 'allow') return (await runRecorded(client, null, input, run, { call })).result;
     const message = verdict.kind === 'deny' ? denyMessage(tool, verdict) : NOT_REVIEWED(tool);
     await client.recordOutcome({ request_id: null, ran: false, error: message, call });
     return message;
   }
-  const checked = await runChecked(client, request, input, run, { actor: FRAMEWORK, call, trustedKeys: binding.trustedKeys });
+  const checked = await runChecked(client, request, input, run, { actor: FRAMEWORK, call });
   return checked.ran ? checked.result : checked.message;
 }
 

@@ -29,7 +29,7 @@ function agentProcess(args: string[]): Promise<Record<string, unknown>> {
   });
 }
 
-test('seed: park in one process, decide with the Python CLI, resume in a third; t3 deleted, t1 kept, the model reads the decline reason verbatim', async () => {
+test('seed: park in one process, decide with the Python CLI holding the authority key, resume in a third; t3 deleted, t1 kept, the model reads the decline reason verbatim', async () => {
   const tickets = new TicketStore(join(server.dir, 'tickets.json'));
   const db = join(server.dir, 'mastra.db');
   tickets.seed();
@@ -49,10 +49,11 @@ test('seed: park in one process, decide with the Python CLI, resume in a third; 
   assert.equal(request.framework, 'mastra');
   assert.deepEqual(request.args, { id: 't3' });
   assert.equal(request.status, 'pending');
-  const approved = await server.cli('approve', parkedOut.ids.t3, '--reviewer', 'alice');
+  const approved = await server.operatorCli('approve', parkedOut.ids.t3, '--reviewer', 'alice');
   assert.equal(approved.status, 0, approved.stderr);
-  const rejected = await server.cli('reject', parkedOut.ids.t1, '--message', REJECTION, '--reviewer', 'alice');
+  const rejected = await server.operatorCli('reject', parkedOut.ids.t1, '--message', REJECTION, '--reviewer', 'alice');
   assert.equal(rejected.status, 0, rejected.stderr);
+  assert.equal((await server.client().get(parkedOut.ids.t3)).signatures.length, 1, 'the key holder signs its decision');
 
   const resumed = (await agentProcess(['resume', tickets.path, db, parkedOut.outcome.parkedRun])) as {
     status: string;

@@ -2,8 +2,11 @@
 
 import type { DecisionKind } from '@crossgate/client';
 
-/** The `framework` this adapter reports on every call, request and parked run (the Python adapter's name). */
-export const FRAMEWORK = 'openai-agents';
+/**
+ * The `framework` this adapter reports on every call, request and parked run: the Python adapter's name with
+ * `-ts`, so a policy, the page and a resume worker tell the two apart (their parked states are not each other's).
+ */
+export const FRAMEWORK = 'openai-agents-ts';
 
 /** The tag of this adapter's request ids: `requestId(TAG, run, agent, callId)`, as `crossgate_openai` has it. */
 export const TAG = 'oa';

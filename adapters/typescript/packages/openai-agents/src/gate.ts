@@ -6,6 +6,7 @@ import { hostname } from 'node:os';
 import {
   AdapterError,
   type AgentClient,
+  type AuthorityPin,
   applyDecision,
   type ApprovalRequest,
   ConfigurationError,
@@ -18,7 +19,8 @@ import {
   resolution,
   resumeLeased,
   type RunOutcome,
-  type TrustedKeys,
+  verifiedClient,
+  type VerifiedClient,
 } from '@crossgate/client';
 import { type Agent, type AgentInputItem, run as runAgent, type RunResult, RunState, type RunToolApprovalItem } from '@openai/agents';
 
@@ -34,8 +36,12 @@ export interface GateOptions {
   client: AgentClient;
   /** The starting agent; every process that resumes builds the same agent names and tools. */
   agent: Agent<any, any>;
-  /** Pinned authority keys: decisions must then be signed by one of them. */
-  trustedKeys?: TrustedKeys;
+  /**
+   * The authority's public key(s) to verify decisions and standing rules with (TrustedKeys, a PublicKey,
+   * pin text or a pin file); default `$CROSSGATE_AUTHORITY_PUBKEY` / `$CROSSGATE_AUTHORITY_PUBKEY_FILE`.
+   * What does not verify runs nothing. Without any, the gate runs unverified and warns once.
+   */
+  authority?: AuthorityPin;
   /** The app's context for every call of the gate's runs (policy `context:` conditions test it). */
   context?: JsonObject;
   maxTurns?: number;
@@ -68,15 +74,15 @@ export class Gate {
   readonly agent: Agent<any, any>;
   readonly owner: string;
   readonly #options: GateOptions;
-  readonly #client: AgentClient;
+  readonly #client: VerifiedClient;
   readonly #binding: GateBinding;
 
   constructor(options: GateOptions) {
     this.#options = options;
-    this.#client = options.client;
+    this.#client = verifiedClient(options.client, options.authority);
     this.agent = options.agent;
     this.owner = options.owner ?? `${FRAMEWORK}:${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-    this.#binding = { client: options.client, trustedKeys: options.trustedKeys };
+    this.#binding = { client: this.#client };
     install(this.agent, this.#binding);
   }
 
@@ -247,7 +253,7 @@ export class Gate {
       const decision = resolution(request);
       if (decision?.kind === 'reject') {
         // The SDK rejects natively and runs nothing whatever crossgate says (no arguments to bind).
-        const applied = await applyDecision(this.#client, request, null, { actor: FRAMEWORK, trustedKeys: this.#options.trustedKeys });
+        const applied = await applyDecision(this.#client, request, null, { actor: FRAMEWORK });
         state.reject(item, { message: applied.message });
       } else if (decision !== null) {
         // Edit and respond are approved at the SDK level; the gated tool applies them through the check.

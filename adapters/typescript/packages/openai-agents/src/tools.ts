@@ -26,7 +26,7 @@ import {
   runChecked,
   runRecorded,
   type ToolCall,
-  type TrustedKeys,
+  type VerifiedClient,
 } from '@crossgate/client';
 import { Agent, Handoff, type FunctionTool, type RunContext, type Tool } from '@openai/agents';
 
@@ -36,8 +36,8 @@ import { callRequestId, currentScope, keepFailure, type RunScope } from './scope
 
 /** The server and keys the gated tools of one `Gate` consult. */
 export interface GateBinding {
-  readonly client: AgentClient;
-  readonly trustedKeys: TrustedKeys | undefined;
+  /** The gate's client: it verifies what lets a call run with the gate's pinned keys. */
+  readonly client: VerifiedClient;
 }
 
 type AnyFunctionTool = FunctionTool<any, any, any>;
@@ -187,7 +187,7 @@ async function invokeChecked(
     const same = fingerprint(tool, runArgs) === fingerprint(tool, args);
     return original.invoke(runContext, same ? input : JSON.stringify(runArgs), details);
   };
-  const answer = await runChecked(client, request, args, body, { actor: FRAMEWORK, trustedKeys: binding.trustedKeys, call });
+  const answer = await runChecked(client, request, args, body, { actor: FRAMEWORK, call });
   return answer.ran ? answer.result : answer.message;
 }
 

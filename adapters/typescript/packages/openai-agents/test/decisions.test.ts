@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { AgentClient, TrustedKeys, UnreachableError } from '@crossgate/client';
+import { AgentClient, UnreachableError } from '@crossgate/client';
 import { CAPABILITIES, CAPABILITY_TABLE, Gate, type SdkResult } from '@crossgate/openai-agents';
 import { AGENT_TOKEN, pythonOps, startServer, TicketStore, type LiveServer } from '@crossgate/testing';
 import { Agent, tool } from '@openai/agents';
@@ -58,7 +58,8 @@ test('approve, edit, reject and respond in one parked turn: each reaches the mod
     call_t5: 't5 was archived by hand; nothing to delete.',
   });
   assert.ok(String((done as { result: SdkResult }).result.finalOutput).startsWith(FINAL_PREFIX));
-  for (const id of outcome.requestIds) assert.equal((await client.get(id)).status, 'applied');
+  const statuses = await Promise.all(outcome.requestIds.map(async (id) => (await client.get(id)).status));
+  assert.deepEqual(statuses, ['applied', 'applied', 'rejected', 'answered'], 'each decision reached the agent');
   assert.equal((await client.outcome(approveId))?.payload.ran, true);
   assert.equal((await client.outcome(editId))?.payload.result, 'deleted ticket t2');
   assert.equal((await client.outcome(rejectId))?.payload.ran, false);
@@ -130,16 +131,16 @@ test('an unreachable server fails closed: the run ends with UnreachableError and
   assert.equal(tickets.deleteRuns(), 0);
 });
 
-test('with a pinned authority key, an approval the authority did not sign runs nothing, and the model is told why', async () => {
+test('with a pinned authority key, an approval signed with another key runs nothing, and the model is told why', async () => {
   const tickets = world('pinned');
   const [key] = pythonOps<{ pin: string }>([{ op: 'key', key: 'authority' }]);
-  const trustedKeys = TrustedKeys.parse(key!.pin);
-  const first = await new Gate({ client, agent: triage(tickets, [[del('t3')]]).agent, trustedKeys }).run('Delete t3.', { run: 'run-pinned' });
+  const authority = key!.pin;
+  const first = await new Gate({ client, agent: triage(tickets, [[del('t3')]]).agent, authority }).run('Delete t3.', { run: 'run-pinned' });
   assert.equal(first.status, 'parked');
-  await server.decide(first.requestIds[0]!, { kind: 'approve' }); // this server signs nothing
+  await server.decide(first.requestIds[0]!, { kind: 'approve' }); // signed with the server's key, not the pinned one
   const resumer = triage(tickets, [[del('t3')]]);
-  assert.equal((await new Gate({ client, agent: resumer.agent, trustedKeys }).resume(first.parkedRun)).status, 'finished');
+  assert.equal((await new Gate({ client, agent: resumer.agent, authority }).resume(first.parkedRun)).status, 'finished');
   assert.equal(tickets.deleteRuns(), 0);
-  assert.match(resumer.model.told().call_t3 ?? '', /is not signed by the authority/);
-  assert.equal((await client.get(first.requestIds[0]!)).status, 'decided', 'the decision was never applied');
+  assert.match(resumer.model.told().call_t3 ?? '', /which is not pinned/);
+  assert.equal((await client.get(first.requestIds[0]!)).status, 'cancelled', 'the decision was never applied: the gate closed it');
 });

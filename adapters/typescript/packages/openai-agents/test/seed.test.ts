@@ -13,7 +13,7 @@ before(async () => {
 });
 after(() => server.stop());
 
-test('seed 003 in three processes: park, decide with the crossgate CLI, resume; t3 deleted, t1 kept, the model reads the rejection verbatim', async () => {
+test('seed 003 in three processes: park, decide with the crossgate CLI through the server (reviewer token), resume; t3 deleted, t1 kept, the model reads the rejection verbatim', async () => {
   const path = join(server.dir, 'seed.json');
   const tickets = new TicketStore(path);
   tickets.seed(['t1', 't2', 't3']);
@@ -24,11 +24,11 @@ test('seed 003 in three processes: park, decide with the crossgate CLI, resume; 
   assert.deepEqual(tickets.ids(), ['t1', 't2', 't3'], 'both tickets are present while the run is parked');
   const client = server.client();
   assert.deepEqual((await client.get(t3)).call.args, { id: 't3' });
-  assert.equal((await client.get(t3)).call.framework, 'openai-agents');
+  assert.equal((await client.get(t3)).call.framework, 'openai-agents-ts');
 
-  const approved = await server.cli('approve', t3, '--reviewer', 'alice');
+  const approved = await server.reviewerCli('approve', t3);
   assert.equal(approved.status, 0, approved.stderr);
-  const rejected = await server.cli('reject', t1, '--message', REJECTION, '--reviewer', 'alice');
+  const rejected = await server.reviewerCli('reject', t1, '--message', REJECTION);
   assert.equal(rejected.status, 0, rejected.stderr);
 
   const done = await agentProcess(server, path, 'resume', String(first.parkedRun));

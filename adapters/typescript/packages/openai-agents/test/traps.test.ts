@@ -45,7 +45,7 @@ function bare(tickets: TicketStore) {
 async function repark(state: string, original: { run: string; request_ids: string[]; metadata: Record<string, unknown> }) {
   const metadata = { ...original.metadata } as Record<string, never>;
   delete (metadata as Record<string, unknown>).crossgate_agent;
-  return client.park({ framework: 'openai-agents', run: original.run, request_ids: original.request_ids, state, metadata });
+  return client.park({ framework: 'openai-agents-ts', run: original.run, request_ids: original.request_ids, state, metadata });
 }
 
 test('bare SDK: a state string edited from t3 to t1, then approved, deletes t1', async () => {

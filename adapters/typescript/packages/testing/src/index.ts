@@ -1,7 +1,11 @@
 /** Test support shared by the crossgate TypeScript packages (private; not published). */
 
-export { crossgateCli, pythonExecutable, pythonOps } from './python.js';
+export { crossgateCli, environment, pythonExecutable, pythonOps, pythonOpsAsync } from './python.js';
+export { auditEvents, forge, insertRule, REFUSAL, REFUSAL_REASON, refusals } from './forgery.js';
+export type { Forged, Forgery } from './forgery.js';
 export type { Completed } from './python.js';
+export { calls, cliEnv, FINAL_TEXT, startMessagesApi, told } from './claude.js';
+export type { MessagesApi, Told } from './claude.js';
 export {
   AGENT,
   AGENT_TOKEN,
@@ -12,5 +16,5 @@ export {
   SEED_POLICY,
   startServer,
 } from './server.js';
-export type { DecisionBody, LiveServer } from './server.js';
+export type { DecisionBody, LiveServer, ServerOptions } from './server.js';
 export { TicketStore } from './tickets.js';

@@ -17,17 +17,44 @@ export function pythonOps<T = Record<string, string>>(ops: object[]): T[] {
   return JSON.parse(done.stdout) as T[];
 }
 
+/** `pythonOps` in a child process the event loop does not wait on (a live gate may be waiting meanwhile). */
+export function pythonOpsAsync<T = Record<string, string>>(ops: object[]): Promise<T[]> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(pythonExecutable(), [HELPER], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (status) => {
+      if (status !== 0) reject(new Error(`python helper failed (${status}): ${stderr}`));
+      else resolve(JSON.parse(stdout) as T[]);
+    });
+    child.stdin.end(JSON.stringify(ops));
+  });
+}
+
 export interface Completed {
   status: number | null;
   stdout: string;
   stderr: string;
 }
 
+/** This process's environment with `overrides` applied; an override of '' removes the variable. */
+export function environment(overrides: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const [name, value] of Object.entries(overrides)) {
+    if (value === '') delete env[name];
+    else env[name] = value;
+  }
+  return env;
+}
+
 /** Run the `crossgate` CLI (`python -m crossgate.cli ...`) as its own process. */
-export function crossgateCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Completed> {
+export function crossgateCli(args: string[], env: Record<string, string> = {}): Promise<Completed> {
   return new Promise((resolve, reject) => {
     const child = spawn(pythonExecutable(), ['-m', 'crossgate.cli', ...args], {
-      env: { ...process.env, ...env },
+      env: environment(env),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

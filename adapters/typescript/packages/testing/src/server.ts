@@ -1,6 +1,7 @@
 /**
  * A live `crossgate serve` on 127.0.0.1 for the tests: SQLite in a temporary folder, one reviewer and
- * two agent credentials in a tokens file, the policy given as YAML.
+ * two agent credentials in a tokens file, the policy given as YAML, and (unless `authority: false`) the
+ * authority's keyring, so the server signs every decision and standing rule it records.
  */
 
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -11,7 +12,7 @@ import { join } from 'node:path';
 
 import { AgentClient, type ApprovalRequest, type ClientOptions, type JsonObject, type Remember } from '@crossgate/client';
 
-import { crossgateCli, pythonExecutable, type Completed } from './python.js';
+import { crossgateCli, environment, pythonExecutable, pythonOps, type Completed } from './python.js';
 
 export const REVIEWER = 'alice';
 export const REVIEWER_TOKEN = 'alice-reviewer-token-0123456789';
@@ -50,13 +51,27 @@ export interface LiveServer {
   readonly dir: string;
   readonly db: string;
   readonly policyFile: string;
-  /** The environment a separate agent process needs to reach this server (no store, only a token). */
+  /** The authority's public key(s) as pin text (`crossgate keys show`); null for a server that signs nothing. */
+  readonly pin: string | null;
+  /** The authority's key directory (the private key is in it); null for a server that signs nothing. */
+  readonly authorityDir: string | null;
+  /**
+   * The environment a separate agent process needs: the server's address, an agent token and the
+   * authority's public key to pin (`CROSSGATE_AUTHORITY_PUBKEY`); nothing of the store or the private key.
+   */
   readonly agentEnv: Record<string, string>;
   client(options?: Partial<ClientOptions>): AgentClient;
   /** Decide through the reviewer API, as the page does. */
   decide(requestId: string, decision: DecisionBody): Promise<ApprovalRequest>;
-  /** Run the `crossgate` CLI against this server's database (another process, as an operator would). */
+  /**
+   * Run the `crossgate` CLI on this server's database with no credentials (as anyone on the host may):
+   * reading works; deciding is refused.
+   */
   cli(...args: string[]): Promise<Completed>;
+  /** `crossgate ARGS --server URL` with the reviewer's token in `$CROSSGATE_TOKEN`: decides through the server. */
+  reviewerCli(...args: string[]): Promise<Completed>;
+  /** `crossgate --db DB ARGS --authority-dir DIR`: the key holder decides on the database, signed as an operator. */
+  operatorCli(...args: string[]): Promise<Completed>;
   /** A reviewer API call. */
   reviewerFetch(path: string, init?: RequestInit): Promise<Response>;
   stop(): Promise<void>;
@@ -74,13 +89,23 @@ async function freePort(): Promise<number> {
   });
 }
 
+export interface ServerOptions {
+  /** The policy YAML (the seed policy by default). */
+  policy?: string;
+  /** Give the server an authority key to sign with (the default); false: it signs nothing. */
+  authority?: boolean;
+}
+
 /** Start `crossgate serve` and wait until it answers; `stop()` ends it and removes its folder. */
-export async function startServer(options: { policy?: string } = {}): Promise<LiveServer> {
+export async function startServer(options: ServerOptions = {}): Promise<LiveServer> {
   const dir = mkdtempSync(join(tmpdir(), 'crossgate-ts-'));
   const db = join(dir, 'queue.db');
   const policyFile = join(dir, 'policy.yaml');
   const tokens = join(dir, 'tokens.toml');
   writeFileSync(policyFile, options.policy ?? SEED_POLICY);
+  const authorityDir = options.authority === false ? null : join(dir, 'authority');
+  const pin = authorityDir === null ? null : pythonOps<{ pin: string }>([{ op: 'keyring', dir: authorityDir }])[0]!.pin;
+  const signing = authorityDir === null ? [] : ['--authority-dir', authorityDir];
   writeFileSync(
     tokens,
     `[[reviewers]]\nname = "${REVIEWER}"\ntoken = "${REVIEWER_TOKEN}"\n\n` +
@@ -93,14 +118,14 @@ export async function startServer(options: { policy?: string } = {}): Promise<Li
     const url = `http://127.0.0.1:${port}`;
     const child = spawn(
       pythonExecutable(),
-      ['-m', 'crossgate.cli', '--db', db, '--policy', policyFile, 'serve', '--port', String(port), '--tokens', tokens, '--log-level', 'warning'],
-      { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, CROSSGATE_TOKENS: '' } },
+      ['-m', 'crossgate.cli', '--db', db, '--policy', policyFile, 'serve', '--port', String(port), '--tokens', tokens, '--log-level', 'warning', ...signing],
+      { stdio: ['ignore', 'ignore', 'pipe'], env: environment({ ...noCredentials(dir), CROSSGATE_TOKENS: '' }) },
     );
     let stderr = '';
     child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     try {
       await waitUntilUp(url, child, () => stderr);
-      return liveServer({ url, dir, db, policyFile, child });
+      return liveServer({ url, dir, db, policyFile, child, pin, authorityDir });
     } catch (error) {
       lastError = error;
       child.kill('SIGTERM');
@@ -125,8 +150,28 @@ async function waitUntilUp(url: string, child: ChildProcess, stderr: () => strin
   throw new Error(`crossgate serve did not answer at ${url} within 30 s: ${stderr()}`);
 }
 
-function liveServer(parts: { url: string; dir: string; db: string; policyFile: string; child: ChildProcess }): LiveServer {
-  const { url, dir, db, policyFile, child } = parts;
+/**
+ * What keeps the user's own credentials out of a test's processes (see `environment`): no token, key
+ * directory or database from the environment, and a configuration home (where
+ * `~/.config/crossgate/authority` would be) inside `dir`.
+ */
+function noCredentials(dir: string): Record<string, string> {
+  return { CROSSGATE_TOKEN: '', CROSSGATE_AUTHORITY_DIR: '', CROSSGATE_DB: '', XDG_CONFIG_HOME: join(dir, 'config') };
+}
+
+interface Parts {
+  url: string;
+  dir: string;
+  db: string;
+  policyFile: string;
+  child: ChildProcess;
+  pin: string | null;
+  authorityDir: string | null;
+}
+
+function liveServer(parts: Parts): LiveServer {
+  const { url, dir, db, policyFile, child, pin, authorityDir } = parts;
+  const bare = noCredentials(dir);
   const reviewerFetch = (path: string, init: RequestInit = {}) =>
     fetch(`${url}${path}`, {
       ...init,
@@ -137,7 +182,9 @@ function liveServer(parts: { url: string; dir: string; db: string; policyFile: s
     dir,
     db,
     policyFile,
-    agentEnv: { CROSSGATE_URL: url, CROSSGATE_AGENT_TOKEN: AGENT_TOKEN },
+    pin,
+    authorityDir,
+    agentEnv: { CROSSGATE_URL: url, CROSSGATE_AGENT_TOKEN: AGENT_TOKEN, ...(pin === null ? {} : { CROSSGATE_AUTHORITY_PUBKEY: pin }) },
     client: (options = {}) => new AgentClient({ baseUrl: url, token: AGENT_TOKEN, ...options }),
     async decide(requestId, decision) {
       const reply = await reviewerFetch(`/api/requests/${encodeURIComponent(requestId)}/decision`, {
@@ -148,7 +195,12 @@ function liveServer(parts: { url: string; dir: string; db: string; policyFile: s
       if (!reply.ok) throw new Error(`deciding ${requestId} failed: ${reply.status} ${JSON.stringify(body)}`);
       return body;
     },
-    cli: (...args: string[]) => crossgateCli(['--db', db, '--policy', policyFile, ...args]),
+    cli: (...args: string[]) => crossgateCli(['--db', db, '--policy', policyFile, ...args], bare),
+    reviewerCli: (...args: string[]) => crossgateCli([...args, '--server', url], { ...bare, CROSSGATE_TOKEN: REVIEWER_TOKEN }),
+    operatorCli: (...args: string[]) => {
+      if (authorityDir === null) throw new Error('this server has no authority key to decide with');
+      return crossgateCli(['--db', db, '--policy', policyFile, ...args, '--authority-dir', authorityDir], bare);
+    },
     reviewerFetch,
     async stop() {
       if (child.exitCode === null) {

@@ -174,3 +174,41 @@ RETURNING name, seq, lease_owner, lease_until;
 
 -- name: get_delivery_cursor
 SELECT name, seq, lease_owner, lease_until FROM delivery_cursors WHERE name = %(name)s;
+
+-- name: insert_policy_version
+-- Locks the head, then stores the version if it is the next number; returns the locked head, or no row
+-- when it is not the next one. Two racing inserts of the same number: the primary key refuses the second.
+WITH head AS (
+    SELECT seq, hash FROM audit_head FOR UPDATE
+), inserted AS (
+    INSERT INTO policy_versions (version, created_at, created_by, digest, source, document, token)
+    SELECT %(version)s, %(created_at)s, %(created_by)s, %(digest)s, %(source)s, %(document)s, %(token)s FROM head
+    WHERE %(version)s = (SELECT coalesce(max(version), 0) + 1 FROM policy_versions)
+    RETURNING version
+)
+SELECT head.seq, head.hash FROM head, inserted;
+
+-- name: get_policy_version
+SELECT version, document, token, digest, created_by, created_at, source FROM policy_versions
+WHERE version = %(version)s;
+
+-- name: current_policy_version
+SELECT version, document, token, digest, created_by, created_at, source FROM policy_versions
+ORDER BY version DESC LIMIT 1;
+
+-- name: list_policy_versions
+SELECT version, document, token, digest, created_by, created_at, source FROM policy_versions ORDER BY version;
+
+-- name: insert_checkpoint
+-- Bookkeeping, not audited state: no event. One per seq; an authored checkpoint replaces one that is not.
+INSERT INTO audit_checkpoints AS c (seq, head_hash, at, authored, token)
+VALUES (%(seq)s, %(head_hash)s, %(at)s, %(authored)s, %(token)s)
+ON CONFLICT (seq) DO UPDATE SET
+    head_hash = excluded.head_hash, at = excluded.at, authored = excluded.authored, token = excluded.token
+WHERE excluded.authored AND NOT c.authored;
+
+-- name: list_checkpoints
+SELECT seq, head_hash, at, token, authored FROM audit_checkpoints ORDER BY seq;
+
+-- name: latest_checkpoint
+SELECT seq, head_hash, at, token, authored FROM audit_checkpoints ORDER BY seq DESC LIMIT 1;

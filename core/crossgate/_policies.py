@@ -1,0 +1,46 @@
+"""``ReviewQueue``'s policy: a local one, or the store's current signed version (``crossgate.policy.versions``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from crossgate._queue_base import QueueBase
+from crossgate.policy.rules import Policy
+from crossgate.policy.versions import PolicySource
+
+if TYPE_CHECKING:
+    from crossgate.authority import Authority, TrustedKeys
+
+
+class PoliciesMixin(QueueBase):
+    """Which policy the queue evaluates, read again when the store's ``rules_version`` moves."""
+
+    _policies: PolicySource
+
+    def _use_policy(self, policy: Policy | None, trusted: TrustedKeys | None, authority: Authority | None) -> None:
+        """A local ``policy``, or (None) the stored version verified with ``trusted``: the keys given, else the
+        ones pinned in the environment, else ``authority``'s own (read when a version is first found)."""
+        if trusted is None and authority is not None:
+            from crossgate.authority import TrustedKeys
+
+            trusted = TrustedKeys.from_env() or authority.trusted_keys()
+        self._policies = PolicySource(self.store, policy, trusted, self._clock)
+
+    @property
+    def policy(self) -> Policy:
+        """The policy evaluated now: the local one, or the store's current signed version (verified).
+
+        While the stored version does not verify, a policy that denies every call with the refusal as the
+        reason (``crossgate.policy.versions.refusing_policy``). Assigning a ``Policy`` makes it local.
+        """
+        return self._policies.at(self.store.rules_version())[0]
+
+    @policy.setter
+    def policy(self, policy: Policy) -> None:
+        self._policies = PolicySource(self.store, policy, self._policies.trusted, self._clock)
+
+    @property
+    def policy_version(self) -> int | None:
+        """The stored policy version evaluated now; None for a local policy, while none is stored, or while
+        the stored one is refused."""
+        return self._policies.at(self.store.rules_version())[1]

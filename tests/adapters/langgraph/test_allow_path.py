@@ -1,0 +1,58 @@
+"""The allow path of ``crossgate_middleware``: the guard acts on what ``when`` judged, and judges nothing twice."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, ToolMessage
+
+import crossgate_langgraph._middleware as middleware
+from crossgate import ReviewQueue
+from crossgate_langgraph.testing import ScriptedChatModel
+from tests.adapters.langgraph.worlds import DROP, READ, OpsTools, ops_agent
+
+INPUT = {"messages": [("user", "Read the users, then drop the table.")]}
+
+
+class Counted:
+    """Counts policy evaluations, request reads, argument checks and edit schemas built."""
+
+    def __init__(self, queue: ReviewQueue, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.counts = {"evaluate": 0, "read": 0, "check": 0, "schema": 0}
+        self._count(monkeypatch, queue, "evaluate", "evaluate")
+        self._count(monkeypatch, queue.store, "get_request", "read")
+        self._count(monkeypatch, middleware, "tool_args", "check")
+        self._count(monkeypatch, middleware, "args_json_schema", "schema")
+
+    def _count(self, monkeypatch: pytest.MonkeyPatch, owner: Any, name: str, key: str) -> None:
+        original = getattr(owner, name)
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.counts[key] += 1
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, counted)
+
+
+@pytest.mark.parametrize("sync", [False, True], ids=["ainvoke", "invoke"])
+async def test_an_allowed_and_a_denied_call_are_each_judged_once(
+    ops_queue: ReviewQueue, saver: Any, monkeypatch: pytest.MonkeyPatch, sync: bool
+) -> None:
+    tools = OpsTools()
+    model = ScriptedChatModel(
+        turns=[AIMessage(content="", tool_calls=[READ]), AIMessage(content="", tool_calls=[DROP])]
+    )
+    agent = ops_agent(ops_queue, tools, model, saver, "per_call")
+    counted = Counted(ops_queue, monkeypatch)
+    config = {"configurable": {"thread_id": f"allowed-{sync}"}}
+    result = agent.invoke(INPUT, config) if sync else await agent.ainvoke(INPUT, config)
+    assert tools.names() == ["read_data"]
+    replies = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert [m.status for m in replies] == ["success", "error"]
+    assert "Dropping tables is forbidden" in str(replies[1].content)
+    # One evaluation and one argument check per call; one read of the turn's request id (a turn that
+    # paused must get the same answer on resume), none by the guard; no edit schema for calls nobody reviews.
+    assert counted.counts == {"evaluate": 2, "read": 2, "check": 2, "schema": 0}
+    assert [e.kind for e in ops_queue.events()] == ["auto_allowed", "auto_denied"]
+    assert ops_queue.verify_audit().ok
