@@ -11,10 +11,12 @@ One approve decision recorded by a real ReviewQueue (MemoryStore) on a call with
 - Ed25519 alone: the raw ``cryptography`` sign and verify of a token-sized message, the floor;
 - round trip, unsigned: submit + decide + mark applied on a MemoryStore queue without an authority, and
   no keys pinned (crossgate before signatures);
-- round trip, signed: the same with ``ReviewQueue(authority=...)`` (the decision is signed when recorded)
-  and the mark applied through the adapter kit's ``verified_queue`` with the public key pinned (verified
-  before it may run): the wiring as a gate runs it. The difference is what signing and verifying add to
-  a decision's round trip.
+- round trip, signed decision: the same with ``ReviewQueue(authority=...)`` (the decision is signed when
+  recorded) and the mark applied through the adapter kit's ``verified_queue`` with the public key pinned
+  (verified before it may run), with the queue's audit checkpoints left out: what signing and verifying
+  the decision add to its round trip;
+- round trip, signed + checkpoint: the same with the signed audit checkpoint such a queue also writes
+  after each decision (``crossgate.checkpoints``), as it runs by default.
 
 The rows alternate in short rounds in one process, so machine noise hits all alike; the table gives
 medians over rounds and ratios to the fingerprint. Target (issue 14): sign + verify under 200 µs.
@@ -51,6 +53,14 @@ def call(i: int = 0) -> ToolCall:
     return ToolCall(framework="langgraph", tool="delete_ticket", args={**ARGS, "id": f"t{i}"}, run="run-1")
 
 
+class DecisionsOnly(ReviewQueue):
+    """A queue that signs decisions but writes no audit checkpoints: the decision's own cost, measured alone."""
+
+    @property
+    def checkpointer(self) -> None:  # type: ignore[override]
+        return None
+
+
 def per_op_us(operation: Callable[[], object], n: int) -> float:
     """Mean CPU microseconds of ``operation`` over ``n`` calls (CPU time: the machine is shared)."""
     start = time.process_time_ns()
@@ -74,9 +84,12 @@ def main() -> None:
     counter = iter(range(10**9))
 
     unsigned = ReviewQueue(MemoryStore(), Policy())
-    signing = ReviewQueue(MemoryStore(), Policy(), authority=authority)
+    signing = DecisionsOnly(MemoryStore(), Policy(), authority=authority)
     gate_queue = verified_queue(signing, trusted)  # a gate's queue: the check with the pinned key in front
-    assert gate_queue.verified
+    assert gate_queue.verified and signing.checkpointer is None
+    checkpointing = ReviewQueue(MemoryStore(), Policy(), authority=authority)
+    checkpointing_gate = verified_queue(checkpointing, trusted)
+    assert checkpointing.checkpointer is not None
 
     def round_trip() -> None:
         pending = unsigned.submit(call(next(counter))).request
@@ -90,6 +103,12 @@ def main() -> None:
         decided = signing.decide(pending.id, Approve(), reviewer="ana")
         assert decided.signatures
         gate_queue.mark_applied(decided, args=decided.approved_args())
+
+    def checkpointed_round_trip() -> None:
+        pending = checkpointing.submit(call(next(counter))).request
+        assert pending is not None
+        decided = checkpointing.decide(pending.id, Approve(), reviewer="ana")
+        checkpointing_gate.mark_applied(decided, args=decided.approved_args())
 
     def sign_and_verify() -> None:
         signed = authority.sign(decision_claims(request, decision))
@@ -116,7 +135,8 @@ def main() -> None:
         ),
         "sign+verify": (sign_and_verify, DECISIONS),
         "round trip, unsigned": (round_trip, max(1, DECISIONS // 10)),
-        "round trip, signed+verified": (signed_round_trip, max(1, DECISIONS // 10)),
+        "round trip, signed decision": (signed_round_trip, max(1, DECISIONS // 10)),
+        "round trip, +checkpoint": (checkpointed_round_trip, max(1, DECISIONS // 10)),
     }
     for operation, _ in rows.values():  # warm up
         per_op_us(operation, 20)
@@ -127,18 +147,20 @@ def main() -> None:
     medians = {name: statistics.median(values) for name, values in samples.items()}
     base = medians["fingerprint"]
     print(f"authority, {DECISIONS} decisions per round, {ROUNDS} rounds (median µs per operation)")
-    print(f"{'':<28}{'µs':>10}{'× fingerprint':>16}")
+    print(f"{'':<30}{'µs':>10}{'× fingerprint':>16}")
     for name, value in medians.items():
-        print(f"{name:<28}{value:>10.1f}{value / base:>16.1f}")
+        print(f"{name:<30}{value:>10.1f}{value / base:>16.1f}")
     both = medians["sign+verify"]
     plain = medians["round trip, unsigned"]
-    added = medians["round trip, signed+verified"] - plain
+    added = medians["round trip, signed decision"] - plain
+    checkpoint = medians["round trip, +checkpoint"] - medians["round trip, signed decision"]
     verdict = "ok" if added < TARGET_US else "over target"
     print(f"sign+verify per decision: {both:.1f} µs alone")
     print(
         f"added to a decision's round trip by the wiring: {added:.1f} µs (target < {TARGET_US:.0f} µs: {verdict}); "
         f"+{100 * added / plain:.0f}% of a memory-store round trip ({plain:.1f} µs)"
     )
+    print(f"the signed audit checkpoint after each decision adds {checkpoint:.1f} µs more")
     floor = medians["Ed25519 alone (sign+verify)"]
     print(f"of which Ed25519 itself: {floor:.1f} µs; crossgate's own share: {both - floor:.1f} µs")
 
