@@ -32,10 +32,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def serve(db: str, keys: Path, port: int) -> subprocess.Popen[str]:
-    env = {**os.environ, "CROSSGATE_TOKENS": "ops:ops-token-123", "CROSSGATE_AUTHORITY_DIR": str(keys)}
-    for name in ("CROSSGATE_POLICY", "CROSSGATE_AUTHORITY_PUBKEY", "CROSSGATE_AUTHORITY_PUBKEY_FILE"):
+def serve(db: str, keys: Path | None, port: int, config_home: Path | None = None) -> subprocess.Popen[str]:
+    """``crossgate serve`` with the keyring in ``keys``; None names none (the default folder under ``config_home``)."""
+    env = {**os.environ, "CROSSGATE_TOKENS": "ops:ops-token-123"}
+    unset = ("CROSSGATE_POLICY", "CROSSGATE_AUTHORITY_PUBKEY", "CROSSGATE_AUTHORITY_PUBKEY_FILE", "CROSSGATE_AUTHORITY_DIR")
+    for name in unset:
         env.pop(name, None)
+    if keys is not None:
+        env["CROSSGATE_AUTHORITY_DIR"] = str(keys)
+    if config_home is not None:
+        env["XDG_CONFIG_HOME"] = str(config_home)
     args = [*CLI, "--db", db, "serve", "--port", str(port), "--checkpoint-every", "1", "--log-level", "warning"]
     return subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -92,7 +98,8 @@ def test_serve_signs_each_decision_and_the_head_on_its_timer(tmp_path: Path) -> 
 
 def test_serve_without_the_key_says_it_signs_nothing(tmp_path: Path) -> None:
     port = free_port()
-    process = serve(str(tmp_path / "q.db"), tmp_path / "no-keys", port)
+    # no keyring named and none in the default folder (a named folder without one is refused instead)
+    process = serve(str(tmp_path / "q.db"), None, port, config_home=tmp_path / "config")
     try:
         wait_until_up(process, f"http://127.0.0.1:{port}")
     finally:

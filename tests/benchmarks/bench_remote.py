@@ -75,7 +75,7 @@ def served(kind: str, pg: str | None, folder: Path) -> Iterator[tuple[LiveServer
 
 def round_trip(queue: AdapterQueue, reviewer: ReviewQueue) -> Callable[[int], Awaitable[None]]:
     agent = ticket_agent(PlannedModel([[delete_call("t3")]]), needs_approval=False)
-    gate = Gate(queue, agent=agent)
+    gate = Gate(queue, sdk_agent=agent)
 
     async def once(i: int) -> None:
         parked = await gate.run(agent, "Delete the spam tickets.", run=f"bench-{i}")
