@@ -51,15 +51,13 @@ test('one policy: a call gets the same verdict from the Python policy as each Ty
     { tool: 'send_email', args: { to: 'a@example.com' } },
   ];
   const client = server.client();
-  for (const framework of ['ai-sdk', 'mastra', 'openai-agents-ts', 'claude-agent-sdk-ts']) {
-    const table = calls.map((c) => ({ ...c, framework, run: 'parity' }));
-    const python = pythonOps<{ kind: string; rule: string | null }>(table.map((call) => ({ op: 'evaluate', policy: server.policyFile, call })));
-    const served = await Promise.all(table.map((call) => client.evaluate(call)));
-    assert.deepEqual(
-      served.map((v) => [v.kind, v.rule]),
-      python.map((v) => [v.kind, v.rule]),
-      `the verdicts of ${framework}'s calls`,
-    );
+  const frameworks = ['ai-sdk', 'mastra', 'openai-agents-ts', 'claude-agent-sdk-ts'];
+  const table = frameworks.flatMap((framework) => calls.map((c) => ({ ...c, framework, run: 'parity' })));
+  // One Python process for the whole table.
+  const python = pythonOps<{ kind: string; rule: string | null }>(table.map((call) => ({ op: 'evaluate', policy: server.policyFile, call })));
+  const served = await Promise.all(table.map((call) => client.evaluate(call)));
+  for (const [i, call] of table.entries()) {
+    assert.deepEqual([served[i]?.kind, served[i]?.rule], [python[i]?.kind, python[i]?.rule], `the verdict of ${call.framework}'s ${call.tool}`);
   }
   const verdict = (framework: string, tool: string) => client.evaluate({ framework, tool, args: {} }).then((v) => v.kind);
   assert.equal(await verdict('mastra', 'list_tickets'), 'allow');

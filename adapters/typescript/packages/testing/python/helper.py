@@ -168,9 +168,6 @@ def run(op: dict[str, Any]) -> dict[str, Any]:
     if kind == "key":
         authority = _key(op["key"])
         return {"pin": authority.public_key.pin, "kid": authority.kid, "pem": authority.public_key.pem()}
-    if kind == "keyring":
-        keyring = Keyring.init(op["dir"])
-        return {"pin": keyring.pin_text(), "kid": keyring.current}
     if kind == "keyring_json":
         with tempfile.TemporaryDirectory() as directory:
             keyring = Keyring.init(Path(directory) / "authority")

@@ -12,7 +12,8 @@ import { join } from 'node:path';
 
 import { AgentClient, type ApprovalRequest, type ClientOptions, type JsonObject, type Remember } from '@crossgate/client';
 
-import { crossgateCli, environment, pythonExecutable, pythonOps, type Completed } from './python.js';
+import { makeKeyring } from './keyring.js';
+import { crossgateCli, environment, pythonExecutable, type Completed } from './python.js';
 
 export const REVIEWER = 'alice';
 export const REVIEWER_TOKEN = 'alice-reviewer-token-0123456789';
@@ -104,7 +105,7 @@ export async function startServer(options: ServerOptions = {}): Promise<LiveServ
   const tokens = join(dir, 'tokens.toml');
   writeFileSync(policyFile, options.policy ?? SEED_POLICY);
   const authorityDir = options.authority === false ? null : join(dir, 'authority');
-  const pin = authorityDir === null ? null : pythonOps<{ pin: string }>([{ op: 'keyring', dir: authorityDir }])[0]!.pin;
+  const pin = authorityDir === null ? null : makeKeyring(authorityDir);
   const signing = authorityDir === null ? [] : ['--authority-dir', authorityDir];
   writeFileSync(
     tokens,
