@@ -301,4 +301,6 @@ def test_the_server_signs_with_the_keyring_it_is_given(tmp_path: Path, monkeypat
     with pytest.raises(ConfigurationError, match="other users may read or change it"):
         server_authority(keyring.directory)
     with pytest.raises(ConfigurationError, match="no keyring in"):
-        server_authority(tmp_path / "nothing")
+        server_authority(tmp_path / "nothing")  # a mistyped --authority-dir is an error
+    monkeypatch.setenv("CROSSGATE_AUTHORITY_DIR", str(tmp_path / "nothing"))
+    assert server_authority(None) is None  # the environment's directory without a keyring: nothing signed

@@ -248,9 +248,11 @@ class VerifiedQueue:
         timeout_seconds: float | None = None,
         verdict: Verdict | None = None,
     ) -> Submission:
+        if verdict is not None and (refused := self._judged_refusal(call, verdict)) is not None:
+            return refused
         submission = self.inner.submit(
             call,
-            verdict=self._given(verdict),
+            verdict=self._still_judged(verdict),
             args_schema=args_schema,
             description=description,
             requested_by=requested_by,
@@ -272,9 +274,11 @@ class VerifiedQueue:
         timeout_seconds: float | None = None,
         verdict: Verdict | None = None,
     ) -> Submission:
+        if verdict is not None and (refused := self._judged_refusal(call, verdict)) is not None:
+            return refused
         submission = self.inner.prepare(
             call,
-            verdict=self._given(verdict),
+            verdict=self._still_judged(verdict),
             args_schema=args_schema,
             description=description,
             requested_by=requested_by,
@@ -284,24 +288,39 @@ class VerifiedQueue:
         )
         return self._checked(call, submission)
 
-    def _given(self, verdict: Verdict | None) -> Verdict | None:
-        # A verdict the adapter judged a moment ago may be this wrapper's refusal of a standing rule, which
-        # would then go unrecorded; with keys pinned the inner queue judges again, and _checked records it.
-        return None if self.verifier.verified else verdict
-
     def _checked(self, call: ToolCall, submission: Submission) -> Submission:
         if submission.request is not None:
             return submission
         refusal = self._rule_refusal(call, submission.verdict)
         if refusal is None:
             return submission
-        verdict, error, rule = refusal
+        return self._refused(call, *refusal)
+
+    def _refused(self, call: ToolCall, verdict: Verdict, error: SignatureError, rule: str) -> Submission:
         self.inner.refuse_unverified(
             call, reason=error.reason, problem=str(error), message=verdict.reason, rule=rule, actor=call.framework
         )
         from crossgate.queue import Submission
 
         return Submission(verdict)
+
+    def _judged_refusal(self, call: ToolCall, verdict: Verdict) -> Submission | None:
+        """A refusal :meth:`evaluate` returned, handed back as ``verdict=``: recorded here, as a refusal.
+
+        None when ``verdict`` is no such refusal, or the rule verifies by now (then it is judged again).
+        """
+        rule = verdict.standing_rule
+        if verdict.kind is not VerdictKind.DENY or rule is None or rule.effect is not VerdictKind.ALLOW:
+            return None
+        error = self.verifier.rule_problem(rule, call)
+        return None if error is None else self._refused(call, verdict, error, rule.id)
+
+    @staticmethod
+    def _still_judged(verdict: Verdict | None) -> Verdict | None:
+        # A refusal whose rule verifies by now is judged afresh, never passed on as the policy's deny.
+        if verdict is not None and verdict.kind is VerdictKind.DENY and verdict.standing_rule is not None:
+            return None
+        return verdict
 
     def _rule_refusal(self, call: ToolCall, verdict: Verdict) -> tuple[Verdict, SignatureError, str] | None:
         rule = verdict.standing_rule
@@ -311,7 +330,8 @@ class VerifiedQueue:
         if error is None:
             return None
         reason = RULE_REFUSED.format(rule=rule.id, tool=call.tool, problem=error)
-        return Verdict(kind=VerdictKind.DENY, reason=reason, rule=rule.id), error, rule.id
+        # The refused rule stays on the deny verdict, so a refusal handed back as submit(verdict=) is known.
+        return Verdict(kind=VerdictKind.DENY, reason=reason, rule=rule.id, standing_rule=rule), error, rule.id
 
     # applying: the decision is verified before it is marked applied ------------------------------
     def mark_applied(

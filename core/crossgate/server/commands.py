@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from crossgate.authority.keyring import KEYRING_DIR_ENV, KEYRING_FILE, Keyring, default_directory
+from crossgate.authority.keyring import KEYRING_FILE, Keyring, default_directory
 from crossgate.authority.keys import Authority
 from crossgate.errors import ConfigurationError
 from crossgate.limits import InputLimits
@@ -35,11 +35,13 @@ UNSIGNED_WARNING = (
 
 
 def server_authority(directory: Path | None) -> Authority | None:
-    """The key the server signs with: the keyring in ``directory`` (else the default one, if it exists)."""
-    target = directory if directory is not None else default_directory()
-    if directory is None and not (target / KEYRING_FILE).exists():
-        return None
-    return Keyring.open(target).authority()
+    """The key the server signs with: the keyring in ``directory``, which must hold one (a mistyped
+    ``--authority-dir`` is an error); else the default directory's (``$CROSSGATE_AUTHORITY_DIR``, else
+    ``~/.config/crossgate/authority``) when it holds a keyring, else None: the server signs nothing."""
+    if directory is not None:
+        return Keyring.open(directory).authority()
+    target = default_directory()
+    return Keyring.open(target).authority() if (target / KEYRING_FILE).exists() else None
 
 
 def _context_queue(
@@ -94,11 +96,9 @@ def serve(
         typer.Option(
             "--authority-dir",
             metavar="DIR",
-            envvar=KEYRING_DIR_ENV,
-            show_envvar=True,
             file_okay=False,
             help="The authority's key directory: every decision and rule is signed with its key. "
-            "[default: ~/.config/crossgate/authority, if it holds a keyring]",
+            "[default: $CROSSGATE_AUTHORITY_DIR, else ~/.config/crossgate/authority, if it holds a keyring]",
         ),
     ] = None,
     checkpoint_every: Annotated[
