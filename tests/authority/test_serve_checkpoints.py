@@ -35,7 +35,8 @@ def free_port() -> int:
 def serve(db: str, keys: Path | None, port: int, config_home: Path | None = None) -> subprocess.Popen[str]:
     """``crossgate serve`` with the keyring in ``keys``; None names none (the default folder under ``config_home``)."""
     env = {**os.environ, "CROSSGATE_TOKENS": "ops:ops-token-123"}
-    unset = ("CROSSGATE_POLICY", "CROSSGATE_AUTHORITY_PUBKEY", "CROSSGATE_AUTHORITY_PUBKEY_FILE", "CROSSGATE_AUTHORITY_DIR")
+    unset = ("CROSSGATE_POLICY", "CROSSGATE_AUTHORITY_PUBKEY", "CROSSGATE_AUTHORITY_PUBKEY_FILE")
+    unset += ("CROSSGATE_AUTHORITY_DIR",)
     for name in unset:
         env.pop(name, None)
     if keys is not None:
