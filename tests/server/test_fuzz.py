@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 
 from crossgate import ReviewQueue, open_store
 from crossgate.limits import MAX_INT64
-from tests.server.conftest import POLICY, TOKENS, auth, make_settings, submit
+from tests.server.agent_api.conftest import AGENT, BILLING, agent_settings, bearer
+from tests.server.conftest import POLICY, TOKENS, auth, submit
 
 pytestmark = pytest.mark.slow
 
@@ -109,6 +110,7 @@ def _skeletons(request_id: str) -> dict[str, list[str]]:
             '{"effect": "deny", "tool": "x", "expires_at": ' + PLACEHOLDER + "}",
             PLACEHOLDER,
         ],
+        **_agent_skeletons(request_id),
         "/api/ag-ui/resume": [
             '{"threadId": "run-1", "resume": [{"interruptId": "'
             + request_id
@@ -119,6 +121,70 @@ def _skeletons(request_id: str) -> dict[str, list[str]]:
             '"payload": {"approved": false, "message": ' + PLACEHOLDER + "}}]}",
             '{"threadId": ' + PLACEHOLDER + ', "resume": []}',
             PLACEHOLDER,
+        ],
+    }
+
+
+def _agent_skeletons(request_id: str) -> dict[str, list[str]]:
+    """Bodies of the agent API (``/api/agent/v1``), sent with an agent's credential."""
+    p = PLACEHOLDER
+
+    def call(field: str = "args", value: str = '{"id": "t1"}') -> str:
+        fields = {"framework": '"openai-agents"', "tool": '"delete_ticket"', "args": '{"id": "t1"}', "run": '"r1"'}
+        fields["call_id"] = '"c1"'
+        fields[field] = value
+        return "{" + ", ".join(f'"{k}": {v}' for k, v in fields.items()) + "}"
+
+    valid = call()
+    refusal = '"reason": "bad_signature", "problem": "p", "message": "m"'
+    run = '"framework": "openai-agents", "run": "r1"'
+    return {
+        f"{AGENT}/evaluate": [
+            '{"call": ' + call("args", '{"id": ' + p + "}") + "}",
+            '{"call": ' + call("tool", p) + "}",
+            p,
+        ],
+        f"{AGENT}/requests": [
+            '{"call": ' + call("args", '{"id": ' + p + "}") + "}",
+            '{"call": ' + call("run", p) + "}",
+            '{"call": ' + valid + ', "timeout_seconds": ' + p + "}",
+            '{"call": ' + valid + ', "request_id": ' + p + "}",
+            '{"call": ' + valid + ', "capabilities": ' + p + "}",
+            '{"call": ' + valid + ', "args_schema": ' + p + "}",
+            p,
+        ],
+        f"{AGENT}/requests/{{request_id}}/cancel": ['{"reason": ' + p + "}", p],
+        f"{AGENT}/requests/{{request_id}}/applied": ['{"args": {"id": ' + p + "}}", '{"args": ' + p + "}", p],
+        f"{AGENT}/outcomes": [
+            '{"request_id": null, "ran": true, "result": ' + p + ', "call": ' + valid + "}",
+            '{"request_id": ' + p + ', "ran": true}',
+            '{"request_id": "' + request_id + '", "ran": ' + p + "}",
+            p,
+        ],
+        f"{AGENT}/refusals": [
+            '{"call": ' + valid + ", " + refusal.replace('"p"', p) + "}",
+            '{"request_id": ' + p + ", " + refusal + "}",
+            '{"call": ' + call("args", p) + ", " + refusal + "}",
+            p,
+        ],
+        f"{AGENT}/parked": [
+            "{" + run + ', "request_ids": ["' + request_id + '"], "state": ' + p + "}",
+            '{"framework": "openai-agents", "run": ' + p + ', "request_ids": ["x"], "state": "s"}',
+            "{" + run + ', "request_ids": ' + p + ', "state": "s"}',
+            "{" + run + ', "request_ids": ["x"], "state": "s", "metadata": ' + p + "}",
+            "{" + run + ', "request_ids": ["x"], "state": "s", "new_requests": ' + p + "}",
+            p,
+        ],
+        f"{AGENT}/parked/{{parked_id}}/claim": [
+            '{"owner": ' + p + "}",
+            '{"owner": "w", "lease_seconds": ' + p + "}",
+            p,
+        ],
+        f"{AGENT}/parked/{{parked_id}}/finish": [
+            '{"owner": ' + p + "}",
+            '{"owner": "w", "status": ' + p + "}",
+            '{"owner": "w", "outcome": ' + p + "}",
+            p,
         ],
     }
 
@@ -151,7 +217,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClien
 
     db = Path(tmp_path_factory.mktemp("fuzz")) / "q.db"
     queue = ReviewQueue(open_store(str(db)), POLICY)
-    app = create_app(queue, make_settings())
+    app = create_app(queue, agent_settings())
     with TestClient(app, raise_server_exceptions=False, headers=auth("alice")) as client:
         yield client, queue
     queue.close()
@@ -166,7 +232,7 @@ def _app() -> FastAPI:
     from crossgate import MemoryStore
     from crossgate.server.app import create_app
 
-    return create_app(ReviewQueue(MemoryStore(), POLICY), make_settings())
+    return create_app(ReviewQueue(MemoryStore(), POLICY), agent_settings())
 
 
 OPERATIONS = [op for op in operations(_app()) if op.path != "/api/stream"]  # a valid stream never ends
@@ -179,6 +245,11 @@ JSON_VALUES = st.one_of(
 TEXT_VALUES = st.one_of(
     st.sampled_from(HOSTILE_TEXT), st.text(st.characters(exclude_categories=()), max_size=12), st.just("valid")
 )
+
+
+def _agent_headers(key: str) -> dict[str, str | bytes]:
+    """An agent's credential in place of the reviewer's, and an ``Idempotency-Key`` (hostile, or a fresh one)."""
+    return {**bearer(BILLING), "Idempotency-Key": key.encode("utf-8", "surrogatepass")}
 
 
 def _check(response: Any, path: str) -> None:
@@ -230,6 +301,10 @@ def test_every_operation_refuses_hostile_values_cleanly(
             f"{k}={quote(v.encode('utf-8', 'surrogatepass'), safe='')}" for k, v in form.items()
         ).encode()
         kwargs["headers"] = {"content-type": "application/x-www-form-urlencoded"}
+    if operation.path.startswith(AGENT):
+        key = data.draw(st.one_of(st.uuids().map(str), TEXT_VALUES), label="Idempotency-Key")
+        headers = {**kwargs.get("headers", {}), **_agent_headers(key)}
+        kwargs["headers"] = headers
     before = stored(queue)
     response = client.request(operation.method, url, follow_redirects=False, **kwargs)
     _check(response, operation.path)
@@ -246,7 +321,9 @@ def test_a_10_mb_string_in_any_body_is_413_and_stores_nothing(
     skeleton = _skeletons(request.id)[path][0]
     body = skeleton.replace(PLACEHOLDER, json.dumps("x" * 10_000_000), 1).encode()
     before = stored(queue)
-    response = client.post(path.replace("{request_id}", request.id), content=body)
+    headers = _agent_headers("k-10mb") if path.startswith(AGENT) else {}
+    url = path.replace("{request_id}", request.id).replace("{parked_id}", "park_x")
+    response = client.post(url, content=body, headers=headers)
     assert response.status_code == 413, response.text[:300]
     assert response.json()["error"] == "body_too_large"
     assert stored(queue) == before

@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 from crossgate import ReviewQueue
+from crossgate.authority import Keyring
 from crossgate.model import ParkedRunStatus
 from crossgate.policy import resolve_policy
 from crossgate.runs import Parked
@@ -16,6 +17,7 @@ from crossgate.server.worker import Worker
 from crossgate.stores import open_store
 from tests.server.conftest import auth, make_settings
 from tests.server.demo_loader import EXAMPLES, load_demo
+from tests.support.keys import operator_keys
 
 pytestmark = [pytest.mark.slow, pytest.mark.claude_cli]
 
@@ -83,7 +85,9 @@ def test_worker_command_resumes_runs_another_process_started(tmp_path: Path) -> 
     import demo_sdk_agents
 
     db = str(tmp_path / "q.db")
-    queue = ReviewQueue(open_store(db), resolve_policy(EXAMPLES / "policy.yaml"))
+    # The worker verifies with the operator's key (tests/support/keys.py), so the reviewer here signs with it.
+    authority = Keyring.open(operator_keys()).authority()
+    queue = ReviewQueue(open_store(db), resolve_policy(EXAMPLES / "policy.yaml"), authority=authority)
     tickets = demo_agents.DemoTickets(tmp_path / "tickets.db")
     tickets.seed(demo_agents.TICKETS)
     specs = {spec.key: spec for spec in demo_agents.SPECS}
@@ -117,6 +121,6 @@ def test_worker_command_resumes_runs_another_process_started(tmp_path: Path) -> 
     assert done.returncode == 0, done.stdout + done.stderr
     finished = sorted(line.split()[1] for line in done.stdout.splitlines() if line.startswith("finished"))
     assert finished == ["claude-agent-sdk", "langgraph", "openai-agents", "pydantic-ai"], done.stdout + done.stderr
-    assert tickets.ids() == ["T-202", "T-303"]
+    assert tickets.ids() == ["T-202", "T-303"], done.stdout + done.stderr
     assert sorted(tickets.delete_runs()) == ["T-101", "T-204", "T-404"]
     queue.close()
