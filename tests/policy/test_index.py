@@ -140,3 +140,15 @@ def test_what_policy_check_reports_is_true(policy: Policy, many: list[ToolCall])
             for call in many:
                 for remembered in ([], [allow_all]):
                     assert without.evaluate(call, remembered, now=NOW) == policy.evaluate(call, remembered, now=NOW)
+
+
+@settings(max_examples=400, deadline=None)
+@given(policy=policies(), many=st.lists(calls(), min_size=1, max_size=4), data=st.data())
+def test_a_tool_the_policy_may_not_ask_about_is_never_judged_ask(
+    policy: Policy, many: list[ToolCall], data: st.DataObject
+) -> None:
+    """``Policy.may_ask`` False (an adapter then skips the SDK's pause machinery) holds for every call of the tool."""
+    remembered = [data.draw(standing(i, many[i % len(many)])) for i in range(data.draw(st.integers(0, 6)))]
+    for call in many:
+        if not policy.may_ask(call.tool, framework=call.framework, agent=call.agent):
+            assert policy.evaluate(call, remembered, now=NOW).kind is not VerdictKind.ASK

@@ -204,6 +204,7 @@ class Gate:
             _text(parked.metadata.get("session")),
             _text(parked.metadata.get("requested_by")),
             dict(parked_context) if isinstance(parked_context, dict) else {},
+            resumed=True,
         )
 
         async def body(_claimed: ParkedRun) -> Outcome:

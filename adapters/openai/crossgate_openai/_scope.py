@@ -50,6 +50,8 @@ class RunScope:
     judged: dict[tuple[str, str, str], Judged] = field(default_factory=dict, compare=False)
     """The calls a gated tool's ``needs_approval`` let run (allow or deny), by agent, tool and call id, with
     their verdict: the tool's invocation takes it once instead of judging the same call again."""
+    resumed: bool = False
+    """True for ``Gate.resume``: requests of this run may be stored from before, so gated tools read them."""
     failures: list[StoreError] = field(default_factory=list, compare=False)
     """Store errors raised by crossgate's checks inside the SDK's run. The SDK wraps them (``UserError``) or,
     in a nested ``as_tool`` run, swallows them; the gate raises the first one once the SDK returns."""

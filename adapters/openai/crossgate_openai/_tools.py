@@ -77,6 +77,12 @@ NOT_THROUGH_GATE = (
 )
 
 
+ASKS_NOW = (
+    "crossgate did not run {tool}: the policy now asks a reviewer about it (it changed during this run). "
+    "Nothing was executed. Call {tool} again with the same arguments to ask a reviewer."
+)
+
+
 @dataclass(slots=True)
 class GateBinding:
     """The queue the gated tools of one ``Gate`` consult; shared by every tool that gate installed."""
@@ -167,6 +173,23 @@ class GatedInvoker:
         self.schema = tool.params_json_schema
         self.original = original
         self.is_agent_tool = bool(getattr(tool, "_is_agent_tool", False))
+        self.gated = tool
+        self.approval = ApprovalPolicy(binding, agent, tool)
+
+    def bind(self, binding: GateBinding) -> None:
+        """Consult ``binding``'s queue from now on, and let the SDK pause for the tool only if its policy may ask.
+
+        A tool the policy can never ask about (see ``Policy.may_ask``) gets ``needs_approval=False``, so the
+        SDK's approval machinery, the costliest part of an allowed call, is not run for it at all.
+        """
+        self.binding = self.approval.binding = binding
+        asks = binding.queue.policy.may_ask(self.tool, framework=FRAMEWORK, agent=self.agent)
+        self.gated.needs_approval = self.approval if asks else False
+
+    @property
+    def pauses(self) -> bool:
+        """True if the SDK asks this tool's ``needs_approval`` before running a call (the policy may ask)."""
+        return self.gated.needs_approval is self.approval
 
     async def __call__(self, ctx: ToolContext[Any], raw: str) -> Any:
         try:
@@ -197,19 +220,24 @@ class GatedInvoker:
             # of crossgate's applies, and the policy's verdict a moment ago stands.
             return await self._by_policy(ctx, raw, judged.call, judged.verdict)
         call = tool_call(self.tool, self.agent, args, call_id, scope)
-        request = self._request(scope, call_id)
+        request = self._request(scope, call_id, read=self.pauses or (scope is not None and scope.resumed))
         if request is None:
             return await self._by_policy(ctx, raw, call)
         return await self._by_decision(ctx, raw, call, request)
 
-    def _request(self, scope: RunScope | None, call_id: str) -> ApprovalRequest | None:
+    def _request(self, scope: RunScope | None, call_id: str, *, read: bool) -> ApprovalRequest | None:
+        """The request of this call: one the gate just decided, else (``read``) the stored one.
+
+        Not read for a tool the policy cannot ask about in a run started afresh: the SDK never paused for
+        it in this run, so no request of this run can exist for it (only a resumed run's can).
+        """
         if scope is None:
             return None
         request_id = openai_request_id(scope.run, self.agent, call_id)
         decided = scope.decided.pop(request_id, None)  # used once: a second invocation reads the stored request
         if decided is not None:
             return decided
-        return find_request(self.binding.queue, request_id)
+        return find_request(self.binding.queue, request_id) if read else None
 
     async def _by_policy(self, ctx: ToolContext[Any], raw: str, call: ToolCall, verdict: Verdict | None = None) -> Any:
         queue = self.binding.queue
@@ -218,6 +246,10 @@ class GatedInvoker:
         if submission.request is not None:
             # An ask with no crossgate decision: approved natively, or the policy changed mid-run.
             message = NOT_THROUGH_GATE.format(tool=self.tool)
+            if not self.pauses:
+                # The policy asks about a tool it could not ask about at install: pause for its next call.
+                self.gated.needs_approval = self.approval
+                message = ASKS_NOW.format(tool=self.tool)
             queue.cancel(submission.request.id, reason=message, actor=FRAMEWORK)
             queue.record_outcome(submission.request.id, ran=False, error=message)
             return message
@@ -305,15 +337,11 @@ def _gate_tool(tool: Any, agent: Agent[Any], binding: GateBinding) -> Any:
             "crossgate gates function tools only"
         )
     invoker = tool.on_invoke_tool
-    if isinstance(invoker, GatedInvoker):
-        invoker.binding = binding
-        if isinstance(tool.needs_approval, ApprovalPolicy):
-            tool.needs_approval.binding = binding
-        return tool
-    gated = copy.copy(tool)
-    gated.on_invoke_tool = GatedInvoker(binding, agent.name, gated, gated.on_invoke_tool)
-    gated.needs_approval = ApprovalPolicy(binding, agent.name, gated)
-    return gated
+    if not isinstance(invoker, GatedInvoker):
+        tool = copy.copy(tool)
+        tool.on_invoke_tool = invoker = GatedInvoker(binding, agent.name, tool, tool.on_invoke_tool)
+    invoker.bind(binding)
+    return tool
 
 
 def _check_hosted(tool: Any, agent: Agent[Any], policy: Policy) -> None:

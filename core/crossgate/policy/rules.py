@@ -333,6 +333,18 @@ class Policy(BaseModel):
         covered = any(r.matches_every_call(tool, framework=framework, agent=agent) for r in rules)
         return ToolRules(rules=rules, default_reachable=not covered)
 
+    def may_ask(self, tool: str, *, framework: str, agent: str | None = None) -> bool:
+        """False when no call of ``tool`` can be judged ask, whatever its arguments and the standing rules.
+
+        Standing rules only allow or deny, so an ask comes from an ask rule that may match the tool or from
+        an ask default no rule covering every call shadows. An adapter that must say before a call whether
+        the SDK should be ready to pause for it (OpenAI's ``needs_approval``) skips that machinery when False.
+        """
+        found = self.rules_for_tool(tool, framework=framework, agent=agent)
+        if any(rule.verdict is VerdictKind.ASK for rule in found.rules):
+            return True
+        return found.default_reachable and self.default is VerdictKind.ASK
+
     def with_rules(self, *rules: PolicyRule) -> Policy:
         """A copy with ``rules`` appended."""
         return self.model_copy(update={"rules": (*self.rules, *rules)})
