@@ -231,7 +231,7 @@ class GatedInvoker:
         Not read for a tool the policy cannot ask about in a run started afresh: the SDK never paused for
         it in this run, so no request of this run can exist for it (only a resumed run's can).
         """
-        if scope is None:
+        if scope is None or not (read or scope.decided):
             return None
         request_id = openai_request_id(scope.run, self.agent, call_id)
         decided = scope.decided.pop(request_id, None)  # used once: a second invocation reads the stored request

@@ -228,12 +228,13 @@ async def test_a_resume_that_crashed_after_applying_never_runs_the_call_again(
     request_id = parked.request_ids[0]
     queue.decide(request_id, Approve(), reviewer="ann")
     # A resumer claimed the run, marked the call applied, ran the delete, and died before finishing.
-    queue.claim_parked(parked.parked_run, owner="crashed-worker", lease_seconds=0.05)
+    # The lease is long enough that a loaded machine still tries the first resume inside it.
+    queue.claim_parked(parked.parked_run, owner="crashed-worker", lease_seconds=1.0)
     queue.mark_applied(request_id, args={"id": "t3"})
     tickets.delete("t3")
     with pytest.raises(ParkedRunClaimedError, match="crashed-worker"):
         await Gate(queue, sdk_agent=agent).resume(parked.parked_run)
-    await asyncio.sleep(0.1)
+    await asyncio.sleep(1.1)
     agent, model = agent_for(tickets, delete_call("t3"))
     done = await Gate(queue, sdk_agent=agent).resume(parked.parked_run)  # the lease ran out: another resumer takes it
     assert isinstance(done, Finished)
