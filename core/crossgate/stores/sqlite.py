@@ -48,7 +48,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from crossgate.audit import seal
+from crossgate.audit import seal, sealed_hash
 from crossgate.errors import AuditHeadMissingError, ConfigurationError, ConflictError, StoreError
 from crossgate.model import (
     OUTCOME_KINDS,
@@ -309,37 +309,31 @@ class SqliteStore(SignedStateMixin):
 
     # events -------------------------------------------------------------------------------------
     def _append(self, conn: sqlite3.Connection, new: NewEvent) -> Event:
-        return self._append_all(conn, [new])[-1]
+        return self._append_all(conn, [new])
 
-    def _append_all(self, conn: sqlite3.Connection, news: Sequence[NewEvent]) -> list[Event]:
-        """Seal ``news`` one after the other after the head, insert them, and move the head once."""
+    def _append_all(self, conn: sqlite3.Connection, news: Sequence[NewEvent]) -> Event:
+        """Seal ``news`` one after the other after the head, insert them, move the head once; the last one.
+
+        Only the last is built as an Event (callers return it); the others are hashed from their fields
+        with the same text (``sealed_hash``), and their rows written as ``seal`` would give them.
+        """
         seq, prev_hash = _head(conn.execute(_HEAD_SELECT).fetchall())
-        events: list[Event] = []
-        for new in news:
-            event = seal(new, seq=seq + 1, prev_hash=prev_hash)
-            events.append(event)
-            seq, prev_hash = event.seq, event.hash
+        rows: list[tuple[Any, ...]] = []
+        for new in news[:-1]:
+            seq += 1
+            at = new.at.isoformat()
+            digest = sealed_hash(new, seq=seq, at=at, prev_hash=prev_hash)
+            rows.append(_event_row(new, seq, at, prev_hash, digest))
+            prev_hash = digest
+        last = seal(news[-1], seq=seq + 1, prev_hash=prev_hash)
+        rows.append(_event_row(last, last.seq, last.at.isoformat(), last.prev_hash, last.hash))
         conn.executemany(
             "INSERT INTO events (seq, at, kind, request_id, run, actor, channel, payload, prev_hash, hash)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (
-                    e.seq,
-                    e.at.isoformat(),
-                    e.kind,
-                    e.request_id,
-                    e.run,
-                    e.actor,
-                    e.channel,
-                    json.dumps(e.payload, ensure_ascii=False),
-                    e.prev_hash,
-                    e.hash,
-                )
-                for e in events
-            ],
+            rows,
         )
-        conn.execute("UPDATE audit_head SET seq = ?, hash = ? WHERE one = 1", (seq, prev_hash))
-        return events
+        conn.execute("UPDATE audit_head SET seq = ?, hash = ? WHERE one = 1", (last.seq, last.hash))
+        return last
 
     def append_event(self, event: NewEvent) -> Event:
         with self._write("append_outcome" if event.kind in OUTCOME_KINDS else "append_event") as conn:
@@ -394,6 +388,10 @@ class SqliteStore(SignedStateMixin):
             return self._insert_request(conn, request, event)
 
     def _insert_request(self, conn: sqlite3.Connection, request: ApprovalRequest, event: NewEvent) -> Event:
+        self._insert_request_row(conn, request)
+        return self._append(conn, event)
+
+    def _insert_request_row(self, conn: sqlite3.Connection, request: ApprovalRequest) -> None:
         call = request.call
         try:
             conn.execute(
@@ -413,7 +411,6 @@ class SqliteStore(SignedStateMixin):
             )
         except sqlite3.IntegrityError as exc:
             raise ConflictError(f"request {request.id} already exists") from exc
-        return self._append(conn, event)
 
     def get_request(self, request_id: str) -> ApprovalRequest | None:
         rows = self._read("SELECT body, signatures FROM requests WHERE id = ?", (request_id,))
@@ -507,8 +504,8 @@ class SqliteStore(SignedStateMixin):
         self, parked: ParkedRun, event: NewEvent, requests: Sequence[tuple[ApprovalRequest, NewEvent]] = ()
     ) -> Event:
         with self._write("insert_parked_run") as conn:
-            for request, submitted in requests:
-                self._insert_request(conn, request, submitted)
+            for request, _ in requests:
+                self._insert_request_row(conn, request)
             try:
                 conn.execute(
                     "INSERT INTO parked_runs (id, status, framework, run, body) VALUES (?, ?, ?, ?, ?)",
@@ -517,7 +514,8 @@ class SqliteStore(SignedStateMixin):
                 conn.execute("INSERT INTO parked_states (id, state) VALUES (?, ?)", (parked.id, parked.state))
             except sqlite3.IntegrityError as exc:
                 raise ConflictError(f"parked run {parked.id} already exists") from exc
-            return self._append(conn, event)
+            # The requests' ``submitted`` events, then ``run_parked``: sealed together, one head read and move.
+            return self._append_all(conn, [*(submitted for _, submitted in requests), event])
 
     def get_parked_run(self, parked_id: str) -> ParkedRun | None:
         rows = self._read(f"{_PARKED_SELECT} WHERE p.id = ?", (parked_id,))
@@ -667,6 +665,22 @@ _CURSOR_SELECT = "SELECT name, seq, lease_owner, lease_until FROM delivery_curso
 def _cursor_from_row(row: tuple[Any, ...]) -> DeliveryCursor:
     name, seq, owner, until = row
     return DeliveryCursor(name, int(seq), owner, None if until is None else datetime.fromtimestamp(until, UTC))
+
+
+def _event_row(fields: Event | NewEvent, seq: int, at: str, prev_hash: str, digest: str) -> tuple[Any, ...]:
+    payload = json.dumps(fields.payload, ensure_ascii=False)
+    return (
+        seq,
+        at,
+        fields.kind,
+        fields.request_id,
+        fields.run,
+        fields.actor,
+        fields.channel,
+        payload,
+        prev_hash,
+        digest,
+    )
 
 
 def _event_from_row(row: tuple[Any, ...]) -> Event:
