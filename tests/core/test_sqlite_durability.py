@@ -21,8 +21,8 @@ from crossgate.errors import ConfigurationError
 from crossgate.model import ParkedRunStatus
 from crossgate.policy.versions import apply_policy
 from crossgate.stores.sqlite import SqliteStore
+from tests.core.sqlite_levels import FULL, NORMAL, commit_levels
 
-FULL, NORMAL = 2, 1
 AUTHORITY = Authority.generate()  # the queue signs checkpoints: their writes are in the table too
 WRITES = (
     "setup",
@@ -187,32 +187,6 @@ MUST_BE_FULL = {
     "expired",
 }
 MAY_BE_NORMAL = {"run_claimed", "ran", "run_resumed"}
-
-
-def commit_levels(store: SqliteStore) -> Callable[[], dict[str, set[int]]]:
-    """Record each write's level and the audit head at its BEGIN; the returned function maps event kinds
-    to the levels of the transactions that committed them."""
-    starts: list[tuple[int, int]] = []
-
-    def hook(write: str, conn: sqlite3.Connection) -> None:
-        level = conn.execute("PRAGMA synchronous").fetchone()[0]
-        starts.append((conn.execute("SELECT seq FROM audit_head").fetchone()[0], level))
-
-    store._write_hook = hook
-
-    def levels() -> dict[str, set[int]]:
-        seen = list(starts)
-        reader = SqliteStore(store.path)  # the store itself may be closed by now
-        events = reader.list_events(after=seen[0][0])  # those committed since the hook
-        reader.close()
-        by_kind: dict[str, set[int]] = {}
-        for event in events:
-            # Writes are serialised: an event belongs to the last transaction that began below its seq.
-            level = [lvl for head, lvl in seen if head < event.seq][-1]
-            by_kind.setdefault(event.kind, set()).add(level)
-        return by_kind
-
-    return levels
 
 
 def test_under_full_only_claims_finishes_and_reviewed_outcomes_commit_normal(tmp_path: Path) -> None:
