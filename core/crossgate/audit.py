@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from crossgate.errors import AuditHeadMissingError
-from crossgate.model import Event, NewEvent
+from crossgate.model import Event, NewEvent, chained_text
 
 if TYPE_CHECKING:
     from crossgate.stores.base import Store
@@ -35,6 +35,12 @@ def seal(new: NewEvent, *, seq: int, prev_hash: str) -> Event:
     )
     event.__dict__["hash"] = hashlib.sha256(event.chained_text().encode("utf-8")).hexdigest()
     return event
+
+
+def sealed_hash(new: NewEvent, *, seq: int, at: str, prev_hash: str) -> str:
+    """``seal(new, seq=seq, prev_hash=prev_hash).hash``, without building the Event (``at``: ``new.at`` in
+    ISO 8601, which the caller stores too). For a store that seals a batch and returns none of it."""
+    return hashlib.sha256(chained_text(new, seq=seq, at=at, prev_hash=prev_hash).encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)

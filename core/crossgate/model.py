@@ -479,12 +479,20 @@ class Event(_Frozen):
         Equal to ``canonical_json`` of those nine fields; assembled here in sorted key order so that
         only the payload goes through the general canonical form (every event is sealed with it).
         """
-        return (
-            f'{{"actor":{_text_or_null(self.actor)},"at":{json_string(self.at.isoformat())},'
-            f'"channel":{_text_or_null(self.channel)},"kind":{json_string(self.kind)},'
-            f'"payload":{canonical_json(self.payload)},"prev_hash":{json_string(self.prev_hash)},'
-            f'"request_id":{_text_or_null(self.request_id)},"run":{_text_or_null(self.run)},"seq":{int(self.seq)}}}'
-        )
+        return chained_text(self, seq=self.seq, at=self.at.isoformat(), prev_hash=self.prev_hash)
+
+
+def chained_text(fields: Event | NewEvent, *, seq: int, at: str, prev_hash: str) -> str:
+    """:meth:`Event.chained_text` of ``fields`` placed at ``seq`` after ``prev_hash``, ``at`` in ISO 8601.
+
+    The one place the text is assembled: a store sealing a batch hashes its NewEvents with it directly.
+    """
+    return (
+        f'{{"actor":{_text_or_null(fields.actor)},"at":{json_string(at)},'
+        f'"channel":{_text_or_null(fields.channel)},"kind":{json_string(fields.kind)},'
+        f'"payload":{canonical_json(fields.payload)},"prev_hash":{json_string(prev_hash)},'
+        f'"request_id":{_text_or_null(fields.request_id)},"run":{_text_or_null(fields.run)},"seq":{int(seq)}}}'
+    )
 
 
 def event_kind(event: Event) -> str:

@@ -10,9 +10,10 @@ Both sides use the same scripted model and the same tool, and the same pause, st
   ``state.approve``, ``Runner.run`` to the final answer;
 - crossgate: ``Gate.run`` (policy, the request and the RunState stored together as a parked run),
   ``queue.decide``, ``Gate.resume`` (claim, restore, approve, the gated tool's binding check, mark applied,
-  outcome, finish). That is six store writes; crossgate runs once per SQLite durability (``full``: six
-  synced commits; ``decisions``: two, the decision and the applied mark; ``normal``: none) and once on
-  the memory store.
+  outcome, finish). That is six store writes; crossgate runs once per SQLite durability (``full``: three
+  synced commits, the parked run with its request, the decision and the applied mark, while the claim,
+  the outcome and the finish commit unsynced; ``decisions``: two, the decision and the applied mark;
+  ``normal``: none) and once on the memory store.
 
 The two alternate in one process, so machine noise hits both alike. Not collected by pytest.
 """

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -20,8 +21,8 @@ from crossgate.errors import ConfigurationError
 from crossgate.model import ParkedRunStatus
 from crossgate.policy.versions import apply_policy
 from crossgate.stores.sqlite import SqliteStore
+from tests.core.sqlite_levels import FULL, NORMAL, commit_levels
 
-FULL, NORMAL = 2, 1
 AUTHORITY = Authority.generate()  # the queue signs checkpoints: their writes are in the table too
 WRITES = (
     "setup",
@@ -32,12 +33,13 @@ WRITES = (
     "revoke_rule",
     "insert_parked_run",
     "change_parked_run",
+    "append_outcome",
     "insert_policy_version",
     "insert_checkpoint",
 )
 # Written out by hand (not taken from the store) so a change to the store's table shows up here.
 EXPECTED = {
-    "full": dict.fromkeys(WRITES, FULL),
+    "full": {**dict.fromkeys(WRITES, FULL), "change_parked_run": NORMAL, "append_outcome": NORMAL},
     "normal": dict.fromkeys(WRITES, NORMAL),
     "decisions": {
         **dict.fromkeys(WRITES, NORMAL),
@@ -60,13 +62,17 @@ def call(tool: str, ticket: str, run: str = "r1") -> ToolCall:
     return ToolCall(framework="openai-agents", tool=tool, args={"id": ticket}, run=run)
 
 
-def observed_levels(store: SqliteStore) -> list[tuple[str, int]]:
+def observed_levels(
+    store: SqliteStore, then: Callable[[str, sqlite3.Connection], None] | None = None
+) -> list[tuple[str, int]]:
     """Record, from inside each write transaction, the write's name and the ``synchronous`` level in force."""
     seen: list[tuple[str, int]] = []
 
     def hook(write: str, conn: sqlite3.Connection) -> None:
         assert conn.in_transaction
         seen.append((write, conn.execute("PRAGMA synchronous").fetchone()[0]))
+        if then is not None:
+            then(write, conn)
 
     store._write_hook = hook
     return seen
@@ -166,6 +172,60 @@ def test_a_plain_connection_outside_a_write_keeps_the_last_level(tmp_path: Path)
     queue.close()
 
 
+# which events commit FULL under `full` ----------------------------------------------------------------
+# Every kind an invariant depends on, or a reviewer or operator is told about as done (written out by hand).
+MUST_BE_FULL = {
+    "policy_applied",
+    "auto_allowed",
+    "submitted",
+    "run_parked",
+    "decided",
+    "applied",
+    "rule_added",
+    "rule_revoked",
+    "cancelled",
+    "expired",
+}
+MAY_BE_NORMAL = {"run_claimed", "ran", "run_resumed"}
+
+
+def test_under_full_only_claims_finishes_and_reviewed_outcomes_commit_normal(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "q.db")
+    store.setup()
+    levels = commit_levels(store)
+    run_every_kind_of_write(store)
+    by_kind = levels()
+    assert set(by_kind) == MUST_BE_FULL | MAY_BE_NORMAL
+    assert {kind for kind in MUST_BE_FULL if by_kind[kind] != {FULL}} == set()
+    assert {kind for kind in MAY_BE_NORMAL if by_kind[kind] != {NORMAL}} == set()
+
+
+def test_under_full_a_claim_that_carries_enqueued_records_commits_full(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "q.db")
+    store.setup()
+    queue, _ = clocked_queue(store)
+    request = queue.submit(call("delete_ticket", "t1")).request
+    assert request is not None
+    parked = queue.park(framework="openai-agents", run="r1", request_ids=[request.id], state="{}")
+    queue.decide(request.id, Approve(), reviewer="alice")
+    levels = commit_levels(store)
+    seen = observed_levels(store, then=store._write_hook)
+    queue.submit(call("read_ticket", "t2"))  # an allowed call's record, enqueued
+    queue.claim_parked(parked.id, owner="worker")  # takes it into its transaction
+    queue.finish_parked(parked.id, owner="worker")
+    assert seen == [("change_parked_run", FULL), ("change_parked_run", NORMAL)]
+    assert levels()["auto_allowed"] == {FULL}
+    queue.close()
+
+
+def test_under_full_the_light_writes_are_exactly_claims_finishes_retries_prunes_and_outcomes() -> None:
+    store = SqliteStore("unused.db")
+    light = {w for w in (*WRITES, "change_parked_runs", "claim_delivery_cursor") if store.sync_level(w) == NORMAL}
+    assert light == {"change_parked_run", "change_parked_runs", "append_outcome"}
+    assert store.sync_level("change_parked_run", carries_enqueued=True) == FULL
+    assert SqliteStore("unused.db", durability="normal").sync_level("append_outcome", carries_enqueued=True) == NORMAL
+
+
 # URLs and paths -----------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("target", "name", "durability"),
@@ -244,7 +304,7 @@ while True:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("durability", ["decisions", "normal"])
+@pytest.mark.parametrize("durability", ["full", "decisions", "normal"])
 def test_sigkill_loses_nothing_the_store_reported_committed(tmp_path: Path, durability: str) -> None:
     db = tmp_path / "q.db"
     child = subprocess.Popen(

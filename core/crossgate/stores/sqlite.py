@@ -6,7 +6,11 @@ the hash chain are serialised across threads and processes. Each thread gets its
 How much a commit survives is the store's ``durability``:
 
 - ``"full"`` (default): every commit runs with ``PRAGMA synchronous=FULL``, which in WAL mode syncs the
-  WAL file after each commit. Every committed write survives a power cut.
+  WAL file after each commit, except the writes in ``LIGHT_WRITES`` (claims and finishes of parked runs,
+  a reviewed call's outcome record), which run with ``synchronous=NORMAL``. Every other committed write
+  (requests, parked runs, decisions, applied marks, expiries, cancellations, standing rules, policy
+  versions, checkpoints, the group-committed events) survives a power cut, and so does every commit
+  before it; a power cut can lose only a tail of ``LIGHT_WRITES`` commits that no FULL one followed.
 - ``"normal"``: every commit runs with ``synchronous=NORMAL``: no sync at commit (SQLite syncs only around
   checkpoints). Every committed write survives a crash of the process (SIGKILL included: the write is in
   the operating system's cache); after a power cut or kernel crash the newest commits may be gone.
@@ -21,13 +25,14 @@ are group-committed (see ``crossgate.stores._event_batch``): a crash of the proc
 loses those not committed yet, at most the last ``FLUSH_INTERVAL_SECONDS`` or so of them, and never one
 that a later write of the process followed (that write committed it first, in its own transaction).
 
-Why ``decisions`` is sound: the WAL is append-only, and a FULL commit syncs the whole WAL file, so it
-also makes every earlier commit in it durable, NORMAL ones included, whichever connection or process
-wrote them. Recovery replays WAL frames from the start only while their running checksums hold, so what
-survives a power cut is always a prefix of the commit order: the commits up to (at least) the last
-FULL one, plus possibly some later NORMAL ones. Nothing in the middle can go missing. ``synchronous`` is
-a per-connection setting that SQLite refuses to change inside a transaction ("Safety level may not be
-changed inside a transaction"), so the store sets it on the thread's connection just before ``BEGIN``.
+Why ``decisions`` (and ``full`` with its ``LIGHT_WRITES``) is sound: the WAL is append-only, and a FULL
+commit syncs the whole WAL file, so it also makes every earlier commit in it durable, NORMAL ones
+included, whichever connection or process wrote them. Recovery replays WAL frames from the start only
+while their running checksums hold, so what survives a power cut is always a prefix of the commit order:
+the commits up to (at least) the last FULL one, plus possibly some later NORMAL ones. Nothing in the
+middle can go missing. ``synchronous`` is a per-connection setting that SQLite refuses to change inside
+a transaction ("Safety level may not be changed inside a transaction"), so the store sets it on the
+thread's connection just before ``BEGIN``, under the process's write lock.
 """
 
 from __future__ import annotations
@@ -43,9 +48,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from crossgate.audit import seal
+from crossgate.audit import seal, sealed_hash
 from crossgate.errors import AuditHeadMissingError, ConfigurationError, ConflictError, StoreError
 from crossgate.model import (
+    OUTCOME_KINDS,
     ApprovalRequest,
     Event,
     NewEvent,
@@ -84,6 +90,16 @@ DURABILITIES: tuple[Durability, ...] = get_args(Durability)
 SYNC_FULL = 2
 SYNC_NORMAL = 1
 """The values ``PRAGMA synchronous`` reports."""
+
+LIGHT_WRITES = frozenset({"change_parked_run", "change_parked_runs", "append_outcome"})
+"""The writes that commit with ``synchronous=NORMAL`` under ``durability="full"`` (every other is FULL).
+
+Claims, finishes, retries and prunes of parked runs, and the outcome record (``ran``/``not_run``) of a
+reviewed call. Nobody acts on one as on a durable fact, and losing one in a power cut leaves what a
+process crash at that point leaves (see ``DURABLE_WRITES`` for each). It is lost only when no FULL commit
+followed it: the next FULL commit syncs the whole WAL, this one included. A transaction that also
+commits enqueued events stays FULL (``SqliteStore.sync_level``), so their loss is what it was.
+"""
 
 DURABLE_WRITES = frozenset({"setup", "update_request", "revoke_rule", "insert_policy_version", "insert_checkpoint"})
 """The writes that commit with ``synchronous=FULL`` under ``durability="decisions"``.
@@ -183,9 +199,15 @@ class SqliteStore(SignedStateMixin):
                 self._connections.append((threading.current_thread(), conn))
         return conn
 
-    def sync_level(self, write: str) -> int:
-        """The ``PRAGMA synchronous`` value the write named ``write`` commits with under this durability."""
-        if self.durability == "full" or (self.durability == "decisions" and write in DURABLE_WRITES):
+    def sync_level(self, write: str, *, carries_enqueued: bool = False) -> int:
+        """The ``PRAGMA synchronous`` value the write named ``write`` commits with under this durability.
+
+        ``carries_enqueued``: the transaction also commits events waiting in the group commit; under
+        ``full`` it is then FULL whatever the write, so those records are lost only while not committed.
+        """
+        if self.durability == "full":
+            return SYNC_NORMAL if write in LIGHT_WRITES and not carries_enqueued else SYNC_FULL
+        if self.durability == "decisions" and write in DURABLE_WRITES:
             return SYNC_FULL
         return SYNC_NORMAL
 
@@ -195,14 +217,19 @@ class SqliteStore(SignedStateMixin):
         # retries give writers a long latency tail; BEGIN IMMEDIATE still serialises processes.
         with self._write_lock, _wrapped(write.replace("_", " ")):
             conn = self._conn()
-            level = self.sync_level(write)
-            if self._local.sync != level:
-                conn.execute(f"PRAGMA synchronous={level}")  # refused inside a transaction: set it before BEGIN
-                self._local.sync = level
-            conn.execute("BEGIN IMMEDIATE")
             # Events enqueued before this write go first, in its transaction: they keep their place in
-            # the chain before the change it commits, and become durable with it.
+            # the chain before the change it commits, and become durable with it. Taken before the
+            # level is chosen (it depends on them); nothing else takes them while this lock is held.
             waiting = self._batch.take()
+            try:
+                level = self.sync_level(write, carries_enqueued=bool(waiting))
+                if self._local.sync != level:
+                    conn.execute(f"PRAGMA synchronous={level}")  # refused inside a transaction: set it before BEGIN
+                    self._local.sync = level
+                conn.execute("BEGIN IMMEDIATE")
+            except BaseException:
+                self._batch.give_back(waiting)
+                raise
             try:
                 if self._write_hook is not None:
                     self._write_hook(write, conn)
@@ -282,40 +309,34 @@ class SqliteStore(SignedStateMixin):
 
     # events -------------------------------------------------------------------------------------
     def _append(self, conn: sqlite3.Connection, new: NewEvent) -> Event:
-        return self._append_all(conn, [new])[-1]
+        return self._append_all(conn, [new])
 
-    def _append_all(self, conn: sqlite3.Connection, news: Sequence[NewEvent]) -> list[Event]:
-        """Seal ``news`` one after the other after the head, insert them, and move the head once."""
+    def _append_all(self, conn: sqlite3.Connection, news: Sequence[NewEvent]) -> Event:
+        """Seal ``news`` one after the other after the head, insert them, move the head once; the last one.
+
+        Only the last is built as an Event (callers return it); the others are hashed from their fields
+        with the same text (``sealed_hash``), and their rows written as ``seal`` would give them.
+        """
         seq, prev_hash = _head(conn.execute(_HEAD_SELECT).fetchall())
-        events: list[Event] = []
-        for new in news:
-            event = seal(new, seq=seq + 1, prev_hash=prev_hash)
-            events.append(event)
-            seq, prev_hash = event.seq, event.hash
+        rows: list[tuple[Any, ...]] = []
+        for new in news[:-1]:
+            seq += 1
+            at = new.at.isoformat()
+            digest = sealed_hash(new, seq=seq, at=at, prev_hash=prev_hash)
+            rows.append(_event_row(new, seq, at, prev_hash, digest))
+            prev_hash = digest
+        last = seal(news[-1], seq=seq + 1, prev_hash=prev_hash)
+        rows.append(_event_row(last, last.seq, last.at.isoformat(), last.prev_hash, last.hash))
         conn.executemany(
             "INSERT INTO events (seq, at, kind, request_id, run, actor, channel, payload, prev_hash, hash)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (
-                    e.seq,
-                    e.at.isoformat(),
-                    e.kind,
-                    e.request_id,
-                    e.run,
-                    e.actor,
-                    e.channel,
-                    json.dumps(e.payload, ensure_ascii=False),
-                    e.prev_hash,
-                    e.hash,
-                )
-                for e in events
-            ],
+            rows,
         )
-        conn.execute("UPDATE audit_head SET seq = ?, hash = ? WHERE one = 1", (seq, prev_hash))
-        return events
+        conn.execute("UPDATE audit_head SET seq = ?, hash = ? WHERE one = 1", (last.seq, last.hash))
+        return last
 
     def append_event(self, event: NewEvent) -> Event:
-        with self._write("append_event") as conn:
+        with self._write("append_outcome" if event.kind in OUTCOME_KINDS else "append_event") as conn:
             return self._append(conn, event)
 
     def enqueue_event(self, event: NewEvent) -> None:
@@ -367,6 +388,10 @@ class SqliteStore(SignedStateMixin):
             return self._insert_request(conn, request, event)
 
     def _insert_request(self, conn: sqlite3.Connection, request: ApprovalRequest, event: NewEvent) -> Event:
+        self._insert_request_row(conn, request)
+        return self._append(conn, event)
+
+    def _insert_request_row(self, conn: sqlite3.Connection, request: ApprovalRequest) -> None:
         call = request.call
         try:
             conn.execute(
@@ -386,7 +411,6 @@ class SqliteStore(SignedStateMixin):
             )
         except sqlite3.IntegrityError as exc:
             raise ConflictError(f"request {request.id} already exists") from exc
-        return self._append(conn, event)
 
     def get_request(self, request_id: str) -> ApprovalRequest | None:
         rows = self._read("SELECT body, signatures FROM requests WHERE id = ?", (request_id,))
@@ -480,8 +504,8 @@ class SqliteStore(SignedStateMixin):
         self, parked: ParkedRun, event: NewEvent, requests: Sequence[tuple[ApprovalRequest, NewEvent]] = ()
     ) -> Event:
         with self._write("insert_parked_run") as conn:
-            for request, submitted in requests:
-                self._insert_request(conn, request, submitted)
+            for request, _ in requests:
+                self._insert_request_row(conn, request)
             try:
                 conn.execute(
                     "INSERT INTO parked_runs (id, status, framework, run, body) VALUES (?, ?, ?, ?, ?)",
@@ -490,7 +514,8 @@ class SqliteStore(SignedStateMixin):
                 conn.execute("INSERT INTO parked_states (id, state) VALUES (?, ?)", (parked.id, parked.state))
             except sqlite3.IntegrityError as exc:
                 raise ConflictError(f"parked run {parked.id} already exists") from exc
-            return self._append(conn, event)
+            # The requests' ``submitted`` events, then ``run_parked``: sealed together, one head read and move.
+            return self._append_all(conn, [*(submitted for _, submitted in requests), event])
 
     def get_parked_run(self, parked_id: str) -> ParkedRun | None:
         rows = self._read(f"{_PARKED_SELECT} WHERE p.id = ?", (parked_id,))
@@ -640,6 +665,22 @@ _CURSOR_SELECT = "SELECT name, seq, lease_owner, lease_until FROM delivery_curso
 def _cursor_from_row(row: tuple[Any, ...]) -> DeliveryCursor:
     name, seq, owner, until = row
     return DeliveryCursor(name, int(seq), owner, None if until is None else datetime.fromtimestamp(until, UTC))
+
+
+def _event_row(fields: Event | NewEvent, seq: int, at: str, prev_hash: str, digest: str) -> tuple[Any, ...]:
+    payload = json.dumps(fields.payload, ensure_ascii=False)
+    return (
+        seq,
+        at,
+        fields.kind,
+        fields.request_id,
+        fields.run,
+        fields.actor,
+        fields.channel,
+        payload,
+        prev_hash,
+        digest,
+    )
 
 
 def _event_from_row(row: tuple[Any, ...]) -> Event:
