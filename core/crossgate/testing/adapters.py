@@ -38,7 +38,7 @@ from crossgate import (
     fingerprint,
     open_store,
 )
-from crossgate.model import APPROVAL_LAPSED_MESSAGE, EXPIRY_MESSAGE
+from crossgate.model import APPROVAL_LAPSED_MESSAGE, EXPIRY_MESSAGE, Event
 from crossgate.runs import Finished, Parked
 from crossgate.testing.contract import Contract
 from crossgate.testing.driver import TOOL, TicketAgentDriver
@@ -79,6 +79,20 @@ MakeWorld = Callable[..., World]
 def require(world: World, kind: DecisionKind) -> None:
     if kind not in world.driver.capabilities:
         pytest.skip(f"{world.driver.framework} cannot express {kind.value}")
+
+
+async def committed_events(world: World, kind: str, count: int, *, seconds: float = 10.0) -> list[Event]:
+    """The audit events of ``kind``, once ``count`` of them are committed (or ``seconds`` have passed).
+
+    An allowed call's record is group-committed by the process that judged it (at most 50 ms later, longer
+    on a loaded machine), which over HTTP is the server, not the test's queue.
+    """
+    deadline = asyncio.get_running_loop().time() + seconds
+    while True:
+        found = [e for e in world.queue.events() if e.kind == kind]
+        if len(found) >= count or asyncio.get_running_loop().time() > deadline:
+            return found
+        await asyncio.sleep(0.02)
 
 
 def refuse_self_approval(world: World, request_id: str, person: str) -> None:
@@ -229,7 +243,7 @@ class AdapterContract(Contract):
         again = await world.driver.start(["t2"], run="run-remember-2")
         assert isinstance(again, Finished)
         assert world.tickets.ids() == ["t1"]
-        allowed = [e for e in world.queue.events() if e.kind == "auto_allowed"]
+        allowed = await committed_events(world, "auto_allowed", 1)
         assert [e.payload["args"] for e in allowed] == [{"id": "t2"}]
 
     @pytest.mark.asyncio
