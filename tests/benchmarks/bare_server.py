@@ -2,16 +2,19 @@
 
     python -m tests.benchmarks.bare_server DB PORT TOKENS
 
-The same two routes the reviewers call (list pending oldest first, post a decision) over one SQLite file
-in WAL mode with ``synchronous=FULL``: a decision is one durable compare-and-set ``UPDATE ... WHERE
-status = 'pending'`` (200, or 409 when another reviewer was first), behind a bearer-token check. No
-policy, no audit log, no schema validation beyond the JSON body. Threads of the app queue on one write
-lock, as crossgate's SQLite store does. ``setup``, ``submit`` and ``apply`` are the submitter's and the
+The same two routes the reviewers call (list pending oldest first, optionally one run's, post a decision)
+over one table: a decision is one durable compare-and-set ``UPDATE ... WHERE status = 'pending'`` (200,
+or 409 when another reviewer was first), behind a bearer-token check. No policy, no audit log, no schema
+validation beyond the JSON body. ``DB`` is a SQLite file (WAL, ``synchronous=FULL``; the app's threads
+queue on one write lock, as crossgate's SQLite store does) or a ``postgresql://`` URL with a ``schema``
+parameter (each statement in autocommit with ``synchronous_commit`` on, the server's default; row locks,
+no lock of the app's own). ``setup``, ``submit`` and ``apply_decided`` are the submitter's and the
 appliers' side, on their own connections.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import sys
 import threading
@@ -21,54 +24,96 @@ import anyio
 from fastapi import FastAPI, Header, HTTPException, Request
 from fastapi.responses import JSONResponse
 
-SCHEMA = (
+SQLITE_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS requests (position INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL,"
-    " fingerprint TEXT NOT NULL, status TEXT NOT NULL)"
+    " fingerprint TEXT NOT NULL, status TEXT NOT NULL, run TEXT)"
+)
+POSTGRES_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS requests (position bigserial PRIMARY KEY, id text UNIQUE NOT NULL,"
+    " fingerprint text NOT NULL, status text NOT NULL, run text);"
+    " CREATE INDEX IF NOT EXISTS requests_status_position ON requests (status, position)"
+)
+DECIDE = "UPDATE requests SET status = 'decided' WHERE id = ? AND fingerprint = ? AND status = 'pending'"
+LIST = (
+    "SELECT id, fingerprint FROM requests WHERE status = ? AND (CAST(? AS TEXT) IS NULL OR run = ?)"
+    " ORDER BY position LIMIT ?"
 )
 
 
-DECIDE = "UPDATE requests SET status = 'decided' WHERE id = ? AND fingerprint = ? AND status = 'pending'"
+class Db:
+    """One connection to the bare table, SQLite or PostgreSQL, with ``?`` placeholders either way."""
+
+    def __init__(self, target: str) -> None:
+        self.postgres = target.startswith(("postgresql://", "postgres://"))
+        if self.postgres:
+            import psycopg
+
+            from crossgate.stores.postgres import split_url
+
+            conninfo, schema = split_url(target)
+            self._pg = psycopg.connect(conninfo, autocommit=True, options=f"-c search_path={schema}")
+            self._schema = schema
+        else:
+            self._lite = sqlite3.connect(target, isolation_level=None, check_same_thread=False, timeout=30)
+            self._lite.execute("PRAGMA journal_mode=WAL")
+            self._lite.execute("PRAGMA synchronous=FULL")
+
+    def execute(self, statement: str, params: tuple[Any, ...] = ()) -> tuple[list[tuple[Any, ...]], int]:
+        """The rows and the row count of one statement."""
+        if self.postgres:
+            cur = self._pg.execute(statement.replace("?", "%s"), params)
+            return (list(cur.fetchall()) if cur.description else []), cur.rowcount
+        found = self._lite.execute(statement, params)
+        return found.fetchall(), found.rowcount
+
+    def close(self) -> None:
+        (self._pg if self.postgres else self._lite).close()
 
 
-def connect(db: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(db, isolation_level=None, check_same_thread=False, timeout=30)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=FULL")
-    return conn
+def connect(db: str) -> Db:
+    return Db(db)
 
 
 def setup(db: str) -> None:
-    with connect(db) as conn:
-        conn.execute(SCHEMA)
+    conn = Db(db)
+    if conn.postgres:
+        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {conn._schema}")
+        conn.execute(POSTGRES_SCHEMA)
+    else:
+        conn.execute(SQLITE_SCHEMA)
+    conn.close()
 
 
-def submit(conn: sqlite3.Connection, request_id: str) -> None:
-    conn.execute("INSERT INTO requests (id, fingerprint, status) VALUES (?, ?, 'pending')", (request_id, request_id))
+def submit(conn: Db, request_id: str, run: str | None = None) -> None:
+    conn.execute(
+        "INSERT INTO requests (id, fingerprint, status, run) VALUES (?, ?, 'pending', ?)", (request_id, request_id, run)
+    )
 
 
-def pending_count(conn: sqlite3.Connection) -> int:
-    return int(conn.execute("SELECT count(*) FROM requests WHERE status = 'pending'").fetchone()[0])
+def pending_count(conn: Db) -> int:
+    return int(conn.execute("SELECT count(*) FROM requests WHERE status = 'pending'")[0][0][0])
 
 
-def apply_decided(conn: sqlite3.Connection) -> tuple[int, int]:
+def apply_decided(conn: Db) -> tuple[int, int]:
     """Mark decided rows applied by compare-and-set; (applied, refused)."""
-    rows = conn.execute("SELECT id FROM requests WHERE status = 'decided' ORDER BY position LIMIT 100").fetchall()
+    rows, _ = conn.execute("SELECT id FROM requests WHERE status = 'decided' ORDER BY position LIMIT 100")
     applied = 0
     for (request_id,) in rows:
         applied += conn.execute(
             "UPDATE requests SET status = 'applied' WHERE id = ? AND status = 'decided'", (request_id,)
-        ).rowcount
+        )[1]
     return applied, len(rows) - applied
 
 
 def app(db: str, tokens: set[str]) -> Any:
     local = threading.local()
-    write_lock = threading.Lock()
+    postgres = db.startswith(("postgresql://", "postgres://"))
+    write_lock: contextlib.AbstractContextManager[Any] = contextlib.nullcontext() if postgres else threading.Lock()
 
-    def conn() -> sqlite3.Connection:
-        found: sqlite3.Connection | None = getattr(local, "conn", None)
+    def conn() -> Db:
+        found: Db | None = getattr(local, "conn", None)
         if found is None:
-            found = local.conn = connect(db)
+            found = local.conn = Db(db)
         return found
 
     def check(authorization: str | None) -> None:
@@ -82,13 +127,11 @@ def app(db: str, tokens: set[str]) -> Any:
         return {"status": "ok"}
 
     @api.get("/api/requests")
-    def listing(status: str, limit: int = 20, authorization: str | None = Header(None)) -> dict[str, Any]:
+    def listing(
+        status: str, limit: int = 20, run: str | None = None, authorization: str | None = Header(None)
+    ) -> dict[str, Any]:
         check(authorization)
-        rows = (
-            conn()
-            .execute("SELECT id, fingerprint FROM requests WHERE status = ? ORDER BY position LIMIT ?", (status, limit))
-            .fetchall()
-        )
+        rows, _ = conn().execute(LIST, (status, run, run, limit))
         return {"items": [{"id": i, "fingerprint": f} for i, f in rows], "next_cursor": None}
 
     @api.post("/api/requests/{request_id}/decision")
@@ -102,7 +145,7 @@ def app(db: str, tokens: set[str]) -> Any:
     async def run_in_thread(request_id: str, fingerprint: str | None) -> JSONResponse:
         def cas() -> int:
             with write_lock:
-                return int(conn().execute(DECIDE, (request_id, fingerprint)).rowcount)
+                return conn().execute(DECIDE, (request_id, fingerprint))[1]
 
         if await anyio.to_thread.run_sync(cas):
             return JSONResponse({"id": request_id, "status": "decided"})

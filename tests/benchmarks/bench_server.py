@@ -1,17 +1,24 @@
-"""Review server load: many concurrent reviewers and submitters against one ``crossgate serve`` on 127.0.0.1.
+"""Review server load: many concurrent reviewers and submitters against ``crossgate serve`` on 127.0.0.1.
 
     python tests/benchmarks/bench_server.py
 
-One server process (SQLite file, uvicorn), one submitter process that keeps a backlog of pending
-requests (``ReviewQueue.submit`` on the same file, as agents do), two applier threads racing to mark
-decided requests applied (as resuming adapters do), and ``CG_BENCH_CLIENTS`` reviewers (default 50),
-each with its own token, each looping: list pending (oldest first), pick one, approve it. Reviewers
-race for the same requests on purpose; the losers get 409.
+Each row runs one server process (uvicorn) on a fresh database, one submitter process that keeps a
+backlog of pending requests (``ReviewQueue.submit`` on the same database, as agents do), two applier
+threads racing to mark decided requests applied (as resuming adapters do), and ``CG_BENCH_CLIENTS``
+reviewers (default 50), each with its own token, each looping: list pending (oldest first), pick one,
+approve it. A row is ``<store>-<mode>`` or ``<store>-<mode>-x2``: the store is ``sqlite`` (a file) or
+``postgres`` (a fresh schema at ``CG_BENCH_POSTGRES_URL``, else ``CROSSGATE_TEST_POSTGRES_URL``); in
+mode ``racing`` every reviewer lists every pending request and they race for them (the losers get
+409); in mode ``own`` each reviewer lists and decides only the requests of its own run. ``-x2`` runs two
+servers on the one database, the reviewers split between them, and prints its decisions per second
+against the same row's one-server figure. ``CG_BENCH_ROWS`` (comma-separated) picks the rows; by
+default ``sqlite-racing,sqlite-own`` and, with a PostgreSQL URL, ``postgres-own,postgres-racing,postgres-own-x2``.
 
-Then the same load against the bare baseline (``bare_server.py``: FastAPI and uvicorn, the same two
-routes, a decision is one durable compare-and-set ``UPDATE`` on SQLite ``synchronous=FULL``; its
-submitter inserts rows, its appliers compare-and-set them applied), unless ``CG_BENCH_BARE=0``, and the
-ratios crossgate / bare of decisions per second and decide latency.
+Each one-server row is followed by the same load against the bare baseline (``bare_server.py``: FastAPI
+and uvicorn, the same two routes, a decision is one durable compare-and-set ``UPDATE`` on the same
+database kind: SQLite ``synchronous=FULL``, PostgreSQL ``synchronous_commit`` on; its submitter inserts
+rows, its appliers compare-and-set them applied), unless ``CG_BENCH_BARE=0``, and the ratios crossgate /
+bare of decisions per second and decide latency ("n/a" when a side made no decision).
 
 Reports decisions per second, p50/p99 latency of the decision and list calls, and checks the
 invariants: every request submitted is in the store (none lost), every 200 answer is exactly one
@@ -24,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import math
 import multiprocessing
 import os
 import random
@@ -52,6 +60,21 @@ SECONDS = float(os.environ.get("CG_BENCH_SECONDS", "30"))
 CLIENTS = int(os.environ.get("CG_BENCH_CLIENTS", "50"))
 BACKLOG = int(os.environ.get("CG_BENCH_BACKLOG", "200"))
 FRAMEWORKS = ("openai-agents", "claude-agent-sdk", "langgraph")
+POSTGRES_URL = os.environ.get("CG_BENCH_POSTGRES_URL") or os.environ.get("CROSSGATE_TEST_POSTGRES_URL", "")
+DEFAULT_ROWS = "sqlite-racing,sqlite-own" + (",postgres-own,postgres-racing,postgres-own-x2" if POSTGRES_URL else "")
+ROWS = [r.strip() for r in os.environ.get("CG_BENCH_ROWS", DEFAULT_ROWS).split(",") if r.strip()]
+
+
+def own_run(n: int) -> str:
+    """The run of request ``n`` in mode ``own``: reviewer ``n % CLIENTS`` decides it."""
+    return f"own-{n % CLIENTS:03d}"
+
+
+def ratio(ours: float, theirs: float) -> str:
+    """``ours / theirs`` as ``1.23x``, or ``n/a`` when either is zero or not a number (tiny runs)."""
+    if not theirs or not ours or math.isnan(ours) or math.isnan(theirs):
+        return "n/a"
+    return f"{ours / theirs:.2f}x"
 
 
 def free_port() -> int:
@@ -60,7 +83,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def submitter(db: str, stop_at: float, counter: Any) -> None:
+def submitter(db: str, stop_at: float, counter: Any, mode: str = "racing") -> None:
     """Keep about BACKLOG requests pending until ``stop_at``; count what was submitted."""
     queue = ReviewQueue(open_store(db))
     n = 0
@@ -68,9 +91,8 @@ def submitter(db: str, stop_at: float, counter: Any) -> None:
         pending = len(queue.list_requests(RequestQuery(statuses=(RequestStatus.PENDING,), limit=500)).items)
         for _ in range(max(0, BACKLOG - pending)):
             n += 1
-            call = ToolCall(
-                framework=FRAMEWORKS[n % 3], tool="delete_ticket", args={"id": f"T-{n}"}, run=f"run-{n % 17}"
-            )
+            run = own_run(n) if mode == "own" else f"run-{n % 17}"
+            call = ToolCall(framework=FRAMEWORKS[n % 3], tool="delete_ticket", args={"id": f"T-{n}"}, run=run)
             queue.submit(call)
             with counter.get_lock():
                 counter.value += 1
@@ -78,14 +100,14 @@ def submitter(db: str, stop_at: float, counter: Any) -> None:
     queue.close()
 
 
-def bare_submitter(db: str, stop_at: float, counter: Any) -> None:
+def bare_submitter(db: str, stop_at: float, counter: Any, mode: str = "racing") -> None:
     """``submitter`` for the bare app: plain rows, kept at about BACKLOG pending."""
     conn = bare_server.connect(db)
     n = 0
     while time.time() < stop_at:
         for _ in range(max(0, BACKLOG - bare_server.pending_count(conn))):
             n += 1
-            bare_server.submit(conn, f"bare-{n}")
+            bare_server.submit(conn, f"bare-{n}", own_run(n) if mode == "own" else None)
             with counter.get_lock():
                 counter.value += 1
         time.sleep(0.05)
@@ -120,13 +142,21 @@ def applier(db: str, stop: threading.Event, stats: collections.Counter[str]) -> 
 
 
 async def reviewer(
-    base: str, token: str, stop_at: float, lat: dict[str, list[float]], stats: collections.Counter[str]
+    base: str,
+    token: str,
+    stop_at: float,
+    lat: dict[str, list[float]],
+    stats: collections.Counter[str],
+    run: str | None = None,
 ) -> None:
     headers = {"Authorization": f"Bearer {token}"}
+    params: dict[str, str | int] = {"status": "pending", "order": "oldest", "limit": 20}
+    if run:
+        params["run"] = run
     async with httpx.AsyncClient(base_url=base, headers=headers, timeout=30) as http:
         while time.time() < stop_at:
             t0 = time.perf_counter()
-            page = await http.get("/api/requests", params={"status": "pending", "order": "oldest", "limit": 20})
+            page = await http.get("/api/requests", params=params)
             lat["list"].append(time.perf_counter() - t0)
             items = page.json()["items"]
             if not items:
@@ -165,11 +195,12 @@ def start(cmd: list[str], env: dict[str, str], base: str) -> subprocess.Popen[by
 Load = tuple[int, collections.Counter[str], collections.Counter[str], dict[str, list[float]], float]
 
 
-def load(base: str, tokens: dict[str, str], db: str, feed: Any, apply: Any) -> Load:
-    """Reviewers for SECONDS against ``base``, with ``feed`` keeping the backlog and two ``apply`` threads."""
+def load(bases: list[str], tokens: dict[str, str], db: str, feed: Any, apply: Any, mode: str) -> Load:
+    """Reviewers for SECONDS against ``bases`` (split between them), with ``feed`` keeping the backlog and
+    two ``apply`` threads."""
     stop_at = time.time() + SECONDS
     submitted = multiprocessing.get_context("spawn").Value("i", 0)
-    feeder = multiprocessing.get_context("spawn").Process(target=feed, args=(db, stop_at, submitted))
+    feeder = multiprocessing.get_context("spawn").Process(target=feed, args=(db, stop_at, submitted, mode))
     feeder.start()
     stop_apply = threading.Event()
     apply_stats: collections.Counter[str] = collections.Counter()
@@ -181,7 +212,12 @@ def load(base: str, tokens: dict[str, str], db: str, feed: Any, apply: Any) -> L
     started = time.perf_counter()
 
     async def everyone() -> None:
-        await asyncio.gather(*(reviewer(base, t, stop_at, lat, stats) for t in tokens.values()))
+        await asyncio.gather(
+            *(
+                reviewer(bases[i % len(bases)], t, stop_at, lat, stats, own_run(i) if mode == "own" else None)
+                for i, t in enumerate(tokens.values())
+            )
+        )
 
     asyncio.run(everyone())
     elapsed = time.perf_counter() - started
@@ -193,36 +229,102 @@ def load(base: str, tokens: dict[str, str], db: str, feed: Any, apply: Any) -> L
     return submitted.value, stats, apply_stats, lat, elapsed
 
 
+class Row:
+    """One row of the benchmark: a store, a mode, and one or two servers."""
+
+    def __init__(self, name: str, folder: Path) -> None:
+        parts = name.split("-")
+        if len(parts) not in (2, 3) or parts[0] not in ("sqlite", "postgres") or parts[1] not in ("racing", "own"):
+            raise SystemExit(f"unknown row {name!r}: use <sqlite|postgres>-<racing|own>[-x2]")
+        self.name, self.store, self.mode = name, parts[0], parts[1]
+        self.servers = 2 if parts[2:] == ["x2"] else 1
+        self.folder = folder
+
+    def database(self, kind: str) -> str:
+        """A fresh database for one side (``crossgate`` or ``bare``) of this row."""
+        tag = f"{kind}_{self.name.replace('-', '_')}"
+        if self.store == "sqlite":
+            return str(self.folder / f"{tag}.db")
+        schema = f"bench_{os.getpid()}_{tag}"
+        separator = "&" if "?" in POSTGRES_URL else "?"
+        return f"{POSTGRES_URL}{separator}schema={schema}"
+
+
+def serve(cmds: list[list[str]], env: dict[str, str], ports: list[int]) -> tuple[list[str], list[Any]]:
+    bases = [f"http://127.0.0.1:{port}" for port in ports]
+    return bases, [start(cmd, env, base) for cmd, base in zip(cmds, bases, strict=True)]
+
+
+def stop(servers: list[Any]) -> None:
+    for server in servers:
+        server.terminate()
+    for server in servers:
+        server.wait(timeout=20)
+
+
+def run_row(row: Row, tokens: dict[str, str]) -> tuple[int, float]:
+    """Run ``row`` (and its bare baseline); (invariant failures, crossgate's decisions per second)."""
+    db = row.database("crossgate")
+    ReviewQueue(open_store(db)).close()
+    env = {**os.environ, "CROSSGATE_TOKENS": ",".join(f"{n}:{t}" for n, t in tokens.items())}
+    ports = [free_port() for _ in range(row.servers)]
+    cmds = [
+        [sys.executable, "-m", "crossgate.cli", "--db", db, "serve", "--port", str(p), "--log-level", "warning"]
+        for p in ports
+    ]
+    bases, servers = serve(cmds, env, ports)
+    try:
+        submitted, stats, apply_stats, lat, elapsed = load(bases, tokens, db, submitter, applier, row.mode)
+    finally:
+        stop(servers)
+    failed = report(db, submitted, stats, apply_stats, lat, elapsed, row)
+    if row.servers == 1 and os.environ.get("CG_BENCH_BARE", "1") != "0":
+        bare_db = row.database("bare")
+        bare_server.setup(bare_db)
+        port = free_port()
+        bare_cmd = [sys.executable, "-m", "tests.benchmarks.bare_server", bare_db, str(port), ",".join(tokens.values())]
+        bases, servers = serve([bare_cmd], dict(os.environ), [port])
+        try:
+            _, bare_stats, bare_apply, bare_lat, bare_elapsed = load(
+                bases, tokens, bare_db, bare_submitter, bare_applier, row.mode
+            )
+        finally:
+            stop(servers)
+        compare(stats, lat, elapsed, bare_stats, bare_apply, bare_lat, bare_elapsed, row)
+        drop(bare_db)
+    drop(db)
+    return failed, stats["decide_200"] / elapsed if elapsed else 0.0
+
+
+def drop(db: str) -> None:
+    """Drop a row's PostgreSQL schema (a SQLite file stays in the temporary folder)."""
+    if not db.startswith("postgresql"):
+        return
+    import psycopg
+
+    from crossgate.stores.postgres import split_url
+
+    conninfo, schema = split_url(db)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
 def main() -> int:
     folder = Path(tempfile.mkdtemp(prefix="crossgate-bench-server-"))
-    db = str(folder / "q.db")
-    ReviewQueue(open_store(db)).close()
-    port = free_port()
     tokens = {f"r{i:02d}": f"reviewer-token-{i:04d}" for i in range(CLIENTS)}
-    env = {**os.environ, "CROSSGATE_TOKENS": ",".join(f"{n}:{t}" for n, t in tokens.items())}
-    cmd = [sys.executable, "-m", "crossgate.cli", "--db", db, "serve", "--port", str(port), "--log-level", "warning"]
-    base = f"http://127.0.0.1:{port}"
-    server = start(cmd, env, base)
-    try:
-        submitted, stats, apply_stats, lat, elapsed = load(base, tokens, db, submitter, applier)
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
-    failed = report(db, submitted, stats, apply_stats, lat, elapsed)
-    if os.environ.get("CG_BENCH_BARE", "1") == "0":
-        return failed
-    bare_db = str(folder / "bare.db")
-    bare_server.setup(bare_db)
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    bare_cmd = [sys.executable, "-m", "tests.benchmarks.bare_server", bare_db, str(port), ",".join(tokens.values())]
-    server = start(bare_cmd, dict(os.environ), base)
-    try:
-        _, bare_stats, bare_apply, bare_lat, bare_elapsed = load(base, tokens, bare_db, bare_submitter, bare_applier)
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
-    compare(stats, lat, elapsed, bare_stats, bare_apply, bare_lat, bare_elapsed)
+    failed = 0
+    rates: dict[str, float] = {}
+    for name in ROWS:
+        row = Row(name, folder)
+        if row.store == "postgres" and not POSTGRES_URL:
+            print(f"{name}: skipped (no PostgreSQL: set CG_BENCH_POSTGRES_URL)")
+            continue
+        row_failed, rates[name] = run_row(row, tokens)
+        failed += row_failed
+    for name, rate in rates.items():
+        if name.endswith("-x2"):
+            one = rates.get(name.removesuffix("-x2"), 0.0)
+            print(f"two servers vs one ({name.removesuffix('-x2')}): decisions/s {ratio(rate, one)}")
     return failed
 
 
@@ -234,17 +336,26 @@ def compare(
     bare_apply: collections.Counter[str],
     bare_lat: dict[str, list[float]],
     bare_elapsed: float,
+    row: Row,
 ) -> None:
-    """Print the bare baseline's figures and crossgate's ratios to them."""
-    ours, bare = stats["decide_200"] / elapsed, bare_stats["decide_200"] / bare_elapsed
-    print(f"bare FastAPI + uvicorn baseline (durable compare-and-set UPDATE), same load, {bare_elapsed:.1f} s, SQLite")
+    """Print the bare baseline's figures and crossgate's ratios to them ("n/a" where a side has none)."""
+    ours = stats["decide_200"] / elapsed if elapsed else 0.0
+    bare = bare_stats["decide_200"] / bare_elapsed if bare_elapsed else 0.0
+    store = "SQLite" if row.store == "sqlite" else "PostgreSQL"
+    print(
+        f"bare FastAPI + uvicorn baseline (durable compare-and-set UPDATE), same load, {bare_elapsed:.1f} s,"
+        f" {store}, {row.mode}"
+    )
     print(f"  decisions accepted   {bare_stats['decide_200']}  ({bare:.1f}/s); 409s {bare_stats['decide_409']}")
     print(f"  applied {bare_apply['applied']}; second applies refused {bare_apply['apply_refused']}")
     for name in ("decide", "list"):
         print(f"  {name:<7} latency     p50 {pct(bare_lat[name], 50):.1f} ms   p99 {pct(bare_lat[name], 99):.1f} ms")
-    p50 = pct(lat["decide"], 50) / pct(bare_lat["decide"], 50)
-    p99 = pct(lat["decide"], 99) / pct(bare_lat["decide"], 99)
-    print(f"server vs bare (SQLite, racing): decisions/s {ours / bare:.2f}x, decide p50 {p50:.2f}x, p99 {p99:.2f}x")
+    p50 = ratio(pct(lat["decide"], 50), pct(bare_lat["decide"], 50))
+    p99 = ratio(pct(lat["decide"], 99), pct(bare_lat["decide"], 99))
+    print(
+        f"server vs bare ({store}, {'racing' if row.mode == 'racing' else 'own requests'}):"
+        f" decisions/s {ratio(ours, bare)}, decide p50 {p50}, p99 {p99}"
+    )
 
 
 def report(
@@ -254,6 +365,7 @@ def report(
     apply_stats: collections.Counter[str],
     lat: dict[str, list[float]],
     elapsed: float,
+    row: Row,
 ) -> int:
     queue = ReviewQueue(open_store(db))
     events = queue.events()
@@ -272,8 +384,12 @@ def report(
         "audit chain verifies": queue.verify_audit().ok,
     }
     queue.close()
-    print(f"crossgate server load: {CLIENTS} reviewers, 1 submitter process, 2 appliers, {elapsed:.1f} s, SQLite")
-    print(f"  decisions accepted   {ok}  ({ok / elapsed:.1f}/s)")
+    store = "SQLite" if row.store == "sqlite" else "PostgreSQL"
+    print(
+        f"crossgate server load ({row.name}): {CLIENTS} reviewers, {row.servers} server(s), 1 submitter process,"
+        f" 2 appliers, {elapsed:.1f} s, {store}, {row.mode}"
+    )
+    print(f"  decisions accepted   {ok}  ({ok / elapsed if elapsed else 0.0:.1f}/s)")
     print(f"  decisions refused    {stats['decide_409']} (409: another reviewer was first)")
     applied, refused = apply_stats["applied"], apply_stats["apply_refused"]
     print(f"  requests submitted   {submitted}; applied {applied}; second applies refused {refused}")

@@ -19,7 +19,7 @@ CASES = {
     "bench_allowed": (["--runs", "2", "--calls", "2"], {}, "µs/call added"),
     "summary": (
         ["--runs", "2", "--trips", "3"],
-        {"CG_BENCH_SECONDS": "1", "CG_BENCH_CLIENTS": "2", "CG_BENCH_BACKLOG": "5"},
+        {"CG_BENCH_SECONDS": "1", "CG_BENCH_CLIENTS": "2", "CG_BENCH_BACKLOG": "5", "CG_BENCH_ROWS": "sqlite-racing"},
         "server vs bare",
     ),
     "bench_openai": (["5"], {}, "crossgate (SQLite store) / SDK native"),
@@ -34,7 +34,16 @@ CASES = {
         },
         "concurrent inline waiters",
     ),
-    "bench_server": ([], {"CG_BENCH_SECONDS": "2", "CG_BENCH_CLIENTS": "3", "CG_BENCH_BACKLOG": "10"}, "[ok]"),
+    "bench_server": (
+        [],
+        {
+            "CG_BENCH_SECONDS": "2",
+            "CG_BENCH_CLIENTS": "3",
+            "CG_BENCH_BACKLOG": "10",
+            "CG_BENCH_ROWS": "sqlite-own,postgres-racing,postgres-own-x2",  # PostgreSQL rows skip without a server
+        },
+        "[ok]",
+    ),
     "bench_langgraph": (["--n", "2", "--warmup", "1"], {}, "ratio graph crossgate"),
     "bench_claude": (["--runs", "1"], {}, "ratios (median) to bare"),
     "bench_authority": ([], {"CG_BENCH_DECISIONS": "20", "CG_BENCH_ROUNDS": "2"}, "sign+verify per decision"),
