@@ -1,6 +1,6 @@
 # The two commands of the README: `make demo` runs the main job, `make test` runs every test.
 # Each creates .venv and installs the workspace into it on first use; where node is installed, `make install`
-# (and so `make demo`) also installs the npm workspace of the TypeScript agents from its lock file and builds it.
+# (and so `make demo` and `make test`) also installs the npm workspace of the TypeScript agents from its lock file and builds it.
 
 PYTHON ?= python3
 VENV   := .venv
@@ -42,7 +42,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP)
+unit: $(STAMP) typescript
 	$(BIN)/pytest
 
 test: lint typecheck unit
