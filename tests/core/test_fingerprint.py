@@ -78,17 +78,21 @@ def test_canonical_json_round_trips_to_the_same_canonical_text(value: object) ->
 
 
 optional_text = st.none() | st.text()
+EVENT_FIELDS: dict[str, st.SearchStrategy[Any]] = {
+    "seq": st.integers(min_value=1, max_value=2**62),
+    "at": st.datetimes(timezones=st.timezones()),
+    "kind": st.text(),
+    "request_id": optional_text,
+    "actor": optional_text,
+    "payload": st.dictionaries(st.text(max_size=5), json_values, max_size=4),
+}
+"""Strategies for the fields of an audit event (the chain's input)."""
 
 
 @given(
-    seq=st.integers(min_value=1, max_value=2**62),
-    at=st.datetimes(timezones=st.timezones()),
-    kind=st.text(),
-    request_id=optional_text,
+    **EVENT_FIELDS,
     run=optional_text,
-    actor=optional_text,
     channel=optional_text,
-    payload=st.dictionaries(st.text(max_size=5), json_values, max_size=4),
     prev_hash=st.text(alphabet="0123456789abcdef", min_size=64, max_size=64),
 )
 def test_the_chained_text_of_an_event_is_the_canonical_json_of_its_fields(**fields: object) -> None:
@@ -105,14 +109,7 @@ def test_seal_hashes_the_chained_text_and_keeps_every_field() -> None:
     assert '"payload":{"n":1}' in event.chained_text()
 
 
-@given(
-    seq=st.integers(min_value=1, max_value=2**62),
-    at=st.datetimes(timezones=st.timezones()),
-    kind=st.text(),
-    request_id=optional_text,
-    actor=optional_text,
-    payload=st.dictionaries(st.text(max_size=5), json_values, max_size=4),
-)
+@given(**EVENT_FIELDS)
 def test_sealed_hash_is_the_hash_seal_gives(seq: int, at: datetime, **fields: Any) -> None:
     # A store sealing a batch hashes NewEvents without building Events: the same hash, or the chain breaks.
     new = NewEvent(at=at, **fields)
