@@ -160,7 +160,7 @@ const BUILDERS: Record<Sdk, (plan: readonly PlannedCall[], options: AgentOptions
       openaiTool({ name, description: TOOL_DESCRIPTIONS[name], parameters: z.object(SHAPES[name]), execute: async (args: JsonObject) => body(name, args) }),
     );
     const agent = new OpenAIAgent({ name: 'Scripted', instructions: 'Work through the tickets.', tools, model });
-    const gate = new OpenAIGate({ client: options.client, agent, ...pin(options) });
+    const gate = new OpenAIGate({ client: options.client, sdkAgent: agent, ...pin(options) });
     return {
       framework: gate.framework,
       run: (run) => gate.run(PROMPT, { run }),

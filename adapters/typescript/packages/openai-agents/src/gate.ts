@@ -34,8 +34,8 @@ type SdkState = RunState<any, Agent<any, any>>;
 
 export interface GateOptions {
   client: AgentClient;
-  /** The starting agent; every process that resumes builds the same agent names and tools. */
-  agent: Agent<any, any>;
+  /** The SDK's starting agent; every process that resumes builds the same agent names and tools. */
+  sdkAgent: Agent<any, any>;
   /**
    * The authority's public key(s) to verify decisions and standing rules with (TrustedKeys, a PublicKey,
    * pin text or a pin file); default `$CROSSGATE_AUTHORITY_PUBKEY` / `$CROSSGATE_AUTHORITY_PUBKEY_FILE`.
@@ -71,7 +71,7 @@ type Answer = { kind: 'ask'; request: ApprovalRequest; stored: boolean } | { kin
  */
 export class Gate {
   readonly framework = FRAMEWORK;
-  readonly agent: Agent<any, any>;
+  readonly sdkAgent: Agent<any, any>;
   readonly owner: string;
   readonly #options: GateOptions;
   readonly #client: VerifiedClient;
@@ -80,16 +80,16 @@ export class Gate {
   constructor(options: GateOptions) {
     this.#options = options;
     this.#client = verifiedClient(options.client, options.authority);
-    this.agent = options.agent;
+    this.sdkAgent = options.sdkAgent;
     this.owner = options.owner ?? `${FRAMEWORK}:${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     this.#binding = { client: this.#client };
-    install(this.agent, this.#binding);
+    install(this.sdkAgent, this.#binding);
   }
 
   /** Gate another agent graph with this gate's server (for agents reached other than by handoff); idempotent. */
-  install(agent: Agent<any, any>): Agent<any, any> {
-    install(agent, this.#binding);
-    return agent;
+  install(sdkAgent: Agent<any, any>): Agent<any, any> {
+    install(sdkAgent, this.#binding);
+    return sdkAgent;
   }
 
   /** Run on `input`; wait up to `wait` seconds for reviewers, then park if a request is still pending. */
@@ -115,9 +115,9 @@ export class Gate {
     if (stored.framework !== FRAMEWORK) {
       throw new ConfigurationError(`parked run ${stored.id} belongs to ${stored.framework}, not ${FRAMEWORK}`);
     }
-    if (stored.metadata.agent !== this.agent.name) {
+    if (stored.metadata.agent !== this.sdkAgent.name) {
       throw new ConfigurationError(
-        `parked run ${stored.id} started at agent ${JSON.stringify(stored.metadata.agent)}, not ${JSON.stringify(this.agent.name)}`,
+        `parked run ${stored.id} started at agent ${JSON.stringify(stored.metadata.agent)}, not ${JSON.stringify(this.sdkAgent.name)}`,
       );
     }
     if (stored.status !== 'parked' && stored.status !== 'resuming') {
@@ -127,7 +127,7 @@ export class Gate {
     const requests = await this.#waitFor(stored.request_ids, options.wait ?? 0);
     if (requests.some(isOpen)) return parked(stored.run, stored.id, stored.request_ids);
     // Load before claiming: a state this agent graph cannot restore must not use up the parked run.
-    const state = await RunState.fromString(this.agent, stored.state);
+    const state = await RunState.fromString(this.sdkAgent, stored.state);
     const meta = stored.metadata;
     const scope = newScope({
       run: stored.run,
@@ -183,7 +183,7 @@ export class Gate {
           run: scope.run,
           request_ids: requests.map((r) => r.id),
           state: state.toString(),
-          metadata: { agent: this.agent.name, session: scope.session, requested_by: scope.requestedBy, context: scope.context },
+          metadata: { agent: this.sdkAgent.name, session: scope.session, requested_by: scope.requestedBy, context: scope.context },
           new_requests: asks.filter((a) => !a.stored).map((a) => a.request),
         });
         return parked(scope.run, parkedRun.id, parkedRun.request_ids);
@@ -198,7 +198,7 @@ export class Gate {
     const options = this.#options.maxTurns === undefined ? {} : { maxTurns: this.#options.maxTurns };
     let result: SdkResult;
     try {
-      result = await inScope(scope, () => runAgent(this.agent, start, options));
+      result = await inScope(scope, () => runAgent(this.sdkAgent, start, options));
     } catch (error) {
       // The SDK wraps a crossgate error of a gated tool's check: raise crossgate's own, which says what failed.
       if (scope.failures.length) throw scope.failures[0];

@@ -34,7 +34,7 @@ test('approve, edit, reject and respond in one parked turn: each reaches the mod
   const tickets = world('four');
   const turn = [del('t3'), del('t1'), del('t4'), del('t5')];
   const { agent } = triage(tickets, [turn]);
-  const gate = new Gate({ client, agent });
+  const gate = new Gate({ client, sdkAgent: agent });
   const outcome = await gate.run('Delete the spam tickets.', { run: 'run-four' });
   assert.equal(outcome.status, 'parked');
   assert.equal(outcome.requestIds.length, 4);
@@ -47,7 +47,7 @@ test('approve, edit, reject and respond in one parked turn: each reaches the mod
   await server.decide(respondId, { kind: 'respond', content: 't5 was archived by hand; nothing to delete.' });
 
   const resumer = triage(tickets, [turn]);
-  const done = await new Gate({ client, agent: resumer.agent }).resume(outcome.parkedRun);
+  const done = await new Gate({ client, sdkAgent: resumer.agent }).resume(outcome.parkedRun);
   assert.equal(done.status, 'finished');
   assert.deepEqual(tickets.ids(), ['t1', 't4', 't5', 't6', 't7']);
   assert.equal(tickets.deleteRuns(), 2, 'the approved and the edited call ran, once each');
@@ -69,25 +69,25 @@ test('approve, edit, reject and respond in one parked turn: each reaches the mod
 test('remember: an approval remembered for the run lets the next delete of that run through without asking', async () => {
   const tickets = world('remember');
   const turns = [[del('t6')], [del('t7')]];
-  const first = await new Gate({ client, agent: triage(tickets, turns).agent }).run('Delete t6 and t7.', { run: 'run-remember' });
+  const first = await new Gate({ client, sdkAgent: triage(tickets, turns).agent }).run('Delete t6 and t7.', { run: 'run-remember' });
   assert.equal(first.status, 'parked');
   await server.decide(first.requestIds[0]!, { kind: 'approve', remember: { scope: 'run', match: 'tool' } });
   const resumer = triage(tickets, turns);
-  const done = await new Gate({ client, agent: resumer.agent }).resume(first.parkedRun);
+  const done = await new Gate({ client, sdkAgent: resumer.agent }).resume(first.parkedRun);
   assert.equal(done.status, 'finished');
   assert.deepEqual(tickets.ids(), ['t1', 't2', 't3', 't4', 't5']);
   assert.equal(resumer.model.told().call_t7, 'deleted ticket t7');
   const asked = (await client.listRequests({ run: 'run-remember' })).items.map((r) => r.call.args.id);
   assert.deepEqual(asked, ['t6'], 'the remembered rule answered t7; nobody was asked');
   // The rule is the server's, for that run only: another run asks again.
-  const other = await new Gate({ client, agent: triage(world('remember-2'), [[del('t7')]]).agent }).run('Delete t7.', { run: 'run-other' });
+  const other = await new Gate({ client, sdkAgent: triage(world('remember-2'), [[del('t7')]]).agent }).run('Delete t7.', { run: 'run-other' });
   assert.equal(other.status, 'parked');
 });
 
 test('defer: a run waits inline for its reviewer, then goes on in the same call without parking', async () => {
   const tickets = world('inline');
   const { agent, model } = triage(tickets, [[del('t3')]]);
-  const running = new Gate({ client, agent }).run('Delete t3.', { run: 'run-inline', wait: 20 });
+  const running = new Gate({ client, sdkAgent: agent }).run('Delete t3.', { run: 'run-inline', wait: 20 });
   let pending: string | undefined;
   while (pending === undefined) {
     pending = (await client.listRequests({ run: 'run-inline', status: 'pending' })).items[0]?.id;
@@ -116,7 +116,7 @@ test('a call the policy denies never runs: the model reads the rule\'s reason, a
     [{ name: 'execute_sql', args: { query: 'DROP TABLE tickets' }, callId: 'call_drop' }],
     [{ name: 'execute_sql', args: { query: 'SELECT 1' }, callId: 'call_select' }],
   ]);
-  const outcome = await new Gate({ client, agent: new Agent({ name: 'Sql', tools: [sql], model }) }).run('Clean up.', { run: 'run-sql' });
+  const outcome = await new Gate({ client, sdkAgent: new Agent({ name: 'Sql', tools: [sql], model }) }).run('Clean up.', { run: 'run-sql' });
   assert.equal(outcome.status, 'finished');
   assert.deepEqual(ran, ['SELECT 1']);
   assert.equal(model.told().call_drop, 'crossgate did not run execute_sql: Dropping tables is not allowed. Do not retry.');
@@ -127,7 +127,7 @@ test('an unreachable server fails closed: the run ends with UnreachableError and
   const tickets = world('unreachable');
   const dead = new AgentClient({ baseUrl: 'http://127.0.0.1:9', token: AGENT_TOKEN, deadlineMs: 300 });
   const { agent } = triage(tickets, [[del('t3')]]);
-  await assert.rejects(new Gate({ client: dead, agent }).run('Delete t3.'), UnreachableError);
+  await assert.rejects(new Gate({ client: dead, sdkAgent: agent }).run('Delete t3.'), UnreachableError);
   assert.equal(tickets.deleteRuns(), 0);
 });
 
@@ -135,11 +135,11 @@ test('with a pinned authority key, an approval signed with another key runs noth
   const tickets = world('pinned');
   const [key] = pythonOps<{ pin: string }>([{ op: 'key', key: 'authority' }]);
   const authority = key!.pin;
-  const first = await new Gate({ client, agent: triage(tickets, [[del('t3')]]).agent, authority }).run('Delete t3.', { run: 'run-pinned' });
+  const first = await new Gate({ client, sdkAgent: triage(tickets, [[del('t3')]]).agent, authority }).run('Delete t3.', { run: 'run-pinned' });
   assert.equal(first.status, 'parked');
   await server.decide(first.requestIds[0]!, { kind: 'approve' }); // signed with the server's key, not the pinned one
   const resumer = triage(tickets, [[del('t3')]]);
-  assert.equal((await new Gate({ client, agent: resumer.agent, authority }).resume(first.parkedRun)).status, 'finished');
+  assert.equal((await new Gate({ client, sdkAgent: resumer.agent, authority }).resume(first.parkedRun)).status, 'finished');
   assert.equal(tickets.deleteRuns(), 0);
   assert.match(resumer.model.told().call_t3 ?? '', /which is not pinned/);
   assert.equal((await client.get(first.requestIds[0]!)).status, 'cancelled', 'the decision was never applied: the gate closed it');

@@ -32,7 +32,7 @@ after(() => server.stop());
 
 function pinned(tickets: TicketStore, turns: PlannedCall[][]) {
   const { agent, model } = triage(tickets, turns);
-  return { gate: new Gate({ client, agent, authority: server.pin! }), model };
+  return { gate: new Gate({ client, sdkAgent: agent, authority: server.pin! }), model };
 }
 
 const FORGED: Record<string, Forgery> = { t1: 'unsigned', t2: 'retarget', t3: 'other_key' };

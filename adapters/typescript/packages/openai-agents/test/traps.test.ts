@@ -74,7 +74,7 @@ test('bare SDK: one state string resumed twice runs the tool twice', async () =>
 
 test('gate: an edited state string never runs the edited call, in the gate or outside it; the approved call runs once', async () => {
   const tickets = world('gate-edit');
-  const parkedOutcome = await new Gate({ client, agent: triage(tickets, [[del('t3')]]).agent }).run('Delete t3.', { run: 'run-edit' });
+  const parkedOutcome = await new Gate({ client, sdkAgent: triage(tickets, [[del('t3')]]).agent }).run('Delete t3.', { run: 'run-edit' });
   assert.equal(parkedOutcome.status, 'parked');
   await server.decide(parkedOutcome.requestIds[0]!, { kind: 'approve' });
   const stored = await client.getParked(parkedOutcome.parkedRun);
@@ -85,14 +85,14 @@ test('gate: an edited state string never runs the edited call, in the gate or ou
   // Parked again as a run of its own and resumed through a gate: the request was reviewed for t3.
   const forged = await repark(edited, stored);
   const resumer = triage(tickets, [[del('t3')]]);
-  const outcome = await new Gate({ client, agent: resumer.agent }).resume(forged.id);
+  const outcome = await new Gate({ client, sdkAgent: resumer.agent }).resume(forged.id);
   assert.equal(outcome.status, 'finished');
   assert.deepEqual(tickets.ids(), ['t1', 't2', 't3'], 'nothing was deleted');
   assert.match(resumer.model.told().call_t3 ?? '', /was reviewed for other arguments than the ones about to run/);
 
   // Run with the gated tools outside any Gate, its approval given in the SDK: no crossgate decision covers it.
   const outside = triage(tickets, [[del('t3')]]);
-  new Gate({ client, agent: outside.agent });
+  new Gate({ client, sdkAgent: outside.agent });
   const state = await RunState.fromString(outside.agent, edited);
   for (const item of state.getInterruptions()) state.approve(item);
   await run(outside.agent, state);
@@ -101,34 +101,34 @@ test('gate: an edited state string never runs the edited call, in the gate or ou
 
   // With the call id edited too, the call is one nobody reviewed: it waits for a reviewer of its own.
   const renamed = await repark(stored.state.replaceAll('t3', 't1'), stored);
-  const again = await new Gate({ client, agent: triage(tickets, [[del('t3')]]).agent }).resume(renamed.id);
+  const again = await new Gate({ client, sdkAgent: triage(tickets, [[del('t3')]]).agent }).resume(renamed.id);
   assert.equal(again.status, 'parked');
   assert.deepEqual(tickets.ids(), ['t1', 't2', 't3']);
   assert.equal(again.status === 'parked' && (await client.get(again.requestIds[0]!)).status, 'pending');
 
   // The honest parked run still applies the decision, once.
   const honest = triage(tickets, [[del('t3')]]);
-  assert.equal((await new Gate({ client, agent: honest.agent }).resume(stored.id)).status, 'finished');
+  assert.equal((await new Gate({ client, sdkAgent: honest.agent }).resume(stored.id)).status, 'finished');
   assert.deepEqual(tickets.ids(), ['t1', 't2']);
   assert.equal(tickets.deleteRuns(), 1);
 });
 
 test('gate: one state string resumed twice runs the tool once; the second resume is refused or told it ran', async () => {
   const tickets = world('gate-twice');
-  const first = await new Gate({ client, agent: triage(tickets, [[del('t3')]]).agent }).run('Delete t3.', { run: 'run-twice' });
+  const first = await new Gate({ client, sdkAgent: triage(tickets, [[del('t3')]]).agent }).run('Delete t3.', { run: 'run-twice' });
   assert.equal(first.status, 'parked');
   await server.decide(first.requestIds[0]!, { kind: 'approve' });
   const stored = await client.getParked(first.parkedRun);
-  assert.equal((await new Gate({ client, agent: triage(tickets, [[del('t3')]]).agent }).resume(first.parkedRun)).status, 'finished');
+  assert.equal((await new Gate({ client, sdkAgent: triage(tickets, [[del('t3')]]).agent }).resume(first.parkedRun)).status, 'finished');
   assert.equal(tickets.deleteRuns('t3'), 1);
 
   // The same parked run again: the server's claim refuses it before anything runs.
-  await assert.rejects(new Gate({ client, agent: triage(tickets, [[del('t3')]]).agent }).resume(first.parkedRun), { name: 'ConflictError' });
+  await assert.rejects(new Gate({ client, sdkAgent: triage(tickets, [[del('t3')]]).agent }).resume(first.parkedRun), { name: 'ConflictError' });
 
   // The same state string parked again and resumed: the server applied the request once already.
   const copy = await repark(stored.state, stored);
   const replay = triage(tickets, [[del('t3')]]);
-  assert.equal((await new Gate({ client, agent: replay.agent }).resume(copy.id)).status, 'finished');
+  assert.equal((await new Gate({ client, sdkAgent: replay.agent }).resume(copy.id)).status, 'finished');
   assert.equal(tickets.deleteRuns('t3'), 1, 'the tool body did not run again');
   assert.match(replay.model.told().call_t3 ?? '', /delete_ticket already ran for this call .*it was not run again. Its result was: deleted ticket t3/);
 });
