@@ -116,19 +116,25 @@ def bare_submitter(db: str, stop_at: float, counter: Any, mode: str = "racing") 
 
 def bare_applier(db: str, stop: threading.Event, stats: collections.Counter[str]) -> None:
     conn = bare_server.connect(db)
-    while not stop.is_set():
+    while True:
         applied, refused = bare_server.apply_decided(conn)
         stats["applied"] += applied
         stats["apply_refused"] += refused
         if not applied and not refused:
+            if stop.is_set():  # the load is over and nothing is left to apply
+                break
             time.sleep(0.02)
     conn.close()
 
 
 def applier(db: str, stop: threading.Event, stats: collections.Counter[str]) -> None:
-    """Mark decided requests applied, racing another applier; a second apply must be refused."""
+    """Mark decided requests applied, racing another applier; a second apply must be refused.
+
+    Once ``stop`` is set it goes on until nothing decided is left, so the check that every decided request
+    was applied does not depend on how far behind the appliers were when the load ended.
+    """
     queue = ReviewQueue(open_store(db))
-    while not stop.is_set():
+    while True:
         decided = queue.list_requests(RequestQuery(statuses=(RequestStatus.DECIDED,), limit=100, newest_first=False))
         for request in decided.items:
             try:
@@ -137,6 +143,8 @@ def applier(db: str, stop: threading.Event, stats: collections.Counter[str]) -> 
             except AlreadyAppliedError:
                 stats["apply_refused"] += 1
         if not decided.items:
+            if stop.is_set():
+                break
             time.sleep(0.02)
     queue.close()
 
@@ -222,10 +230,9 @@ def load(bases: list[str], tokens: dict[str, str], db: str, feed: Any, apply: An
     asyncio.run(everyone())
     elapsed = time.perf_counter() - started
     feeder.join()
-    time.sleep(1.0)  # let the appliers drain what was decided last
-    stop_apply.set()
+    stop_apply.set()  # the appliers drain what was decided last, then stop
     for thread in appliers:
-        thread.join()
+        thread.join(timeout=60)
     return submitted.value, stats, apply_stats, lat, elapsed
 
 
