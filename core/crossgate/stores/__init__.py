@@ -12,7 +12,7 @@ from crossgate.stores.base import MAX_PAGE_SIZE, Page, RequestQuery, Store
 from crossgate.stores.memory import MemoryStore
 
 if TYPE_CHECKING:
-    from crossgate.stores.sqlite import Durability
+    from crossgate.stores._sqlite_durability import Durability
 
 DEFAULT_DB = "crossgate.db"
 DB_ENV = "CROSSGATE_DB"
@@ -72,7 +72,7 @@ def sqlite_target(target: str) -> tuple[str, Durability]:
 
     ConfigurationError for an unknown parameter or durability, or no path.
     """
-    from crossgate.stores.sqlite import DURABILITIES
+    from crossgate.stores._sqlite_durability import DURABILITIES
 
     durability = "full"
     seen = False

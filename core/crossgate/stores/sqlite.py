@@ -46,7 +46,7 @@ from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 
 from crossgate.audit import seal, sealed_hash
 from crossgate.errors import AuditHeadMissingError, ConfigurationError, ConflictError, StoreError
@@ -62,6 +62,13 @@ from crossgate.model import (
 )
 from crossgate.stores._event_batch import EventBatch
 from crossgate.stores._signatures import request_body, request_from_row, request_signatures, rule_body, rule_from_row
+from crossgate.stores._sqlite_durability import (
+    DURABILITIES,
+    SYNC_FULL,
+    SYNC_NORMAL,
+    Durability,
+    sync_level,
+)
 from crossgate.stores._sqlite_signed import BUMP_RULES_VERSION, SignedStateMixin
 from crossgate.stores.base import (
     Change,
@@ -84,56 +91,6 @@ BUSY_TIMEOUT_MS = 30_000
 POLL_SECONDS = 0.01
 """How often the one watcher thread per queue looks for other processes' changes."""
 
-Durability = Literal["full", "decisions", "normal"]
-DURABILITIES: tuple[Durability, ...] = get_args(Durability)
-
-SYNC_FULL = 2
-SYNC_NORMAL = 1
-"""The values ``PRAGMA synchronous`` reports."""
-
-LIGHT_WRITES = frozenset({"change_parked_run", "change_parked_runs", "append_outcome"})
-"""The writes that commit with ``synchronous=NORMAL`` under ``durability="full"`` (every other is FULL).
-
-Claims, finishes, retries and prunes of parked runs, and the outcome record (``ran``/``not_run``) of a
-reviewed call. Nobody acts on one as on a durable fact, and losing one in a power cut leaves what a
-process crash at that point leaves (see ``DURABLE_WRITES`` for each). It is lost only when no FULL commit
-followed it: the next FULL commit syncs the whole WAL, this one included. A transaction that also
-commits enqueued events stays FULL (``SqliteStore.sync_level``), so their loss is what it was.
-"""
-
-DURABLE_WRITES = frozenset({"setup", "update_request", "revoke_rule", "insert_policy_version", "insert_checkpoint"})
-"""The writes that commit with ``synchronous=FULL`` under ``durability="decisions"``.
-
-What a power cut (or kernel crash) can lose under ``decisions``: the NORMAL commits made after the last
-FULL one, and only those (a tail; see the module docstring). Those are: new requests (``submitted``),
-parked runs, claims, finishes and prunes of parked runs, standing rules added (by hand or by
-``remember``), and bare events (policy ``allowed``/``denied`` records, call outcomes). Why the
-invariants hold:
-
-- A decided request is never lost: the decision is a FULL commit, and it returns only after the sync,
-  so a reviewer who was told "decided" is right after any power cut. The same holds for an expiry or a
-  cancellation, and for a revoked standing rule (losing one would silently grant again).
-- A stored policy version and a signed audit checkpoint are FULL commits too: an operator told "applied"
-  is right, and a decision's own checkpoint (see ``crossgate.checkpoints``) is not lost after it.
-- An applied mark is never lost: ``mark_applied`` is a FULL commit and adapters run the tool only after
-  it returns, so after a power cut the request is still ``applied`` and the compare-and-set refuses to
-  apply it again: no approved call runs twice.
-- A lost ``submitted``/``parked`` tail is work nobody acted on durably: no decision or application
-  followed it (a FULL commit would have made it durable), so it belongs to runs whose process died with
-  the machine. Such a run asks again when it is restarted; a reviewer may have seen the request in a
-  listing before the cut, but could not have decided it.
-- A lost claim or finish of a parked run leaves the state a process crash at that point leaves in any
-  mode: the run is parked (or its lease runs out) and a worker resumes it again; the gated tool's
-  applied mark keeps it from running twice. (Ungated steps after it may run again, as after a crash.)
-- A lost rule added by ``remember`` fails safe: the next matching call asks again.
-- A lost prune of parked states brings the states back, with no event saying they went: the next prune
-  clears them again.
-- A lost claim, advance or release of a delivery cursor moves the cursor back to an earlier seq: the
-  notifications after it are sent again (delivery is at-least-once anyway, with an idempotency key).
-- Lost tail events (a policy ``allowed`` record, a call's outcome) are audit records of things that
-  happened just before the cut; the audit chain stays verifiable, because the chain head and each event
-  commit in one transaction and what survives is a prefix.
-"""
 
 
 def migrations() -> tuple[Migration, ...]:
@@ -200,16 +157,8 @@ class SqliteStore(SignedStateMixin):
         return conn
 
     def sync_level(self, write: str, *, carries_enqueued: bool = False) -> int:
-        """The ``PRAGMA synchronous`` value the write named ``write`` commits with under this durability.
-
-        ``carries_enqueued``: the transaction also commits events waiting in the group commit; under
-        ``full`` it is then FULL whatever the write, so those records are lost only while not committed.
-        """
-        if self.durability == "full":
-            return SYNC_NORMAL if write in LIGHT_WRITES and not carries_enqueued else SYNC_FULL
-        if self.durability == "decisions" and write in DURABLE_WRITES:
-            return SYNC_FULL
-        return SYNC_NORMAL
+        """The ``PRAGMA synchronous`` value the write named ``write`` commits with under this durability."""
+        return sync_level(self.durability, write, carries_enqueued=carries_enqueued)
 
     @contextmanager
     def _write(self, write: str) -> Iterator[sqlite3.Connection]:
