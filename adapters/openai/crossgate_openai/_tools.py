@@ -179,8 +179,9 @@ class GatedInvoker:
     def bind(self, binding: GateBinding) -> None:
         """Consult ``binding``'s queue from now on, and let the SDK pause for the tool only if its policy may ask.
 
-        A tool the policy can never ask about (see ``Policy.may_ask``) gets ``needs_approval=False``, so the
-        SDK's approval machinery, the costliest part of an allowed call, is not run for it at all.
+        A tool the policy can never ask about (see ``Policy.may_ask``) gets ``needs_approval=False``: the
+        SDK calls no crossgate callable before running it, and the call is judged once, where it is invoked.
+        (The SDK's own approval bookkeeping runs for every tool call either way, without crossgate too.)
         """
         self.binding = self.approval.binding = binding
         asks = binding.queue.policy.may_ask(self.tool, framework=FRAMEWORK, agent=self.agent)

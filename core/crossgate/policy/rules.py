@@ -338,7 +338,7 @@ class Policy(BaseModel):
 
         Standing rules only allow or deny, so an ask comes from an ask rule that may match the tool or from
         an ask default no rule covering every call shadows. An adapter that must say before a call whether
-        the SDK should be ready to pause for it (OpenAI's ``needs_approval``) skips that machinery when False.
+        the SDK should be ready to pause for it (OpenAI's ``needs_approval``) can answer no when False.
         """
         found = self.rules_for_tool(tool, framework=framework, agent=agent)
         if any(rule.verdict is VerdictKind.ASK for rule in found.rules):
