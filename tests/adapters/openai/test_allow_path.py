@@ -196,10 +196,10 @@ async def test_a_policy_that_starts_asking_mid_run_refuses_the_call_and_pauses_f
     assert queue.verify_audit().ok
 
 
-async def test_a_resumed_run_reads_the_stored_request_of_a_tool_the_policy_no_longer_asks_about(
+async def test_a_rejection_holds_when_the_run_resumes_under_a_policy_that_no_longer_asks(
     make_queue: Any, tickets: TicketStore
 ) -> None:
-    """Parked under an asking policy, rejected, then resumed under one that allows: the rejection holds."""
+    """Parked under an asking policy, rejected, then resumed where the tool has ``needs_approval=False``."""
     queue = make_queue(Policy())
     model = PlannedModel([[delete_call("t3")]], final="Done.")
     agent = ticket_agent(tickets, model)
