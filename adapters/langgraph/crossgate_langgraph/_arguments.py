@@ -10,6 +10,7 @@ arguments the tool would refuse are refused before anything is evaluated.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -51,16 +52,24 @@ def args_json_schema(tool: Any) -> JsonObject | None:
     """JSON Schema of a tool's arguments as the model sees them, for validating reviewers' edits.
 
     Arguments a tool does not declare are dropped before it runs, so an edit that adds one could never
-    take effect: the schema refuses them (``additionalProperties: false``).
+    take effect: the schema refuses them (``additionalProperties: false``). A pydantic model's schema is
+    made once and the same object returned on every call (the queue caches its checked form by identity):
+    read it, do not change it.
     """
     model = _model(tool)
     if model is not None:
-        schema: JsonObject = dict(model.model_json_schema())
-        if not model.model_fields.keys() & _VARIADIC:
-            schema["additionalProperties"] = False
-        return schema
+        return _model_schema(model)
     raw = getattr(tool, "tool_call_schema", None)
     return dict(raw) if isinstance(raw, dict) else None
+
+
+@functools.lru_cache(maxsize=1024)
+def _model_schema(model: type[BaseModel]) -> JsonObject:
+    """``args_json_schema`` of a pydantic model, made once per model (pydantic builds it afresh each time)."""
+    schema: JsonObject = dict(model.model_json_schema())
+    if not model.model_fields.keys() & _VARIADIC:
+        schema["additionalProperties"] = False
+    return schema
 
 
 def refusal(tool: str, error: InvalidArgumentsError) -> str:
