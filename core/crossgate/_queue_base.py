@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from crossgate.clock import Clock
 from crossgate.errors import NotFoundError
 from crossgate.limits import DEFAULT_LIMITS, InputLimits
-from crossgate.model import ApprovalRequest, Event, JsonObject, NewEvent, ToolCall
+from crossgate.model import ApprovalRequest, Event, JsonObject, NewEvent, ToolCall, trusted
 from crossgate.stores.base import Store
 
 if TYPE_CHECKING:
@@ -112,15 +112,16 @@ class QueueBase:
         if (attribution := _ATTRIBUTION.get()) is not None:
             channel = attribution.channel
             actor = actor if actor in QUEUE_ACTORS else attribution.actor
-        return NewEvent.model_construct(
-            kind=kind,
-            at=self.now(),
-            request_id=request.id if request else None,
-            run=request.call.run if request else run,
-            actor=actor,
-            channel=channel,
-            payload=payload or {},
-        )
+        values = {
+            "kind": kind,
+            "at": self.now(),
+            "request_id": request.id if request else None,
+            "run": request.call.run if request else run,
+            "actor": actor,
+            "channel": channel,
+            "payload": payload or {},
+        }
+        return trusted(NewEvent, values)
 
 
 def call_payload(call: ToolCall) -> JsonObject:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from crossgate.errors import AuditHeadMissingError
-from crossgate.model import Event, NewEvent, chained_text
+from crossgate.model import Event, NewEvent, chained_text, trusted
 
 if TYPE_CHECKING:
     from crossgate.stores.base import Store
@@ -21,20 +21,21 @@ def seal(new: NewEvent, *, seq: int, prev_hash: str) -> Event:
     """Give ``new`` its place in the chain: sequence number, time, previous hash and own hash."""
     # Built without re-validation: every field comes from a validated NewEvent, or is the int and the
     # hex digests given and computed here. The hash is filled in before anyone else sees the event.
-    event = Event.model_construct(
-        seq=seq,
-        at=new.at,
-        kind=new.kind,
-        request_id=new.request_id,
-        run=new.run,
-        actor=new.actor,
-        channel=new.channel,
-        payload=new.payload,
-        prev_hash=prev_hash,
-        hash="",
-    )
-    event.__dict__["hash"] = hashlib.sha256(event.chained_text().encode("utf-8")).hexdigest()
-    return event
+    at = new.at.isoformat()
+    digest = sealed_hash(new, seq=seq, at=at, prev_hash=prev_hash)
+    values = {
+        "seq": seq,
+        "at": new.at,
+        "kind": new.kind,
+        "request_id": new.request_id,
+        "run": new.run,
+        "actor": new.actor,
+        "channel": new.channel,
+        "payload": new.payload,
+        "prev_hash": prev_hash,
+        "hash": digest,
+    }
+    return trusted(Event, values)
 
 
 def sealed_hash(new: NewEvent, *, seq: int, at: str, prev_hash: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter, field_validator, model_validator
 
@@ -94,6 +94,28 @@ CANCEL_MESSAGE = "This tool call was cancelled before anyone decided it, so it w
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def trusted(cls: type[_Model], values: dict[str, Any]) -> _Model:
+    """An instance of ``cls`` holding ``values`` as they are: every field given, each already of its type.
+
+    ``model_construct`` without its per-field work (aliases, defaults), for the models built on every tool
+    call (events). The instance is what ``model_construct(**values)`` gives; ``values`` becomes its state,
+    so the caller hands over a dict it no longer uses. Values that are not exactly the model's fields are
+    left to ``model_construct``, which fills defaults and drops the rest.
+    """
+    if values.keys() != cls.__pydantic_fields__.keys():
+        return cls.model_construct(**values)
+    instance = cls.__new__(cls)
+    _set = object.__setattr__
+    _set(instance, "__dict__", values)
+    _set(instance, "__pydantic_fields_set__", set(values))
+    _set(instance, "__pydantic_extra__", None)
+    _set(instance, "__pydantic_private__", None)
+    return instance
 
 
 class DecisionKind(StrEnum):

@@ -92,7 +92,6 @@ POLL_SECONDS = 0.01
 """How often the one watcher thread per queue looks for other processes' changes."""
 
 
-
 def migrations() -> tuple[Migration, ...]:
     """The numbered forward migrations of ``sql/sqlite``, in order."""
     return load_migrations(resources.files("crossgate.stores") / "sql" / "sqlite", "SQLite")
