@@ -69,13 +69,19 @@ def server() -> None:
 
 
 def round_trip(trips: int, folder: Path) -> None:
-    samples = asyncio.run(bench_openai.measure(trips, folder, ["native_saved", "crossgate", "crossgate_decisions"]))
+    variants = ["native", "native_saved", "crossgate", "crossgate_decisions", "crossgate_memory"]
+    samples = asyncio.run(bench_openai.measure(trips, folder, variants))
     base = statistics.median(samples["native_saved"])
     print(f"4. gated round trip vs the SDK's native one with its state in SQLite FULL ({trips} each; goal <= 1.10×)")
     for name in ("crossgate", "crossgate_decisions"):
         median = statistics.median(samples[name])
         print(f"   {bench_openai.VARIANTS[name]:<46}{median * 1000:>8.2f} ms{median / base:>8.2f}×")
     print(f"   {bench_openai.VARIANTS['native_saved']:<46}{base * 1000:>8.2f} ms")
+    # Without a disk on either side: what crossgate's own work adds, apart from the syncs.
+    native, memory = statistics.median(samples["native"]), statistics.median(samples["crossgate_memory"])
+    label = bench_openai.VARIANTS
+    print(f"   no disk: {label['crossgate_memory']:<37}{memory * 1000:>8.2f} ms{memory / native:>8.2f}×")
+    print(f"   no disk: {label['native']:<37}{native * 1000:>8.2f} ms")
 
 
 def main(argv: list[str] | None = None) -> None:
