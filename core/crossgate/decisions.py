@@ -80,6 +80,12 @@ def validate_args(args: Any, schema: Mapping[str, Any] | None) -> None:
     if not isinstance(args, dict):
         raise InvalidArgumentsError(f"arguments must be a JSON object, got {type(args).__name__}")
     require_json(args)
+    check_args_schema(args, schema)
+
+
+def check_args_schema(args: dict[str, Any], schema: Mapping[str, Any] | None) -> None:
+    """:func:`validate_args` for arguments known to be a JSON object already (``parse_args`` gave them):
+    raise InvalidArgumentsError unless ``schema`` accepts them."""
     if schema is None:
         return
     compiled = _compiled(schema)

@@ -51,8 +51,8 @@ from crossgate import (
     parse_args,
 )
 from crossgate.adapter import AdapterQueue, find_request, run_checked, run_recorded, verified_queue
-from crossgate.decisions import validate_args
-from crossgate.model import JsonObject
+from crossgate.decisions import check_args_schema, validate_args
+from crossgate.model import JsonObject, trusted
 from crossgate.queue import REQUESTED_BY
 from crossgate_openai._capabilities import FRAMEWORK
 from crossgate_openai._scope import Judged, RunScope, current_scope, keep_failure, openai_request_id
@@ -115,16 +115,19 @@ def tool_call(tool: str, agent: str, args: dict[str, Any], call_id: str, scope: 
     context.pop(REQUESTED_BY, None)  # who the run acts for is the gate's to say, never the app context's
     if person is not None:
         context[REQUESTED_BY] = person
-    return ToolCall(
-        framework=FRAMEWORK,
-        tool=tool,
-        args=args,
-        call_id=call_id,
-        run=scope.run if scope else None,
-        session=scope.session if scope else None,
-        agent=agent,
-        context=context,
-    )
+    values = {
+        "framework": FRAMEWORK,
+        "tool": tool,
+        "args": args,
+        "call_id": call_id,
+        "run": scope.run if scope else None,
+        "session": scope.session if scope else None,
+        "agent": agent,
+        "context": context,
+    }
+    # Not validated again: the arguments come from parse_args, the names from the SDK and the gate, and the
+    # queue refuses a call whose context is not JSON (InputLimits.call_problem) before judging it.
+    return trusted(ToolCall, values)
 
 
 def inspect_args(raw: str | None, schema: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -209,7 +212,7 @@ class GatedInvoker:
             args = parse_args(raw if raw is not None else "")
             if judged is None or not judged.fresh_for(args):
                 judged = None
-                validate_args(args, self.schema)
+                check_args_schema(args, self.schema)
         except InvalidArgumentsError as exc:
             message = malformed_message(self.tool, exc)
             queue.record_outcome(

@@ -47,7 +47,8 @@ class Counted:
 
     def __init__(self, queue: ReviewQueue, monkeypatch: pytest.MonkeyPatch) -> None:
         self.evaluations = self.reads = self.checks = 0
-        evaluate, get_request, validate = queue.evaluate, queue.store.get_request, tools.validate_args
+        evaluate, get_request = queue.evaluate, queue.store.get_request
+        validate, check_schema = tools.validate_args, tools.check_args_schema
 
         def counted_evaluate(call: Any) -> Any:
             self.evaluations += 1
@@ -57,13 +58,18 @@ class Counted:
             self.reads += 1
             return get_request(request_id)
 
-        def counted_check(args: Any, schema: Any) -> None:
+        def counted_validate(args: Any, schema: Any) -> None:
             self.checks += 1
             validate(args, schema)
 
+        def counted_check(args: Any, schema: Any) -> None:  # parsed arguments: only the schema is checked
+            self.checks += 1
+            check_schema(args, schema)
+
         monkeypatch.setattr(queue, "evaluate", counted_evaluate)
         monkeypatch.setattr(queue.store, "get_request", counted_read)
-        monkeypatch.setattr(tools, "validate_args", counted_check)
+        monkeypatch.setattr(tools, "validate_args", counted_validate)
+        monkeypatch.setattr(tools, "check_args_schema", counted_check)
 
 
 async def test_allowed_and_denied_calls_are_judged_once_and_read_no_request(
