@@ -2,14 +2,19 @@
 
 :func:`crossgate_middleware` returns two middlewares for ``create_agent(middleware=...)``, in this order:
 
-1. ``HumanInTheLoopMiddleware(interrupt_on=...)`` (in per-call mode ``PerCallReview``, the same without
-   its after-model graph step, which does nothing in that mode): every tool gets an ``InterruptOnConfig``
-   whose ``when`` pauses exactly the calls the policy sends to a person (verdict ask, or a call that already has a
-   crossgate request, so the answer is the same on resume). ``when`` returning False means "run" to
-   the middleware, so it is False for allow **and** deny;
+1. ``HumanInTheLoopMiddleware(interrupt_on=...)`` (in per-call mode ``ReviewInGuard``, the same without
+   its after-model graph step, which does nothing in that mode, and without a hook of its own): every tool
+   gets an ``InterruptOnConfig`` whose ``when`` pauses exactly the calls the policy sends to a person
+   (verdict ask, or a call that already has a crossgate request, so the answer is the same on resume).
+   ``when`` returning False means "run" to the middleware, so it is False for allow **and** deny;
 2. ``CrossgateGuard``, which wraps every tool execution: a denied call never runs (the model gets the
    policy's reason); a reviewed call runs only if crossgate recorded an approve or edit for these very
    arguments and this very tool, marked applied exactly once right before the tool runs.
+
+In per-call mode the first one installs no tool-call hook of its own: the guard runs its pause (LangChain's
+own ``HumanInTheLoopMiddleware.wrap_tool_call``, unchanged) and then its checks in one hook. Each hook is
+a layer LangChain wraps in a trace span, which in an async run costs two thread hops per tool call even
+with tracing off: one layer instead of two is most of what crossgate used to add to an allowed call.
 """
 
 from __future__ import annotations
@@ -86,11 +91,11 @@ def crossgate_middleware(
             description=_describe(queue, origin, tool),
             when=_when(queue, origin),
         )
-    review = PerCallReview if interrupt_mode == "per_call" else HumanInTheLoopMiddleware
-    return [
-        review(interrupt_on=interrupt_on, interrupt_mode=interrupt_mode),
-        CrossgateGuard(queue, agent=agent, context=context),
-    ]
+    if interrupt_mode == "batched":
+        batched = HumanInTheLoopMiddleware(interrupt_on=interrupt_on, interrupt_mode="batched")
+        return [batched, CrossgateGuard(queue, agent=agent, context=context)]
+    review = ReviewInGuard(interrupt_on=interrupt_on, interrupt_mode="per_call")
+    return [review, CrossgateGuard(queue, agent=agent, context=context, review=review)]
 
 
 class PerCallReview(HumanInTheLoopMiddleware):
@@ -102,6 +107,18 @@ class PerCallReview(HumanInTheLoopMiddleware):
 
     after_model = AgentMiddleware.after_model
     aafter_model = AgentMiddleware.aafter_model
+
+
+class ReviewInGuard(PerCallReview):
+    """``PerCallReview`` whose pause runs inside ``CrossgateGuard``'s tool-call hook: it installs no hook itself.
+
+    Listed in ``create_agent`` for its configuration (``interrupt_on``) and its state key; the guard it
+    was given to runs ``HumanInTheLoopMiddleware.wrap_tool_call`` for it, right before its own checks.
+    Without that guard it pauses nothing (neither would the pair deny anything without the guard).
+    """
+
+    wrap_tool_call = AgentMiddleware.wrap_tool_call
+    awrap_tool_call = AgentMiddleware.awrap_tool_call
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,11 +259,23 @@ def _describe(queue: AdapterQueue, origin: _Origin, tool: BaseTool) -> Callable[
 class CrossgateGuard(AgentMiddleware[Any, Any]):
     """Runs a tool only when crossgate allows it: by policy, or by a recorded approve or edit of these arguments."""
 
-    def __init__(self, queue: AdapterQueue, *, agent: str | None = None, context: JsonObject | None = None) -> None:
+    def __init__(
+        self,
+        queue: AdapterQueue,
+        *,
+        agent: str | None = None,
+        context: JsonObject | None = None,
+        review: HumanInTheLoopMiddleware | None = None,
+    ) -> None:
+        """``review``: a per-call ``HumanInTheLoopMiddleware`` (:class:`ReviewInGuard`) whose pause runs
+        in this guard's hook, around the guard's checks, as if it were listed right before the guard."""
         super().__init__()
+        if review is not None and review.interrupt_mode != "per_call":
+            raise ValueError("CrossgateGuard(review=...) runs a per-call review only")
         self._queue = queue
         self.agent = agent
         self.context: JsonObject = dict(context or {})
+        self._review = review
 
     @property
     def queue(self) -> AdapterQueue:
@@ -255,15 +284,31 @@ class CrossgateGuard(AgentMiddleware[Any, Any]):
 
     def wrap_tool_call(self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], ToolResult]) -> ToolResult:
         """Check the call, then run it with the arguments crossgate judged (or answer in its place)."""
-        refused, request_id, call = self._check(request)
-        if refused is not None:
-            return refused
-        return self._record(request_id, handler(_with_args(request, call)))
+        if self._review is None:
+            return self._guarded(request, handler)
+        return HumanInTheLoopMiddleware.wrap_tool_call(self._review, request, lambda r: self._guarded(r, handler))
 
     async def awrap_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[ToolResult]]
     ) -> ToolResult:
         """Async form of :meth:`wrap_tool_call`."""
+        if self._review is None:
+            return await self._aguarded(request, handler)
+
+        async def guarded(reviewed: ToolCallRequest) -> ToolResult:
+            return await self._aguarded(reviewed, handler)
+
+        return await HumanInTheLoopMiddleware.awrap_tool_call(self._review, request, guarded)
+
+    def _guarded(self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], ToolResult]) -> ToolResult:
+        refused, request_id, call = self._check(request)
+        if refused is not None:
+            return refused
+        return self._record(request_id, handler(_with_args(request, call)))
+
+    async def _aguarded(
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[ToolResult]]
+    ) -> ToolResult:
         refused, request_id, call = self._check(request)
         if refused is not None:
             return refused
