@@ -150,11 +150,14 @@ def _thread_of(config: Any) -> str:
     return str(thread)
 
 
-def _call_for(request: ToolCallRequest, origin: _Origin) -> tuple[ToolCall, str, list[str], str | None]:
+def _call_for(
+    request: ToolCallRequest, origin: _Origin, *, turn_ids: bool = True
+) -> tuple[ToolCall, str, tuple[str, ...], str | None]:
     """The neutral call, its request id, the request ids of every call of the same model turn, and a refusal.
 
     The call's arguments are those the tool will receive (its schema converts them); when the tool
-    would refuse them, the call carries none and the refusal says why.
+    would refuse them, the call carries none and the refusal says why. Without ``turn_ids`` the turn's
+    ids are the call's own only. Each id is hashed once (a call's own id is one of its turn's).
     """
     tool_call = request.tool_call
     config = getattr(request.runtime, "config", None)
@@ -162,7 +165,15 @@ def _call_for(request: ToolCallRequest, origin: _Origin) -> tuple[ToolCall, str,
     call_id = str(tool_call.get("id") or "")
     messages: Sequence[BaseMessage] = request.state.get("messages", []) if request.state else []
     turn, message = turn_of(messages, call_id)
-    siblings = [agent_request_id(thread, turn, str(c.get("id") or "")) for c in message.tool_calls]
+    if turn_ids:
+        ids = {
+            i: agent_request_id(thread, turn, i)
+            for i in dict.fromkeys(str(c.get("id") or "") for c in message.tool_calls)
+        }
+        own, siblings = ids[call_id], tuple(ids.values())
+    else:
+        own = agent_request_id(thread, turn, call_id)
+        siblings = (own,)
     tool = request.tool or origin.tools.get(tool_call["name"])
     try:
         args, refused = tool_args(tool, tool_call["args"]), None
@@ -179,7 +190,7 @@ def _call_for(request: ToolCallRequest, origin: _Origin) -> tuple[ToolCall, str,
         context=context_in(config, origin.context),
         requested_by=person,
     )
-    return call, agent_request_id(thread, turn, call_id), siblings, refused
+    return call, own, siblings, refused
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,9 +220,9 @@ def _when(queue: AdapterQueue, origin: _Origin) -> Callable[[ToolCallRequest], b
         # Once a turn has paused, the calls it paused for are fixed: on resume the middleware asks this
         # predicate again, and a different answer (a standing rule added or revoked meanwhile) would
         # skip a reviewer's answer or, in batched mode, misalign the decisions with the calls.
-        found = {r: find_request(queue, r) for r in dict.fromkeys(siblings)}
-        reviewed = found.get(request_id)
-        if any(r is not None for r in found.values()):
+        # The call's own request first: when it has one, the others need not be read.
+        reviewed = find_request(queue, request_id)
+        if reviewed is not None or any(find_request(queue, r) is not None for r in siblings if r != request_id):
             _JUDGED.set(_Judged(request, call, request_id, refused, reviewed))
             return reviewed is not None
         if refused is not None:
@@ -317,7 +328,7 @@ class CrossgateGuard(AgentMiddleware[Any, Any]):
     def _check(self, request: ToolCallRequest) -> tuple[ToolMessage | None, str | None, ToolCall]:
         judged = _JUDGED.get()
         if judged is None or judged.request is not request:
-            call, request_id, _, refused = _call_for(request, _Origin(self.agent, self.context))
+            call, request_id, _, refused = _call_for(request, _Origin(self.agent, self.context), turn_ids=False)
             judged = _Judged(request, call, request_id, refused, find_request(self.queue, request_id))
         _JUDGED.set(None)
         refusal_, found = self._verdict(request, judged)
