@@ -2,8 +2,9 @@
 
 :func:`crossgate_middleware` returns two middlewares for ``create_agent(middleware=...)``, in this order:
 
-1. ``HumanInTheLoopMiddleware(interrupt_on=...)`` (in per-call mode ``ReviewInGuard``, the same without
-   its after-model graph step, which does nothing in that mode, and without a hook of its own): every tool
+1. ``HumanInTheLoopMiddleware(interrupt_on=...)`` (``ReviewInGuard``, in batched mode
+   ``BatchedReviewInGuard``: the same without a tool-call hook of its own, and in per-call mode without
+   its after-model graph step, which does nothing in that mode): every tool
    gets an ``InterruptOnConfig`` whose ``when`` pauses exactly the calls the policy sends to a person
    (verdict ask, or a call that already has a crossgate request, so the answer is the same on resume).
    ``when`` returning False means "run" to the middleware, so it is False for allow **and** deny;
@@ -11,8 +12,9 @@
    policy's reason); a reviewed call runs only if crossgate recorded an approve or edit for these very
    arguments and this very tool, marked applied exactly once right before the tool runs.
 
-In per-call mode the first one installs no tool-call hook of its own: the guard runs its pause (LangChain's
-own ``HumanInTheLoopMiddleware.wrap_tool_call``, unchanged) and then its checks in one hook. Each hook is
+The first one installs no tool-call hook of its own: the guard runs its tool-call step (LangChain's own
+``HumanInTheLoopMiddleware.wrap_tool_call``, unchanged: the per-call pause, or a batched edit) and then its
+checks in one hook. Each hook is
 a layer LangChain wraps in a trace span, which in an async run costs two thread hops per tool call even
 with tracing off: one layer instead of two is most of what crossgate used to add to an allowed call.
 """
@@ -91,10 +93,11 @@ def crossgate_middleware(
             description=_describe(queue, origin, tool),
             when=_when(queue, origin),
         )
+    review: HumanInTheLoopMiddleware[Any, Any, Any]
     if interrupt_mode == "batched":
-        batched = HumanInTheLoopMiddleware(interrupt_on=interrupt_on, interrupt_mode="batched")
-        return [batched, CrossgateGuard(queue, agent=agent, context=context)]
-    review = ReviewInGuard(interrupt_on=interrupt_on, interrupt_mode="per_call")
+        review = BatchedReviewInGuard(interrupt_on=interrupt_on, interrupt_mode="batched")
+    else:
+        review = ReviewInGuard(interrupt_on=interrupt_on, interrupt_mode="per_call")
     return [review, CrossgateGuard(queue, agent=agent, context=context, review=review)]
 
 
@@ -115,6 +118,16 @@ class ReviewInGuard(PerCallReview):
     Listed in ``create_agent`` for its configuration (``interrupt_on``) and its state key; the guard it
     was given to runs ``HumanInTheLoopMiddleware.wrap_tool_call`` for it, right before its own checks.
     Without that guard it pauses nothing (neither would the pair deny anything without the guard).
+    """
+
+    wrap_tool_call = AgentMiddleware.wrap_tool_call
+    awrap_tool_call = AgentMiddleware.awrap_tool_call
+
+
+class BatchedReviewInGuard(HumanInTheLoopMiddleware):
+    """Batched ``HumanInTheLoopMiddleware`` whose tool-call step (applying an edit) runs in ``CrossgateGuard``'s hook.
+
+    Its after-model step (the batched pause) stays a step of the agent's graph, as LangChain's own.
     """
 
     wrap_tool_call = AgentMiddleware.wrap_tool_call
@@ -278,11 +291,15 @@ class CrossgateGuard(AgentMiddleware[Any, Any]):
         context: JsonObject | None = None,
         review: HumanInTheLoopMiddleware | None = None,
     ) -> None:
-        """``review``: a per-call ``HumanInTheLoopMiddleware`` (:class:`ReviewInGuard`) whose pause runs
-        in this guard's hook, around the guard's checks, as if it were listed right before the guard."""
+        """``review``: a ``HumanInTheLoopMiddleware`` without a tool-call hook of its own (:class:`ReviewInGuard`,
+        :class:`BatchedReviewInGuard`), whose tool-call step runs in this guard's hook, around the guard's
+        checks, as if it were listed right before the guard."""
         super().__init__()
-        if review is not None and review.interrupt_mode != "per_call":
-            raise ValueError("CrossgateGuard(review=...) runs a per-call review only")
+        if review is not None and (
+            type(review).wrap_tool_call is not AgentMiddleware.wrap_tool_call
+            or type(review).awrap_tool_call is not AgentMiddleware.awrap_tool_call
+        ):
+            raise ValueError("CrossgateGuard(review=...) takes a review without a tool-call hook of its own")
         self._queue = queue
         self.agent = agent
         self.context: JsonObject = dict(context or {})
