@@ -101,3 +101,21 @@ async def test_the_guard_alone_still_denies_and_runs_allowed_calls(
     replies = [m for m in result["messages"] if isinstance(m, ToolMessage)]
     assert [m.status for m in replies] == ["success", "error"]
     assert "Dropping tables is forbidden" in str(replies[1].content)
+
+
+def test_turn_of_finds_the_latest_model_message_carrying_the_call() -> None:
+    from langchain_core.messages import HumanMessage
+
+    from crossgate import AdapterError
+    from crossgate_langgraph._calls import turn_of
+
+    def turn(*ids: str) -> AIMessage:
+        return AIMessage(content="", tool_calls=[{"name": "read_data", "args": {}, "id": i} for i in ids])
+
+    first, second, third = turn("a", "b"), turn("c"), turn("a")  # a model that reuses call ids
+    messages = [HumanMessage("hi"), first, ToolMessage("x", tool_call_id="a"), second, third]
+    assert turn_of(messages, "a") == (3, third)  # the latest turn carrying it, never an earlier one
+    assert turn_of(messages, "b") == (1, first)
+    assert turn_of(messages, "c") == (2, second)
+    with pytest.raises(AdapterError, match="no model message"):
+        turn_of(messages, "z")
