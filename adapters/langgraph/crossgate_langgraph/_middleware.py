@@ -4,8 +4,8 @@
 
 1. ``HumanInTheLoopMiddleware(interrupt_on=...)`` (``ReviewInGuard``, in batched mode
    ``BatchedReviewInGuard``: the same without a tool-call hook of its own, and in per-call mode without
-   its after-model graph step, which does nothing in that mode): every tool
-   gets an ``InterruptOnConfig`` whose ``when`` pauses exactly the calls the policy sends to a person
+   its after-model graph step, which does nothing in that mode): every tool gets an ``InterruptOnConfig``
+   whose ``when`` pauses exactly the calls the policy sends to a person
    (verdict ask, or a call that already has a crossgate request, so the answer is the same on resume).
    ``when`` returning False means "run" to the middleware, so it is False for allow **and** deny;
 2. ``CrossgateGuard``, which wraps every tool execution: a denied call never runs (the model gets the
@@ -14,9 +14,10 @@
 
 The first one installs no tool-call hook of its own: the guard runs its tool-call step (LangChain's own
 ``HumanInTheLoopMiddleware.wrap_tool_call``, unchanged: the per-call pause, or a batched edit) and then its
-checks in one hook. Each hook is
-a layer LangChain wraps in a trace span, which in an async run costs two thread hops per tool call even
-with tracing off: one layer instead of two is most of what crossgate used to add to an allowed call.
+checks in one hook. Each hook is a layer LangChain wraps in a trace span, which in an async run costs two
+thread hops per tool call even with tracing off: one layer instead of two is most of what crossgate used
+to add to an allowed call. Use the two together, as returned: the review pauses only through its guard,
+and a guard alone refuses the calls the policy asks about instead of pausing them.
 """
 
 from __future__ import annotations
@@ -117,7 +118,7 @@ class ReviewInGuard(PerCallReview):
 
     Listed in ``create_agent`` for its configuration (``interrupt_on``) and its state key; the guard it
     was given to runs ``HumanInTheLoopMiddleware.wrap_tool_call`` for it, right before its own checks.
-    Without that guard it pauses nothing (neither would the pair deny anything without the guard).
+    Without that guard it pauses nothing (and without a guard nothing is denied either).
     """
 
     wrap_tool_call = AgentMiddleware.wrap_tool_call
