@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -35,8 +36,7 @@ def tool_args(tool: Any, args: Mapping[str, Any]) -> dict[str, Any]:
     if schema is None:
         return dict(args)
     name = getattr(tool, "name", "the tool")
-    known = {*schema.model_fields, *(f.alias for f in schema.model_fields.values() if f.alias)}
-    extra = sorted(set(args) - known)
+    extra = sorted(set(args) - _known(schema))
     if extra and _forbids_extra(tool):
         raise InvalidArgumentsError(f"{name} takes no argument {', '.join(map(repr, extra))}")
     try:
@@ -90,6 +90,12 @@ def _model(tool: Any) -> type[BaseModel] | None:
     if isinstance(full, type) and issubclass(full, BaseModel) and set(full.model_fields) == set(call.model_fields):
         return full
     return call
+
+
+@lru_cache(maxsize=1024)
+def _known(schema: type[BaseModel]) -> frozenset[str]:
+    """The argument names ``schema`` takes: its fields and their aliases (once per schema class)."""
+    return frozenset({*schema.model_fields, *(f.alias for f in schema.model_fields.values() if f.alias)})
 
 
 def _forbids_extra(tool: Any) -> bool:

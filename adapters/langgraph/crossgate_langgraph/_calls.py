@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from itertools import islice
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
@@ -28,17 +29,16 @@ def agent_request_id(thread: str, turn: int, call_id: str) -> str:
 
 
 def turn_of(messages: Sequence[BaseMessage], call_id: str) -> tuple[int, AIMessage]:
-    """The 1-based model turn whose AIMessage carries ``call_id`` (the latest one, if reused), and that message."""
-    turn = 0
-    found: tuple[int, AIMessage] | None = None
-    for message in messages:
-        if isinstance(message, AIMessage):
-            turn += 1
-            if any(c.get("id") == call_id for c in message.tool_calls):
-                found = (turn, message)
-    if found is None:
-        raise AdapterError(f"no model message in the thread carries tool call {call_id!r}")
-    return found
+    """The 1-based model turn whose AIMessage carries ``call_id`` (the latest one, if reused), and that message.
+
+    Searched from the end (the call is nearly always in the latest model message), then the model
+    messages before it counted.
+    """
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, AIMessage) and any(c.get("id") == call_id for c in message.tool_calls):
+            return 1 + sum(isinstance(m, AIMessage) for m in islice(messages, index)), message
+    raise AdapterError(f"no model message in the thread carries tool call {call_id!r}")
 
 
 def last_tool_calls(messages: Sequence[BaseMessage]) -> tuple[int, list[dict[str, Any]]]:

@@ -2,14 +2,22 @@
 
 :func:`crossgate_middleware` returns two middlewares for ``create_agent(middleware=...)``, in this order:
 
-1. ``HumanInTheLoopMiddleware(interrupt_on=...)`` (in per-call mode ``PerCallReview``, the same without
+1. ``HumanInTheLoopMiddleware(interrupt_on=...)`` (``ReviewInGuard``, in batched mode
+   ``BatchedReviewInGuard``: the same without a tool-call hook of its own, and in per-call mode without
    its after-model graph step, which does nothing in that mode): every tool gets an ``InterruptOnConfig``
-   whose ``when`` pauses exactly the calls the policy sends to a person (verdict ask, or a call that already has a
-   crossgate request, so the answer is the same on resume). ``when`` returning False means "run" to
-   the middleware, so it is False for allow **and** deny;
+   whose ``when`` pauses exactly the calls the policy sends to a person
+   (verdict ask, or a call that already has a crossgate request, so the answer is the same on resume).
+   ``when`` returning False means "run" to the middleware, so it is False for allow **and** deny;
 2. ``CrossgateGuard``, which wraps every tool execution: a denied call never runs (the model gets the
    policy's reason); a reviewed call runs only if crossgate recorded an approve or edit for these very
    arguments and this very tool, marked applied exactly once right before the tool runs.
+
+The first one installs no tool-call hook of its own: the guard runs its tool-call step (LangChain's own
+``HumanInTheLoopMiddleware.wrap_tool_call``, unchanged: the per-call pause, or a batched edit) and then its
+checks in one hook. Each hook is a layer LangChain wraps in a trace span, which in an async run costs two
+thread hops per tool call even with tracing off: one layer instead of two is most of what crossgate used
+to add to an allowed call. Use the two together, as returned: the review pauses only through its guard,
+and a guard alone refuses the calls the policy asks about instead of pausing them.
 """
 
 from __future__ import annotations
@@ -86,11 +94,12 @@ def crossgate_middleware(
             description=_describe(queue, origin, tool),
             when=_when(queue, origin),
         )
-    review = PerCallReview if interrupt_mode == "per_call" else HumanInTheLoopMiddleware
-    return [
-        review(interrupt_on=interrupt_on, interrupt_mode=interrupt_mode),
-        CrossgateGuard(queue, agent=agent, context=context),
-    ]
+    review: HumanInTheLoopMiddleware[Any, Any, Any]
+    if interrupt_mode == "batched":
+        review = BatchedReviewInGuard(interrupt_on=interrupt_on, interrupt_mode="batched")
+    else:
+        review = ReviewInGuard(interrupt_on=interrupt_on, interrupt_mode="per_call")
+    return [review, CrossgateGuard(queue, agent=agent, context=context, review=review)]
 
 
 class PerCallReview(HumanInTheLoopMiddleware):
@@ -102,6 +111,28 @@ class PerCallReview(HumanInTheLoopMiddleware):
 
     after_model = AgentMiddleware.after_model
     aafter_model = AgentMiddleware.aafter_model
+
+
+class ReviewInGuard(PerCallReview):
+    """``PerCallReview`` whose pause runs inside ``CrossgateGuard``'s tool-call hook: it installs no hook itself.
+
+    Listed in ``create_agent`` for its configuration (``interrupt_on``) and its state key; the guard it
+    was given to runs ``HumanInTheLoopMiddleware.wrap_tool_call`` for it, right before its own checks.
+    Without that guard it pauses nothing (and without a guard nothing is denied either).
+    """
+
+    wrap_tool_call = AgentMiddleware.wrap_tool_call
+    awrap_tool_call = AgentMiddleware.awrap_tool_call
+
+
+class BatchedReviewInGuard(HumanInTheLoopMiddleware):
+    """Batched ``HumanInTheLoopMiddleware`` whose tool-call step (applying an edit) runs in ``CrossgateGuard``'s hook.
+
+    Its after-model step (the batched pause) stays a step of the agent's graph, as LangChain's own.
+    """
+
+    wrap_tool_call = AgentMiddleware.wrap_tool_call
+    awrap_tool_call = AgentMiddleware.awrap_tool_call
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,11 +164,14 @@ def _thread_of(config: Any) -> str:
     return str(thread)
 
 
-def _call_for(request: ToolCallRequest, origin: _Origin) -> tuple[ToolCall, str, list[str], str | None]:
+def _call_for(
+    request: ToolCallRequest, origin: _Origin, *, turn_ids: bool = True
+) -> tuple[ToolCall, str, tuple[str, ...], str | None]:
     """The neutral call, its request id, the request ids of every call of the same model turn, and a refusal.
 
     The call's arguments are those the tool will receive (its schema converts them); when the tool
-    would refuse them, the call carries none and the refusal says why.
+    would refuse them, the call carries none and the refusal says why. Without ``turn_ids`` the turn's
+    ids are the call's own only. Each id is hashed once (a call's own id is one of its turn's).
     """
     tool_call = request.tool_call
     config = getattr(request.runtime, "config", None)
@@ -145,7 +179,15 @@ def _call_for(request: ToolCallRequest, origin: _Origin) -> tuple[ToolCall, str,
     call_id = str(tool_call.get("id") or "")
     messages: Sequence[BaseMessage] = request.state.get("messages", []) if request.state else []
     turn, message = turn_of(messages, call_id)
-    siblings = [agent_request_id(thread, turn, str(c.get("id") or "")) for c in message.tool_calls]
+    if turn_ids:
+        ids = {
+            i: agent_request_id(thread, turn, i)
+            for i in dict.fromkeys(str(c.get("id") or "") for c in message.tool_calls)
+        }
+        own, siblings = ids[call_id], tuple(ids.values())
+    else:
+        own = agent_request_id(thread, turn, call_id)
+        siblings = (own,)
     tool = request.tool or origin.tools.get(tool_call["name"])
     try:
         args, refused = tool_args(tool, tool_call["args"]), None
@@ -162,7 +204,7 @@ def _call_for(request: ToolCallRequest, origin: _Origin) -> tuple[ToolCall, str,
         context=context_in(config, origin.context),
         requested_by=person,
     )
-    return call, agent_request_id(thread, turn, call_id), siblings, refused
+    return call, own, siblings, refused
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,9 +234,9 @@ def _when(queue: AdapterQueue, origin: _Origin) -> Callable[[ToolCallRequest], b
         # Once a turn has paused, the calls it paused for are fixed: on resume the middleware asks this
         # predicate again, and a different answer (a standing rule added or revoked meanwhile) would
         # skip a reviewer's answer or, in batched mode, misalign the decisions with the calls.
-        found = {r: find_request(queue, r) for r in dict.fromkeys(siblings)}
-        reviewed = found.get(request_id)
-        if any(r is not None for r in found.values()):
+        # The call's own request first: when it has one, the others need not be read.
+        reviewed = find_request(queue, request_id)
+        if reviewed is not None or any(find_request(queue, r) is not None for r in siblings if r != request_id):
             _JUDGED.set(_Judged(request, call, request_id, refused, reviewed))
             return reviewed is not None
         if refused is not None:
@@ -242,11 +284,27 @@ def _describe(queue: AdapterQueue, origin: _Origin, tool: BaseTool) -> Callable[
 class CrossgateGuard(AgentMiddleware[Any, Any]):
     """Runs a tool only when crossgate allows it: by policy, or by a recorded approve or edit of these arguments."""
 
-    def __init__(self, queue: AdapterQueue, *, agent: str | None = None, context: JsonObject | None = None) -> None:
+    def __init__(
+        self,
+        queue: AdapterQueue,
+        *,
+        agent: str | None = None,
+        context: JsonObject | None = None,
+        review: HumanInTheLoopMiddleware | None = None,
+    ) -> None:
+        """``review``: a ``HumanInTheLoopMiddleware`` without a tool-call hook of its own (:class:`ReviewInGuard`,
+        :class:`BatchedReviewInGuard`), whose tool-call step runs in this guard's hook, around the guard's
+        checks, as if it were listed right before the guard."""
         super().__init__()
+        if review is not None and (
+            type(review).wrap_tool_call is not AgentMiddleware.wrap_tool_call
+            or type(review).awrap_tool_call is not AgentMiddleware.awrap_tool_call
+        ):
+            raise ValueError("CrossgateGuard(review=...) takes a review without a tool-call hook of its own")
         self._queue = queue
         self.agent = agent
         self.context: JsonObject = dict(context or {})
+        self._review = review
 
     @property
     def queue(self) -> AdapterQueue:
@@ -255,15 +313,31 @@ class CrossgateGuard(AgentMiddleware[Any, Any]):
 
     def wrap_tool_call(self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], ToolResult]) -> ToolResult:
         """Check the call, then run it with the arguments crossgate judged (or answer in its place)."""
-        refused, request_id, call = self._check(request)
-        if refused is not None:
-            return refused
-        return self._record(request_id, handler(_with_args(request, call)))
+        if self._review is None:
+            return self._guarded(request, handler)
+        return HumanInTheLoopMiddleware.wrap_tool_call(self._review, request, lambda r: self._guarded(r, handler))
 
     async def awrap_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[ToolResult]]
     ) -> ToolResult:
         """Async form of :meth:`wrap_tool_call`."""
+        if self._review is None:
+            return await self._aguarded(request, handler)
+
+        async def guarded(reviewed: ToolCallRequest) -> ToolResult:
+            return await self._aguarded(reviewed, handler)
+
+        return await HumanInTheLoopMiddleware.awrap_tool_call(self._review, request, guarded)
+
+    def _guarded(self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], ToolResult]) -> ToolResult:
+        refused, request_id, call = self._check(request)
+        if refused is not None:
+            return refused
+        return self._record(request_id, handler(_with_args(request, call)))
+
+    async def _aguarded(
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[ToolResult]]
+    ) -> ToolResult:
         refused, request_id, call = self._check(request)
         if refused is not None:
             return refused
@@ -272,7 +346,7 @@ class CrossgateGuard(AgentMiddleware[Any, Any]):
     def _check(self, request: ToolCallRequest) -> tuple[ToolMessage | None, str | None, ToolCall]:
         judged = _JUDGED.get()
         if judged is None or judged.request is not request:
-            call, request_id, _, refused = _call_for(request, _Origin(self.agent, self.context))
+            call, request_id, _, refused = _call_for(request, _Origin(self.agent, self.context), turn_ids=False)
             judged = _Judged(request, call, request_id, refused, find_request(self.queue, request_id))
         _JUDGED.set(None)
         refusal_, found = self._verdict(request, judged)
