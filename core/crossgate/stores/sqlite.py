@@ -41,6 +41,7 @@ import json
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
@@ -89,8 +90,9 @@ from crossgate.stores.migrations import Migration, load_migrations, run_migratio
 
 BUSY_TIMEOUT_MS = 30_000
 POLL_SECONDS = 0.01
+MOVED_HINTS = 4096
+"""How many requests one store remembers having moved (see ``SqliteStore._moved_from``)."""
 """How often the one watcher thread per queue looks for other processes' changes."""
-
 
 
 def migrations() -> tuple[Migration, ...]:
@@ -131,6 +133,10 @@ class SqliteStore(SignedStateMixin):
         self._connections_lock = threading.Lock()
         self._closed = False
         self._write_lock = _process_write_lock(self.path)
+        self._taking = False  # a write holds enqueued events it took from the batch, not committed yet
+        # Requests this store saw leave a status (id → the status it wrote), most recent last: a hint
+        # that a compare-and-set on them is lost, confirmed by a read before it is believed.
+        self._moved: OrderedDict[str, str] = OrderedDict()
         self._batch = EventBatch(self.flush_events, on_thread_exit=self._drop_connection)
 
     # connections --------------------------------------------------------------------------------
@@ -164,12 +170,23 @@ class SqliteStore(SignedStateMixin):
     def _write(self, write: str) -> Iterator[sqlite3.Connection]:
         # Threads of one process queue on a lock instead of SQLite's busy handler, whose sleeping
         # retries give writers a long latency tail; BEGIN IMMEDIATE still serialises processes.
-        with self._write_lock, _wrapped(write.replace("_", " ")):
+        with self._write_lock, self._locked_write(write) as conn:
+            yield conn
+
+    @contextmanager
+    def _locked_write(self, write: str) -> Iterator[sqlite3.Connection]:
+        """The write transaction of ``_write``, for a caller that holds the write lock already."""
+        with _wrapped(write.replace("_", " ")):
             conn = self._conn()
             # Events enqueued before this write go first, in its transaction: they keep their place in
             # the chain before the change it commits, and become durable with it. Taken before the
             # level is chosen (it depends on them); nothing else takes them while this lock is held.
+            # ``_taking`` is set before they leave the batch and cleared once they are committed or given
+            # back, so ``flush_events`` knows without the lock whether some are on their way.
+            self._taking = True
             waiting = self._batch.take()
+            if not waiting:
+                self._taking = False
             try:
                 level = self.sync_level(write, carries_enqueued=bool(waiting))
                 if self._local.sync != level:
@@ -178,6 +195,7 @@ class SqliteStore(SignedStateMixin):
                 conn.execute("BEGIN IMMEDIATE")
             except BaseException:
                 self._batch.give_back(waiting)
+                self._taking = False
                 raise
             try:
                 if self._write_hook is not None:
@@ -189,8 +207,10 @@ class SqliteStore(SignedStateMixin):
             except BaseException:
                 _rollback(conn)
                 self._batch.give_back(waiting)
+                self._taking = False
                 raise
             if waiting:
+                self._taking = False
                 self._batch.committed()
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -260,13 +280,18 @@ class SqliteStore(SignedStateMixin):
     def _append(self, conn: sqlite3.Connection, new: NewEvent) -> Event:
         return self._append_all(conn, [new])
 
-    def _append_all(self, conn: sqlite3.Connection, news: Sequence[NewEvent]) -> Event:
+    def _append_all(
+        self, conn: sqlite3.Connection, news: Sequence[NewEvent], head: tuple[Any, ...] | None = None
+    ) -> Event:
         """Seal ``news`` one after the other after the head, insert them, move the head once; the last one.
 
+        ``head``: the head as this transaction read it already (seq and hash), else it is read here.
         Only the last is built as an Event (callers return it); the others are hashed from their fields
         with the same text (``sealed_hash``), and their rows written as ``seal`` would give them.
         """
-        seq, prev_hash = _head(conn.execute(_HEAD_SELECT).fetchall())
+        seq, prev_hash = _head([head] if head is not None else conn.execute(_HEAD_SELECT).fetchall())
+        if seq is None:
+            raise AuditHeadMissingError()
         rows: list[tuple[Any, ...]] = []
         for new in news[:-1]:
             seq += 1
@@ -295,8 +320,10 @@ class SqliteStore(SignedStateMixin):
         if self._batch.pending:
             with self._write("append_event"):
                 pass  # the write appends what waits
-        else:
-            # The writer may hold events it took, not committed yet: its transaction holds this lock.
+        elif self._taking:
+            # A write took enqueued events and has not committed them yet: its transaction holds this
+            # lock. (When none is on its way, as on a review server, which enqueues nothing, a read of
+            # the head or the log does not queue behind the writers.)
             with self._write_lock:
                 pass
 
@@ -392,20 +419,55 @@ class SqliteStore(SignedStateMixin):
     def update_request(
         self, request: ApprovalRequest, expected: Sequence[RequestStatus], event: NewEvent
     ) -> Event | None:
-        with self._write("update_request") as conn:
-            updated = conn.execute(
-                f"UPDATE requests SET status = ?, expires_at = ?, body = ?, signatures = ?"
-                f" WHERE id = ? AND status IN ({', '.join('?' for _ in expected)})",
-                (
-                    request.status.value,
-                    _epoch(request.expires_at),
-                    request_body(request),
-                    request_signatures(request),
-                    request.id,
-                    *(s.value for s in expected),
-                ),
-            ).rowcount
-            return self._append(conn, event) if updated else None
+        # The row is serialised before the write lock is taken: the lock (and SQLite's) is held only for SQL.
+        statuses = tuple(s.value for s in expected)
+        params = (
+            request.status.value,
+            _epoch(request.expires_at),
+            request_body(request),
+            request_signatures(request),
+            request.id,
+            *statuses,
+        )
+        with self._write_lock:
+            if self._moved_from(request.id, statuses):
+                return None
+            with self._locked_write("update_request") as conn:
+                # The head comes back with the compare-and-set (RETURNING): one statement less per decision.
+                # Read in this transaction after the waiting events were appended, so it is the current head.
+                returned = conn.execute(
+                    f"UPDATE requests SET status = ?, expires_at = ?, body = ?, signatures = ?"
+                    f" WHERE id = ? AND status IN ({', '.join('?' for _ in expected)}) RETURNING {_HEAD_COLUMNS}",
+                    params,
+                ).fetchall()
+                sealed = self._append_all(conn, [event], head=returned[0]) if returned else None
+            if sealed is not None:
+                self._note_moved(request.id, request.status.value)
+            return sealed
+
+    def _moved_from(self, request_id: str, expected: tuple[str, ...]) -> bool:
+        """True when the request's committed status is not in ``expected``, looked up only for a request
+        this store moved to a status outside ``expected`` (so a compare-and-set on it is lost).
+
+        Called under the write lock. For the reviewers who lost a race for a request, it spares the
+        transaction (``BEGIN IMMEDIATE``, an ``UPDATE`` of no row, ``COMMIT``) that would have told them
+        so, and keeps them from holding SQLite's write lock for nothing. The hint never decides by
+        itself: the status is read from the database (the latest commit of any process), and only a
+        status outside ``expected`` there refuses the change, as the ``UPDATE`` would have at that moment.
+        """
+        moved = self._moved.get(request_id)
+        if moved is None or moved in expected:
+            return False
+        with _wrapped("read"):
+            rows = self._conn().execute("SELECT status FROM requests WHERE id = ?", (request_id,)).fetchall()
+        return bool(rows) and rows[0][0] not in expected
+
+    def _note_moved(self, request_id: str, status: str) -> None:
+        """Remember (under the write lock, after the commit) that ``request_id`` now has ``status``."""
+        self._moved[request_id] = status
+        self._moved.move_to_end(request_id)
+        if len(self._moved) > MOVED_HINTS:
+            self._moved.popitem(last=False)
 
     def overdue_requests(self, now: datetime, limit: int = 100) -> list[ApprovalRequest]:
         rows = self._read(
@@ -583,6 +645,7 @@ def _process_write_lock(path: Path) -> threading.Lock:
 
 
 _HEAD_SELECT = "SELECT seq, hash FROM audit_head WHERE one = 1"
+_HEAD_COLUMNS = "(SELECT seq FROM audit_head WHERE one = 1), (SELECT hash FROM audit_head WHERE one = 1)"
 
 
 def _head(rows: list[tuple[Any, ...]]) -> tuple[Any, ...]:
