@@ -71,6 +71,7 @@ from crossgate.stores._sqlite_durability import (
     sync_level,
 )
 from crossgate.stores._sqlite_signed import BUMP_RULES_VERSION, SignedStateMixin
+from crossgate.stores._sqlite_updates import Update, UpdateQueue
 from crossgate.stores.base import (
     Change,
     Page,
@@ -137,6 +138,7 @@ class SqliteStore(SignedStateMixin):
         # Requests this store saw leave a status (id → the status it wrote), most recent last: a hint
         # that a compare-and-set on them is lost, confirmed by a read before it is believed.
         self._moved: OrderedDict[str, str] = OrderedDict()
+        self._updates = UpdateQueue()
         self._batch = EventBatch(self.flush_events, on_thread_exit=self._drop_connection)
 
     # connections --------------------------------------------------------------------------------
@@ -420,6 +422,7 @@ class SqliteStore(SignedStateMixin):
         self, request: ApprovalRequest, expected: Sequence[RequestStatus], event: NewEvent
     ) -> Event | None:
         # The row is serialised before the write lock is taken: the lock (and SQLite's) is held only for SQL.
+        # Updates that wait for the lock meanwhile commit in one transaction (``_sqlite_updates``).
         statuses = tuple(s.value for s in expected)
         params = (
             request.status.value,
@@ -429,21 +432,53 @@ class SqliteStore(SignedStateMixin):
             request.id,
             *statuses,
         )
+        update = Update(request.id, request.status.value, statuses, params, event)
+        return self._updates.submit(update, self._commit_updates)
+
+    def _commit_updates(self, take: Callable[[], list[Update]]) -> None:
+        """Commit the waiting updates (``_sqlite_updates``): under the write lock, in one transaction."""
         with self._write_lock:
-            if self._moved_from(request.id, statuses):
-                return None
-            with self._locked_write("update_request") as conn:
-                # The head comes back with the compare-and-set (RETURNING): one statement less per decision.
-                # Read in this transaction after the waiting events were appended, so it is the current head.
-                returned = conn.execute(
-                    f"UPDATE requests SET status = ?, expires_at = ?, body = ?, signatures = ?"
-                    f" WHERE id = ? AND status IN ({', '.join('?' for _ in expected)}) RETURNING {_HEAD_COLUMNS}",
-                    params,
-                ).fetchall()
-                sealed = self._append_all(conn, [event], head=returned[0]) if returned else None
-            if sealed is not None:
-                self._note_moved(request.id, request.status.value)
-            return sealed
+            todo: list[Update] = []
+            for update in take():
+                try:
+                    lost = self._moved_from(update.request_id, update.expected)
+                except StoreError as exc:
+                    update.finish(error=exc)
+                    continue
+                if lost:
+                    update.finish(None)
+                else:
+                    todo.append(update)
+            if not todo:
+                return
+            try:
+                sealed = self._update_together(todo)
+            except Exception as exc:
+                if len(todo) == 1:
+                    todo[0].finish(error=exc)
+                    return
+                for update in todo:  # one transaction each: one update's failure is only its own
+                    try:
+                        update.finish(self._update_together([update])[0])
+                    except Exception as own:
+                        update.finish(error=own)
+                return
+            for update, event in zip(todo, sealed, strict=True):
+                update.finish(event)
+
+    def _update_together(self, updates: Sequence[Update]) -> list[Event | None]:
+        """The compare-and-sets of ``updates`` in one transaction, in order; each one's sealed event or None."""
+        results: list[Event | None] = []
+        with self._locked_write("update_request") as conn:
+            for update in updates:
+                # The head comes back with the compare-and-set (RETURNING), read in this transaction after
+                # what it appended before (waiting events, earlier updates): the current head.
+                returned = conn.execute(_update_sql(len(update.expected)), update.params).fetchall()
+                results.append(self._append_all(conn, [update.event], head=returned[0]) if returned else None)
+        for update, event in zip(updates, results, strict=True):  # committed: remember what moved
+            if event is not None:
+                self._note_moved(update.request_id, update.status)
+        return results
 
     def _moved_from(self, request_id: str, expected: tuple[str, ...]) -> bool:
         """True when the request's committed status is not in ``expected``, looked up only for a request
@@ -646,6 +681,14 @@ def _process_write_lock(path: Path) -> threading.Lock:
 
 _HEAD_SELECT = "SELECT seq, hash FROM audit_head WHERE one = 1"
 _HEAD_COLUMNS = "(SELECT seq FROM audit_head WHERE one = 1), (SELECT hash FROM audit_head WHERE one = 1)"
+
+
+def _update_sql(expected: int) -> str:
+    """A request's compare-and-set against ``expected`` statuses, returning the head (no row: refused)."""
+    return (
+        "UPDATE requests SET status = ?, expires_at = ?, body = ?, signatures = ?"
+        f" WHERE id = ? AND status IN ({', '.join('?' for _ in range(expected))}) RETURNING {_HEAD_COLUMNS}"
+    )
 
 
 def _head(rows: list[tuple[Any, ...]]) -> tuple[Any, ...]:
