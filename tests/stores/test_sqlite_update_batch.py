@@ -13,7 +13,7 @@ import pytest
 from crossgate import ReviewQueue, ToolCall
 from crossgate.errors import AlreadyAppliedError, ConflictError, InvalidArgumentsError
 from crossgate.model import Approve, NewEvent, RequestStatus
-from crossgate.stores import RequestQuery
+from crossgate.stores import RequestQuery, _sqlite_updates
 from crossgate.stores.sqlite import SqliteStore
 
 
@@ -152,4 +152,33 @@ def test_a_lost_race_is_refused_from_the_committed_status_not_the_hint_alone(tmp
     with pytest.raises(ConflictError):
         queue.decide(ids[0], Approve(), reviewer="s")
     assert request.status is RequestStatus.PENDING
+    assert queue.verify_audit().ok
+
+
+def test_updates_beyond_one_transactions_share_wait_for_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_sqlite_updates, "MAX_UPDATES", 2)  # most updates wait beyond the first batch
+    queue, _store, ids = _queue(tmp_path, 12)
+    decided: Counter[str] = Counter()
+    lock = threading.Lock()
+
+    def reviewer(i: int) -> None:
+        for request_id in ids[i % 3 :: 3]:
+            try:
+                queue.decide(request_id, Approve(), reviewer=f"r{i}")
+            except ConflictError:
+                continue
+            with lock:
+                decided[request_id] += 1
+
+    finished = threading.Event()
+
+    def everyone() -> None:
+        _race(12, reviewer)
+        finished.set()
+
+    threading.Thread(target=everyone, daemon=True).start()
+    assert finished.wait(30), "a thread whose update was beyond a batch never got it committed"
+    assert all(decided[request_id] == 1 for request_id in ids)
     assert queue.verify_audit().ok

@@ -83,13 +83,17 @@ class UpdateQueue:
 
         try:
             commit(take)
+        except BaseException:
+            with self._cond:
+                # ``commit`` raised before it took this thread's update: the update raises here, so it must
+                # not be committed later by another thread. (Without an exception, an update left waiting,
+                # beyond MAX_UPDATES, stays: this thread leads again for it.)
+                self._waiting = [w for w in self._waiting if w is not update]
+            raise
         finally:
             with self._cond:
                 for other in taken:  # only when ``commit`` raised before finishing them
                     if not other.done:
                         other.finish(error=StoreError("SQLite could not update the request: the write failed"))
-                if not update.done and any(w is update for w in self._waiting):
-                    # ``commit`` raised before taking it: it raises here, so it must not commit later
-                    self._waiting = [w for w in self._waiting if w is not update]
                 self._leading = False
                 self._cond.notify_all()
