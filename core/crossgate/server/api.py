@@ -229,10 +229,14 @@ def decide_checked(
 ) -> ApprovalRequest:
     """Every check of a decision made over HTTP: the reviewer's scope, remember's reach, then the queue's own."""
     queue = state.queue
-    request = queue.get(request_id)
-    require_scope(caller.reviewer, request)
-    if decision.remember is not None and not caller.reviewer.unrestricted:
-        _check_remember_scope(caller, request, decision.remember.this_agent_only)
+    if not caller.reviewer.unrestricted:
+        # A reviewer with a scope: the request is read (and parsed) here to check it, then again by the
+        # queue. An unrestricted one may decide any request and remember any rule: nothing to check here,
+        # and the queue's own read answers a missing request with the same 404.
+        request = queue.get(request_id)
+        require_scope(caller.reviewer, request)
+        if decision.remember is not None:
+            _check_remember_scope(caller, request, decision.remember.this_agent_only)
     return queue.decide(request_id, decision, reviewer=caller.reviewer.name, channel=channel or caller.channel)
 
 

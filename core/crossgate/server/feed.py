@@ -3,8 +3,8 @@
 The event log is the source of truth for "something changed", so a decision made by another process
 (the CLI, a second server, a worker) reaches the page's live stream and the webhooks just like one made
 here. One thread blocks in ``Store.wait_for_change``; listeners (stream clients, the notifier) await an
-asyncio condition instead of each holding a thread. The feed also expires overdue requests, so a page
-shows an expiry without anyone waiting on the request.
+asyncio condition instead of each holding a thread. The feed also expires overdue requests, once every
+``sweep_seconds``, so a page shows an expiry without anyone waiting on the request.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
+import time
 
 import anyio
 
@@ -63,9 +65,14 @@ class ChangeFeed:
 
     async def _watch(self) -> None:
         store = self._queue.store
+        swept = -math.inf
         while True:
             try:
-                await anyio.to_thread.run_sync(self._queue.expire_overdue)
+                # Expiries once a sweep, not at every change: while decisions stream in, the head moves
+                # every few milliseconds, and a sweep each time was a thread hop and a query per change.
+                if time.monotonic() - swept >= self._sweep:
+                    swept = time.monotonic()
+                    await anyio.to_thread.run_sync(self._queue.expire_overdue)
                 latest = await anyio.to_thread.run_sync(
                     store.wait_for_change, self.head, self._sweep, abandon_on_cancel=True
                 )

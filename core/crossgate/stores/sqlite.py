@@ -41,6 +41,7 @@ import json
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
@@ -70,6 +71,7 @@ from crossgate.stores._sqlite_durability import (
     sync_level,
 )
 from crossgate.stores._sqlite_signed import BUMP_RULES_VERSION, SignedStateMixin
+from crossgate.stores._sqlite_updates import Update, UpdateQueue
 from crossgate.stores._wal_index import WalIndexWatch
 from crossgate.stores.base import (
     Change,
@@ -91,6 +93,8 @@ from crossgate.stores.migrations import Migration, load_migrations, run_migratio
 BUSY_TIMEOUT_MS = 30_000
 POLL_SECONDS = 0.01
 """How often the one watcher thread per queue looks for other processes' changes."""
+MOVED_HINTS = 4096
+"""How many requests one store remembers having moved (see ``SqliteStore._moved_from``)."""
 
 
 def migrations() -> tuple[Migration, ...]:
@@ -131,6 +135,11 @@ class SqliteStore(SignedStateMixin):
         self._connections_lock = threading.Lock()
         self._closed = False
         self._write_lock = _process_write_lock(self.path)
+        self._taking = False  # a write holds enqueued events it took from the batch, not committed yet
+        # Requests this store saw leave a status (id → the status it wrote), most recent last: a hint
+        # that a compare-and-set on them is lost, confirmed by a read before it is believed.
+        self._moved: OrderedDict[str, str] = OrderedDict()
+        self._updates = UpdateQueue()
         self._batch = EventBatch(self.flush_events, on_thread_exit=self._drop_connection)
         self._wal_index = WalIndexWatch(self.path)
         self._rules_seen: tuple[bytes, int] | None = None
@@ -166,12 +175,23 @@ class SqliteStore(SignedStateMixin):
     def _write(self, write: str) -> Iterator[sqlite3.Connection]:
         # Threads of one process queue on a lock instead of SQLite's busy handler, whose sleeping
         # retries give writers a long latency tail; BEGIN IMMEDIATE still serialises processes.
-        with self._write_lock, _wrapped(write.replace("_", " ")):
+        with self._write_lock, self._locked_write(write) as conn:
+            yield conn
+
+    @contextmanager
+    def _locked_write(self, write: str) -> Iterator[sqlite3.Connection]:
+        """The write transaction of ``_write``, for a caller that holds the write lock already."""
+        with _wrapped(write.replace("_", " ")):
             conn = self._conn()
             # Events enqueued before this write go first, in its transaction: they keep their place in
             # the chain before the change it commits, and become durable with it. Taken before the
             # level is chosen (it depends on them); nothing else takes them while this lock is held.
+            # ``_taking`` is set before they leave the batch and cleared once they are committed or given
+            # back, so ``flush_events`` knows without the lock whether some are on their way.
+            self._taking = True
             waiting = self._batch.take()
+            if not waiting:
+                self._taking = False
             try:
                 level = self.sync_level(write, carries_enqueued=bool(waiting))
                 if self._local.sync != level:
@@ -180,6 +200,7 @@ class SqliteStore(SignedStateMixin):
                 conn.execute("BEGIN IMMEDIATE")
             except BaseException:
                 self._batch.give_back(waiting)
+                self._taking = False
                 raise
             try:
                 if self._write_hook is not None:
@@ -191,8 +212,10 @@ class SqliteStore(SignedStateMixin):
             except BaseException:
                 _rollback(conn)
                 self._batch.give_back(waiting)
+                self._taking = False
                 raise
             if waiting:
+                self._taking = False
                 self._batch.committed()
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -263,13 +286,18 @@ class SqliteStore(SignedStateMixin):
     def _append(self, conn: sqlite3.Connection, new: NewEvent) -> Event:
         return self._append_all(conn, [new])
 
-    def _append_all(self, conn: sqlite3.Connection, news: Sequence[NewEvent]) -> Event:
+    def _append_all(
+        self, conn: sqlite3.Connection, news: Sequence[NewEvent], head: tuple[Any, ...] | None = None
+    ) -> Event:
         """Seal ``news`` one after the other after the head, insert them, move the head once; the last one.
 
+        ``head``: the head as this transaction read it already (seq and hash), else it is read here.
         Only the last is built as an Event (callers return it); the others are hashed from their fields
         with the same text (``sealed_hash``), and their rows written as ``seal`` would give them.
         """
-        seq, prev_hash = _head(conn.execute(_HEAD_SELECT).fetchall())
+        seq, prev_hash = _head([head] if head is not None else conn.execute(_HEAD_SELECT).fetchall())
+        if seq is None:
+            raise AuditHeadMissingError()
         rows: list[tuple[Any, ...]] = []
         for new in news[:-1]:
             seq += 1
@@ -298,8 +326,10 @@ class SqliteStore(SignedStateMixin):
         if self._batch.pending:
             with self._write("append_event"):
                 pass  # the write appends what waits
-        else:
-            # The writer may hold events it took, not committed yet: its transaction holds this lock.
+        elif self._taking:
+            # A write took enqueued events and has not committed them yet: its transaction holds this
+            # lock. (When none is on its way, as on a review server, which enqueues nothing, a read of
+            # the head or the log does not queue behind the writers.)
             with self._write_lock:
                 pass
 
@@ -405,20 +435,115 @@ class SqliteStore(SignedStateMixin):
     def update_request(
         self, request: ApprovalRequest, expected: Sequence[RequestStatus], event: NewEvent
     ) -> Event | None:
-        with self._write("update_request") as conn:
-            updated = conn.execute(
-                f"UPDATE requests SET status = ?, expires_at = ?, body = ?, signatures = ?"
-                f" WHERE id = ? AND status IN ({', '.join('?' for _ in expected)})",
-                (
-                    request.status.value,
-                    _epoch(request.expires_at),
-                    request_body(request),
-                    request_signatures(request),
-                    request.id,
-                    *(s.value for s in expected),
-                ),
-            ).rowcount
-            return self._append(conn, event) if updated else None
+        # The row is serialised before the write lock is taken: the lock (and SQLite's) is held only for SQL.
+        # Updates that wait for the lock meanwhile commit in one transaction (``_sqlite_updates``).
+        statuses = tuple(s.value for s in expected)
+        params = (
+            request.status.value,
+            _epoch(request.expires_at),
+            request_body(request),
+            request_signatures(request),
+            request.id,
+            *statuses,
+        )
+        update = Update(request.id, request.status.value, statuses, params, event)
+        return self._updates.submit(update, self._commit_updates)
+
+    def _commit_updates(self, take: Callable[[], list[Update]]) -> None:
+        """Commit the waiting updates (``_sqlite_updates``): under the write lock, in one transaction."""
+        with self._write_lock:
+            todo: list[Update] = []
+            for update in take():
+                try:
+                    lost = self._moved_from(update.request_id, update.expected)
+                except StoreError as exc:
+                    update.finish(error=exc)
+                    continue
+                if lost:
+                    update.finish(None)
+                else:
+                    todo.append(update)
+            if not todo:
+                return
+            try:
+                sealed = self._update_together(todo)
+            except Exception as exc:
+                if len(todo) == 1:
+                    todo[0].finish(error=exc)
+                    return
+                for update in todo:  # one transaction each: one update's failure is only its own
+                    try:
+                        update.finish(self._update_together([update])[0])
+                    except Exception as own:
+                        update.finish(error=own)
+                return
+            for update, event in zip(todo, sealed, strict=True):
+                update.finish(event)
+
+    def _update_together(self, updates: Sequence[Update]) -> list[Event | None]:
+        """The compare-and-sets of ``updates`` in one transaction, in order; each one's sealed event or None.
+
+        The ``UPDATE``s run back to back, then the events of those that succeeded are sealed one after the
+        other and inserted by one statement, and the head moves once: the fewer statements, the shorter
+        the transaction holds SQLite's write lock (each statement gives up the GIL, and under load getting
+        it back is what takes longest). The head comes back with the compare-and-set (RETURNING), read
+        in this transaction after the waiting events were appended; the ``UPDATE``s do not move it.
+        """
+        won: list[int] = []
+        with self._locked_write("update_request") as conn:
+            head: tuple[Any, ...] | None = None
+            for index, update in enumerate(updates):
+                returned = conn.execute(_update_sql(len(update.expected)), update.params).fetchall()
+                if returned:
+                    won.append(index)
+                    head = head or returned[0]
+            sealed = self._insert_sealed(conn, [updates[i].event for i in won], head) if head is not None else []
+        results: list[Event | None] = [None] * len(updates)
+        for index, event in zip(won, sealed, strict=True):  # committed: remember what moved
+            results[index] = event
+            self._note_moved(updates[index].request_id, updates[index].status)
+        return results
+
+    def _insert_sealed(self, conn: sqlite3.Connection, news: Sequence[NewEvent], head: tuple[Any, ...]) -> list[Event]:
+        """Seal ``news`` one after the other after ``head``, insert them, move the head once; the events."""
+        seq, prev_hash = head
+        if seq is None:
+            raise AuditHeadMissingError()
+        events: list[Event] = []
+        for new in news:
+            event = seal(new, seq=seq + 1, prev_hash=prev_hash)
+            events.append(event)
+            seq, prev_hash = event.seq, event.hash
+        rows = [_event_row(e, e.seq, e.at.isoformat(), e.prev_hash, e.hash) for e in events]
+        for start in range(0, len(rows), _ROWS_PER_INSERT):
+            chunk = rows[start : start + _ROWS_PER_INSERT]
+            conn.execute(_INSERT_EVENTS + ", ".join([_EVENT_VALUES] * len(chunk)), [v for row in chunk for v in row])
+        conn.execute("UPDATE audit_head SET seq = ?, hash = ? WHERE one = 1", (seq, prev_hash))
+        return events
+
+    def _moved_from(self, request_id: str, expected: tuple[str, ...]) -> bool:
+        """True when the request's committed status is not in ``expected``, looked up only for a request
+        this store moved to a status outside ``expected`` (so a compare-and-set on it is lost).
+
+        Called under the write lock. For the reviewers who lost a race for a request, it spares the
+        transaction (``BEGIN IMMEDIATE``, an ``UPDATE`` of no row, ``COMMIT``) that would have told them
+        so, and keeps them from holding SQLite's write lock for nothing. The hint never decides by
+        itself: the status is read from the database (the latest commit of any process), and only a
+        status outside ``expected`` there refuses the change, as the ``UPDATE`` would have at that moment.
+        """
+        moved = self._moved.get(request_id)
+        if moved is None or moved in expected:
+            return False
+        with _wrapped("read"):
+            rows = self._conn().execute("SELECT status FROM requests WHERE id = ?", (request_id,)).fetchall()
+        return bool(rows) and rows[0][0] not in expected
+
+    def _note_moved(self, request_id: str, status: str) -> None:
+        """Remember (under the write lock, after the commit) that ``request_id`` now has ``status``."""
+        self._moved[request_id] = status
+        self._moved.move_to_end(request_id)
+        if len(self._moved) > MOVED_HINTS:
+            self._moved.popitem(last=False)
 
     def overdue_requests(self, now: datetime, limit: int = 100) -> list[ApprovalRequest]:
         rows = self._read(
@@ -596,6 +721,21 @@ def _process_write_lock(path: Path) -> threading.Lock:
 
 
 _HEAD_SELECT = "SELECT seq, hash FROM audit_head WHERE one = 1"
+_HEAD_COLUMNS = "(SELECT seq FROM audit_head WHERE one = 1), (SELECT hash FROM audit_head WHERE one = 1)"
+
+
+_INSERT_EVENTS = "INSERT INTO events (seq, at, kind, request_id, run, actor, channel, payload, prev_hash, hash) VALUES "
+_EVENT_VALUES = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_ROWS_PER_INSERT = 64
+"""Events one ``INSERT`` writes (640 parameters, far below SQLite's limit)."""
+
+
+def _update_sql(expected: int) -> str:
+    """A request's compare-and-set against ``expected`` statuses, returning the head (no row: refused)."""
+    return (
+        "UPDATE requests SET status = ?, expires_at = ?, body = ?, signatures = ?"
+        f" WHERE id = ? AND status IN ({', '.join('?' for _ in range(expected))}) RETURNING {_HEAD_COLUMNS}"
+    )
 
 
 def _head(rows: list[tuple[Any, ...]]) -> tuple[Any, ...]:

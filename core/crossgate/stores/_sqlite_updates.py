@@ -1,0 +1,99 @@
+"""Group commit of the requests' compare-and-set updates (decisions, applied marks, expiries, cancellations).
+
+On a review server many threads decide at once, and each decision is a durable commit: one at a time
+behind the process's write lock, each with its own ``BEGIN IMMEDIATE``, its own sync and its own turn
+at SQLite's file lock. Here the updates that wait meanwhile join one transaction instead: the first
+thread to find no transaction in progress leads; it takes the write lock, then every update waiting
+(up to ``MAX_UPDATES``), and commits them together; the others wait for its commit and return their
+own result. Nothing about an update changes but the transaction it shares:
+
+- each is the same compare-and-set (``UPDATE ... WHERE status IN expected``), in arrival order, so of
+  two updates of one request in a batch the second sees the first and is refused;
+- each successful one appends its event, sealed after the one before (the chain as if they had come
+  one by one) and the head moves with them in the same transaction;
+- none returns before the transaction committed (under ``full`` and ``decisions``: synced), so a
+  decision is still durable before it is acknowledged; and a transaction that fails is retried one
+  update per transaction, so one update's failure is only its own.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from crossgate.errors import StoreError
+from crossgate.model import Event, NewEvent
+
+MAX_UPDATES = 64
+"""The most updates one transaction commits (the rest wait for the next)."""
+
+
+@dataclass(slots=True, eq=False)
+class Update:
+    """One compare-and-set of a request: the row's new values (``params``), its event, then its result."""
+
+    request_id: str
+    status: str
+    expected: tuple[str, ...]
+    params: tuple[Any, ...]
+    event: NewEvent
+    done: bool = False
+    result: Event | None = None
+    error: BaseException | None = None
+
+    def finish(self, result: Event | None = None, error: BaseException | None = None) -> None:
+        self.result, self.error, self.done = result, error, True
+
+
+class UpdateQueue:
+    """The updates waiting for a transaction, and which thread commits them next."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._waiting: list[Update] = []
+        self._leading = False
+
+    def submit(self, update: Update, commit: Callable[[Callable[[], list[Update]]], None]) -> Event | None:
+        """``update``'s result, once a transaction committed it: this thread's (``commit(take)``, which
+        takes the write lock, then the waiting updates with ``take``, and finishes each) or another's."""
+        with self._cond:
+            self._waiting.append(update)
+        while True:
+            with self._cond:
+                while self._leading and not update.done:
+                    self._cond.wait()
+                if update.done:
+                    break
+                self._leading = True
+            self._lead(update, commit)
+        if update.error is not None:
+            raise update.error
+        return update.result
+
+    def _lead(self, update: Update, commit: Callable[[Callable[[], list[Update]]], None]) -> None:
+        taken: list[Update] = []
+
+        def take() -> list[Update]:
+            with self._cond:
+                taken.extend(self._waiting[:MAX_UPDATES])
+                del self._waiting[:MAX_UPDATES]
+            return taken
+
+        try:
+            commit(take)
+        except BaseException:
+            with self._cond:
+                # ``commit`` raised before it took this thread's update: the update raises here, so it must
+                # not be committed later by another thread. (Without an exception, an update left waiting,
+                # beyond MAX_UPDATES, stays: this thread leads again for it.)
+                self._waiting = [w for w in self._waiting if w is not update]
+            raise
+        finally:
+            with self._cond:
+                for other in taken:  # only when ``commit`` raised before finishing them
+                    if not other.done:
+                        other.finish(error=StoreError("SQLite could not update the request: the write failed"))
+                self._leading = False
+                self._cond.notify_all()
