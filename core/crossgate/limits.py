@@ -23,12 +23,24 @@ MAX_INT64 = 2**63 - 1
 """The largest sequence number, limit or count the stores hold (SQLite and PostgreSQL ``bigint``)."""
 KIB = 1024
 MIB = 1024 * KIB
+MAX_SECONDS = 100 * 365 * 24 * 3600
+"""The longest span crossgate takes for a timeout or an apply window (about a century): a longer one could
+not be added to a date."""
 
 
 def check_int64(value: int, what: str) -> int:
     """``value`` if it lies in 0..2**63-1; ConfigurationError naming ``what`` otherwise."""
     if not 0 <= value <= MAX_INT64:
         raise ConfigurationError(f"{what} must lie between 0 and {MAX_INT64}, got {_short(str(value))}")
+    return value
+
+
+def check_seconds(value: float | None, what: str) -> float | None:
+    """``value`` if it is None or a span in (0, ``MAX_SECONDS``] seconds; ConfigurationError naming ``what`` if not."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_SECONDS:
+        raise ConfigurationError(f"{what} must be a number of seconds in (0, {MAX_SECONDS}], got {_short(str(value))}")
     return value
 
 

@@ -33,7 +33,7 @@ from crossgate.errors import (
     RequestExpiredError,
 )
 from crossgate.fingerprint import fingerprint
-from crossgate.limits import DEFAULT_LIMITS, InputLimits, storable_text
+from crossgate.limits import DEFAULT_LIMITS, InputLimits, check_seconds, storable_text
 from crossgate.model import (
     ALL_DECISIONS,
     APPROVAL_LAPSED_MESSAGE,
@@ -202,6 +202,7 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
         test who the run acts for.
         """
         check_schema(args_schema)
+        check_seconds(timeout_seconds, "timeout_seconds")
         if (problem := self.limits.call_problem(call)) is not None:
             return self._refuse(call, problem)
         if requested_by is not None and call.context.get(REQUESTED_BY) != requested_by:

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from crossgate.errors import ConfigurationError
 from crossgate.fingerprint import canonical_json
+from crossgate.limits import MAX_SECONDS
 from crossgate.model import (
     ALL_DECISIONS,
     FRAMEWORKS,
@@ -168,8 +169,8 @@ class PolicyRule(BaseModel):
     """For deny: what the model reads. For ask: what the reviewer reads."""
     description: str | None = None
     allowed_decisions: tuple[DecisionKind, ...] = ALL_DECISIONS
-    timeout_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    apply_within_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    timeout_seconds: float | None = Field(default=None, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
+    apply_within_seconds: float | None = Field(default=None, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
     """ask: an approval not applied this long after it was given lapses, and the call does not run."""
     approvals: int = Field(default=1, ge=1, le=10)
     """ask: how many different reviewers must approve (more than one: four eyes; no edit, respond or remember)."""
@@ -266,8 +267,8 @@ class Policy(BaseModel):
     default_reason: str | None = None
     """What the model and reviewers read for a call no rule covers; None: ``DEFAULT_REASONS[default]``."""
     default_allowed_decisions: tuple[DecisionKind, ...] = ALL_DECISIONS
-    default_timeout_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    default_apply_within_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    default_timeout_seconds: float | None = Field(default=None, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
+    default_apply_within_seconds: float | None = Field(default=None, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
     context_keys: tuple[str, ...] = ()
     """Context keys the app sets (``tenant``), so ``crossgate policy check`` knows rules testing them can match."""
 

@@ -19,6 +19,7 @@ BAD_REQUEST_BODIES: list[Any] = [
     {"call": call(), "capabilities": ["launch"]},
     {"call": call(), "timeout_seconds": -1},
     {"call": call(), "timeout_seconds": "soon"},
+    {"call": call(), "timeout_seconds": 1e300},  # more than a date can hold: was a 500 (OverflowError)
     {"call": call(), "request_id": ""},
     {"call": call(), "args_schema": {"type": "no-such-type"}},
     [],

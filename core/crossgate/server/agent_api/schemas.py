@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from crossgate.limits import MAX_SECONDS
 from crossgate.model import (
     ALL_DECISIONS,
     ApprovalRequest,
@@ -36,7 +37,7 @@ class RequestIn(_In):
     requested_by: str | None = None
     capabilities: tuple[DecisionKind, ...] = ALL_DECISIONS
     request_id: str | None = Field(default=None, min_length=1, max_length=200)
-    timeout_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    timeout_seconds: float | None = Field(default=None, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
     store: bool = True
 
 
