@@ -72,7 +72,6 @@ from crossgate.stores._sqlite_durability import (
 )
 from crossgate.stores._sqlite_signed import BUMP_RULES_VERSION, SignedStateMixin
 from crossgate.stores._sqlite_updates import Update, UpdateQueue
-from crossgate.stores._wal_index import WalIndexWatch
 from crossgate.stores.base import (
     Change,
     Page,
@@ -141,8 +140,6 @@ class SqliteStore(SignedStateMixin):
         self._moved: OrderedDict[str, str] = OrderedDict()
         self._updates = UpdateQueue()
         self._batch = EventBatch(self.flush_events, on_thread_exit=self._drop_connection)
-        self._wal_index = WalIndexWatch(self.path)
-        self._rules_seen: tuple[bytes, int] | None = None
 
     # connections --------------------------------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
@@ -270,7 +267,6 @@ class SqliteStore(SignedStateMixin):
                     keep.append((owner, conn))
             self._connections = keep
         self._local.conn = None
-        self._wal_index.close()
 
     def _drop_connection(self) -> None:
         """Close the calling thread's connection (the audit writer's, as its thread ends)."""
@@ -334,17 +330,7 @@ class SqliteStore(SignedStateMixin):
                 pass
 
     def rules_version(self) -> int:
-        # Asked before every policy evaluation. Unless someone committed since the last answer (any
-        # process, any connection: the WAL index says), the answer stands and SQLite is not asked.
-        # Only from a thread whose connection is open: SQLite truncates a WAL index no connection holds.
-        mark = self._wal_index.mark() if getattr(self._local, "conn", None) is not None else None
-        seen = self._rules_seen
-        if mark is not None and seen is not None and seen[0] == mark and not self._closed:
-            return seen[1]
-        version = int(self._read("SELECT version FROM rules_version WHERE one = 1")[0][0])
-        if mark is not None:
-            self._rules_seen = (mark, version)
-        return version
+        return int(self._read("SELECT version FROM rules_version WHERE one = 1")[0][0])
 
     def list_events(self, *, after: int = 0, limit: int | None = None, request_id: str | None = None) -> list[Event]:
         self.flush_events()  # this process reads what it enqueued
