@@ -99,8 +99,10 @@ def create_app(
     app.add_exception_handler(RequestValidationError, _validation_response)
     app.add_exception_handler(HTTPException, _http_response)
     app.add_exception_handler(Exception, _error_response)
-    app.include_router(agent_api.router)  # before /api's routes: /api/agent/v1 is the agents' own
+    # The review API first: its list and decision routes are the ones called most, and routes are matched
+    # in order. No path of it matches one under /api/agent/v1 (the agents' own), so the order is free.
     app.include_router(api.router)
+    app.include_router(agent_api.router)
     app.include_router(agui_api.router)
     app.include_router(stream.router)
     app.include_router(linkpages.router)
