@@ -40,7 +40,7 @@ def seal(new: NewEvent, *, seq: int, prev_hash: str) -> Event:
 
 def sealed_hash(new: NewEvent, *, seq: int, at: str, prev_hash: str) -> str:
     """``seal(new, seq=seq, prev_hash=prev_hash).hash``, without building the Event (``at``: ``new.at`` in
-    ISO 8601, which the caller stores too). For a store that seals a batch and returns none of it."""
+    ISO 8601)."""
     return hashlib.sha256(chained_text(new, seq=seq, at=at, prev_hash=prev_hash).encode("utf-8")).hexdigest()
 
 

@@ -49,7 +49,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from crossgate.audit import seal, sealed_hash
+from crossgate.audit import seal
 from crossgate.errors import AuditHeadMissingError, ConfigurationError, ConflictError, StoreError
 from crossgate.model import (
     OUTCOME_KINDS,
@@ -282,34 +282,26 @@ class SqliteStore(SignedStateMixin):
     def _append(self, conn: sqlite3.Connection, new: NewEvent) -> Event:
         return self._append_all(conn, [new])
 
-    def _append_all(
-        self, conn: sqlite3.Connection, news: Sequence[NewEvent], head: tuple[Any, ...] | None = None
-    ) -> Event:
-        """Seal ``news`` one after the other after the head, insert them, move the head once; the last one.
+    def _append_all(self, conn: sqlite3.Connection, news: Sequence[NewEvent]) -> Event:
+        """Seal ``news`` after the head this transaction reads, insert them, move the head once; the last one."""
+        return self._insert_sealed(conn, news, _head(conn.execute(_HEAD_SELECT).fetchall()))[-1]
 
-        ``head``: the head as this transaction read it already (seq and hash), else it is read here.
-        Only the last is built as an Event (callers return it); the others are hashed from their fields
-        with the same text (``sealed_hash``), and their rows written as ``seal`` would give them.
-        """
-        seq, prev_hash = _head([head] if head is not None else conn.execute(_HEAD_SELECT).fetchall())
+    def _insert_sealed(self, conn: sqlite3.Connection, news: Sequence[NewEvent], head: tuple[Any, ...]) -> list[Event]:
+        """Seal ``news`` one after the other after ``head``, insert them, move the head once; the events."""
+        seq, prev_hash = head
         if seq is None:
             raise AuditHeadMissingError()
-        rows: list[tuple[Any, ...]] = []
-        for new in news[:-1]:
-            seq += 1
-            at = new.at.isoformat()
-            digest = sealed_hash(new, seq=seq, at=at, prev_hash=prev_hash)
-            rows.append(_event_row(new, seq, at, prev_hash, digest))
-            prev_hash = digest
-        last = seal(news[-1], seq=seq + 1, prev_hash=prev_hash)
-        rows.append(_event_row(last, last.seq, last.at.isoformat(), last.prev_hash, last.hash))
-        conn.executemany(
-            "INSERT INTO events (seq, at, kind, request_id, run, actor, channel, payload, prev_hash, hash)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            rows,
-        )
-        conn.execute("UPDATE audit_head SET seq = ?, hash = ? WHERE one = 1", (last.seq, last.hash))
-        return last
+        events: list[Event] = []
+        for new in news:
+            event = seal(new, seq=seq + 1, prev_hash=prev_hash)
+            events.append(event)
+            seq, prev_hash = event.seq, event.hash
+        rows = [_event_row(e, e.seq, e.at.isoformat(), e.prev_hash, e.hash) for e in events]
+        for start in range(0, len(rows), _ROWS_PER_INSERT):
+            chunk = rows[start : start + _ROWS_PER_INSERT]
+            conn.execute(_INSERT_EVENTS + ", ".join([_EVENT_VALUES] * len(chunk)), [v for row in chunk for v in row])
+        conn.execute("UPDATE audit_head SET seq = ?, hash = ? WHERE one = 1", (seq, prev_hash))
+        return events
 
     def append_event(self, event: NewEvent) -> Event:
         with self._write("append_outcome" if event.kind in OUTCOME_KINDS else "append_event") as conn:
@@ -489,23 +481,6 @@ class SqliteStore(SignedStateMixin):
             results[index] = event
             self._note_moved(updates[index].request_id, updates[index].status)
         return results
-
-    def _insert_sealed(self, conn: sqlite3.Connection, news: Sequence[NewEvent], head: tuple[Any, ...]) -> list[Event]:
-        """Seal ``news`` one after the other after ``head``, insert them, move the head once; the events."""
-        seq, prev_hash = head
-        if seq is None:
-            raise AuditHeadMissingError()
-        events: list[Event] = []
-        for new in news:
-            event = seal(new, seq=seq + 1, prev_hash=prev_hash)
-            events.append(event)
-            seq, prev_hash = event.seq, event.hash
-        rows = [_event_row(e, e.seq, e.at.isoformat(), e.prev_hash, e.hash) for e in events]
-        for start in range(0, len(rows), _ROWS_PER_INSERT):
-            chunk = rows[start : start + _ROWS_PER_INSERT]
-            conn.execute(_INSERT_EVENTS + ", ".join([_EVENT_VALUES] * len(chunk)), [v for row in chunk for v in row])
-        conn.execute("UPDATE audit_head SET seq = ?, hash = ? WHERE one = 1", (seq, prev_hash))
-        return events
 
     def _moved_from(self, request_id: str, expected: tuple[str, ...]) -> bool:
         """True when the request's committed status is not in ``expected``, looked up only for a request
