@@ -1,4 +1,4 @@
-"""SQLite's group commit of request updates (``crossgate.stores._sqlite_updates``): racing reviewers and
+"""SQLite's group commit of request updates (``crossgate.stores._update_batch``): racing reviewers and
 appliers in one process share transactions, and every compare-and-set, event and failure stays its own."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from crossgate import ReviewQueue, ToolCall
 from crossgate.errors import AlreadyAppliedError, ConflictError, InvalidArgumentsError
 from crossgate.model import Approve, NewEvent, RequestStatus
-from crossgate.stores import RequestQuery, _sqlite_updates
+from crossgate.stores import RequestQuery, _update_batch
 from crossgate.stores.sqlite import SqliteStore
 
 
@@ -158,7 +158,7 @@ def test_a_lost_race_is_refused_from_the_committed_status_not_the_hint_alone(tmp
 def test_updates_beyond_one_transactions_share_wait_for_the_next(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_sqlite_updates, "MAX_UPDATES", 2)  # most updates wait beyond the first batch
+    monkeypatch.setattr(_update_batch, "MAX_UPDATES", 2)  # most updates wait beyond the first batch
     queue, _store, ids = _queue(tmp_path, 12)
     decided: Counter[str] = Counter()
     lock = threading.Lock()

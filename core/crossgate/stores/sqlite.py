@@ -71,7 +71,7 @@ from crossgate.stores._sqlite_durability import (
     sync_level,
 )
 from crossgate.stores._sqlite_signed import BUMP_RULES_VERSION, SignedStateMixin
-from crossgate.stores._sqlite_updates import Update, UpdateQueue
+from crossgate.stores._update_batch import Update, UpdateQueue
 from crossgate.stores.base import (
     Change,
     Page,
@@ -138,7 +138,7 @@ class SqliteStore(SignedStateMixin):
         # Requests this store saw leave a status (id → the status it wrote), most recent last: a hint
         # that a compare-and-set on them is lost, confirmed by a read before it is believed.
         self._moved: OrderedDict[str, str] = OrderedDict()
-        self._updates = UpdateQueue()
+        self._updates = UpdateQueue("SQLite")
         self._batch = EventBatch(self.flush_events, on_thread_exit=self._drop_connection)
 
     # connections --------------------------------------------------------------------------------
@@ -414,7 +414,7 @@ class SqliteStore(SignedStateMixin):
         self, request: ApprovalRequest, expected: Sequence[RequestStatus], event: NewEvent
     ) -> Event | None:
         # The row is serialised before the write lock is taken: the lock (and SQLite's) is held only for SQL.
-        # Updates that wait for the lock meanwhile commit in one transaction (``_sqlite_updates``).
+        # Updates that wait for the lock meanwhile commit in one transaction (``_update_batch``).
         statuses = tuple(s.value for s in expected)
         params = (
             request.status.value,
@@ -428,7 +428,7 @@ class SqliteStore(SignedStateMixin):
         return self._updates.submit(update, self._commit_updates)
 
     def _commit_updates(self, take: Callable[[], list[Update]]) -> None:
-        """Commit the waiting updates (``_sqlite_updates``): under the write lock, in one transaction."""
+        """Commit the waiting updates (``_update_batch``): under the write lock, in one transaction."""
         with self._write_lock:
             todo: list[Update] = []
             for update in take():

@@ -1,17 +1,17 @@
 """Group commit of the requests' compare-and-set updates (decisions, applied marks, expiries, cancellations).
 
 On a review server many threads decide at once, and each decision is a durable commit: one at a time
-behind the process's write lock, each with its own ``BEGIN IMMEDIATE``, its own sync and its own turn
-at SQLite's file lock. Here the updates that wait meanwhile join one transaction instead: the first
-thread to find no transaction in progress leads; it takes the write lock, then every update waiting
-(up to ``MAX_UPDATES``), and commits them together; the others wait for its commit and return their
-own result. Nothing about an update changes but the transaction it shares:
+behind the store's lock (SQLite's write lock, PostgreSQL's chain head), each with its own transaction and
+its own sync. Here the updates that wait meanwhile join one transaction instead: the first thread to find
+no transaction in progress leads; it takes every update waiting (up to ``MAX_UPDATES``) and commits them
+together; the others wait for its commit and return their own result. Nothing about an update changes but
+the transaction it shares (each store's ``_commit_updates`` keeps these promises):
 
 - each is the same compare-and-set (``UPDATE ... WHERE status IN expected``), in arrival order, so of
   two updates of one request in a batch the second sees the first and is refused;
 - each successful one appends its event, sealed after the one before (the chain as if they had come
   one by one) and the head moves with them in the same transaction;
-- none returns before the transaction committed (under ``full`` and ``decisions``: synced), so a
+- none returns before the transaction committed (synced, where the store syncs decisions), so a
   decision is still durable before it is acknowledged; and a transaction that fails is retried one
   update per transaction, so one update's failure is only its own.
 """
@@ -48,9 +48,11 @@ class Update:
 
 
 class UpdateQueue:
-    """The updates waiting for a transaction, and which thread commits them next."""
+    """The updates waiting for a transaction, and which thread commits them next (``store`` names the
+    store in errors)."""
 
-    def __init__(self) -> None:
+    def __init__(self, store: str) -> None:
+        self._store = store
         self._cond = threading.Condition()
         self._waiting: list[Update] = []
         self._leading = False
@@ -94,6 +96,6 @@ class UpdateQueue:
             with self._cond:
                 for other in taken:  # only when ``commit`` raised before finishing them
                     if not other.done:
-                        other.finish(error=StoreError("SQLite could not update the request: the write failed"))
+                        other.finish(error=StoreError(f"{self._store} could not update the request: the write failed"))
                 self._leading = False
                 self._cond.notify_all()
