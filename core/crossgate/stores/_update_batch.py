@@ -32,12 +32,13 @@ MAX_UPDATES = 64
 
 @dataclass(slots=True, eq=False)
 class Update:
-    """One compare-and-set of a request: the row's new values (``params``), its event, then its result."""
+    """One compare-and-set of a request: the store's statement parameters (``params``), its event, then its
+    result."""
 
     request_id: str
     status: str
     expected: tuple[str, ...]
-    params: tuple[Any, ...]
+    params: tuple[Any, ...] | dict[str, Any]
     event: NewEvent
     done: bool = False
     result: Event | None = None

@@ -43,6 +43,7 @@ from crossgate.model import (
 )
 from crossgate.stores._event_batch import EventBatch
 from crossgate.stores._signatures import request_body, request_from_row, request_signatures, rule_body, rule_from_row
+from crossgate.stores._update_batch import Update, UpdateQueue
 from crossgate.stores.base import (
     Change,
     Page,
@@ -170,6 +171,7 @@ class PostgresStore(SignedStateMixin):
         self._last_used: weakref.WeakKeyDictionary[psycopg.Connection[Any], float] = weakref.WeakKeyDictionary()
         self._listener = Listener(self._connect_listener, self._channel, _read_head)
         self._batch = EventBatch(self._commit_enqueued)
+        self._updates = UpdateQueue("PostgreSQL")
         # Held while enqueued events are taken and committed, so a reader finds them committed.
         self._flush_lock = threading.Lock()
 
@@ -326,8 +328,53 @@ class PostgresStore(SignedStateMixin):
     def update_request(
         self, request: ApprovalRequest, expected: Sequence[RequestStatus], event: NewEvent
     ) -> Event | None:
-        row = {**_request_row(request), "expected": [s.value for s in expected]}
-        return self._change("update_request", row, event, f"update request {request.id}")
+        # Updates that wait meanwhile commit in one transaction, with one lock of the head (``_update_batch``).
+        statuses = tuple(s.value for s in expected)
+        row = {**_request_row(request), "expected": list(statuses)}
+        update = Update(request.id, request.status.value, statuses, row, event)
+        return self._updates.submit(update, self._commit_updates)
+
+    def _commit_updates(self, take: Callable[[], list[Update]]) -> None:
+        """Commit the waiting updates (``_update_batch``) in one transaction; if it fails, one each."""
+        todo = take()
+        try:
+            results = self._update_together(todo)
+        except Exception as exc:
+            if len(todo) == 1:
+                todo[0].finish(error=exc)
+                return
+            for update in todo:  # one transaction each: one update's failure is only its own
+                try:
+                    update.finish(self._update_together([update])[0])
+                except Exception as own:
+                    update.finish(error=own)
+            return
+        for update, event in zip(todo, results, strict=True):
+            update.finish(event)
+
+    def _update_together(self, updates: Sequence[Update]) -> list[Event | None]:
+        """The compare-and-sets of ``updates`` in one transaction, in order; each one's sealed event or None.
+
+        The head is locked first, so of the requests changed here none is locked by a writer waiting for
+        the head (see ``lock_head``). When none of them changed, the transaction rolls back: a batch of
+        lost races writes nothing and waits for no sync.
+        """
+        results: list[Event | None] = []
+        with self._write("update requests") as cur:
+            head = _head(cur.execute(_q("lock_head")))
+            for update in updates:
+                if cur.execute(_q("update_request"), update.params).fetchone() is None:
+                    results.append(None)
+                    continue
+                event = self._append(cur, update.event, (head[0], head[1]))
+                head = (event.seq, event.hash)
+                results.append(event)
+            changed = any(result is not None for result in results)
+            if not changed:
+                raise psycopg.Rollback()
+        if changed:
+            self._listener.observe(int(head[0]))
+        return results
 
     def overdue_requests(self, now: datetime, limit: int = 100) -> list[ApprovalRequest]:
         with self._conn("list overdue requests") as conn:

@@ -16,8 +16,11 @@ SELECT version FROM schema_version ORDER BY version;
 INSERT INTO schema_version (version, name) VALUES (%(version)s, %(name)s);
 
 -- name: lock_head
--- Every write locks the chain head until it commits: inserts first, updates right after their
--- compare-and-set (so a losing compare-and-set locks nothing). One order, so no deadlocks.
+-- Every write locks the chain head until it commits. Inserts and request updates lock it first (a batch
+-- of request updates may change several requests, and a request row is only ever locked by a holder of
+-- the head); the standing-rule and parked-run changes lock their own row first, then the head (so a
+-- losing compare-and-set of theirs locks nothing): no transaction waits for a row while holding the head
+-- and another holds that row while waiting for the head, so there are no deadlocks.
 SELECT seq, hash FROM audit_head FOR UPDATE;
 
 -- name: read_head
@@ -51,14 +54,11 @@ SELECT head.seq, head.hash FROM head, inserted;
 SELECT data, signatures FROM requests WHERE id = %(id)s;
 
 -- name: update_request
--- Compare-and-set: only a request whose status is still one of the expected ones changes. Returns the
--- locked head when it did, no row when it did not.
-WITH changed AS (
-    UPDATE requests SET status = %(status)s, expires_at = %(expires_at)s, data = %(data)s, signatures = %(signatures)s
-    WHERE id = %(id)s AND status = ANY(%(expected)s)
-    RETURNING position
-)
-SELECT seq, hash FROM audit_head WHERE EXISTS (SELECT FROM changed) FOR UPDATE;
+-- Compare-and-set, in a transaction that holds the chain head (``lock_head``): only a request whose status
+-- is still one of the expected ones changes. One row when it did, none when it did not.
+UPDATE requests SET status = %(status)s, expires_at = %(expires_at)s, data = %(data)s, signatures = %(signatures)s
+WHERE id = %(id)s AND status = ANY(%(expected)s)
+RETURNING position;
 
 -- name: list_requests
 SELECT position, data, signatures FROM requests {where} ORDER BY position {direction} LIMIT %(limit)s;
