@@ -3,6 +3,11 @@
 Every write is one ``BEGIN IMMEDIATE`` transaction holding SQLite's write lock, so compare-and-set and
 the hash chain are serialised across threads and processes. Each thread gets its own connection.
 
+This module holds the connections, the write transaction, the events, requests and standing rules;
+the rest of ``SqliteStore`` comes from mixins: the group-committed request updates (decisions, applied
+marks, expiries, cancellations) in ``_sqlite_updates``, parked runs in ``_sqlite_parked``, delivery
+cursors in ``_sqlite_cursors``, policy versions and checkpoints in ``_sqlite_signed``.
+
 How much a commit survives is the store's ``durability``:
 
 - ``"full"`` (default): every commit runs with ``PRAGMA synchronous=FULL``, which in WAL mode syncs the
@@ -44,7 +49,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from datetime import UTC, datetime
+from datetime import datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -56,13 +61,11 @@ from crossgate.model import (
     ApprovalRequest,
     Event,
     NewEvent,
-    ParkedRun,
-    ParkedRunStatus,
-    RequestStatus,
     StandingRule,
 )
 from crossgate.stores._event_batch import EventBatch
 from crossgate.stores._signatures import request_body, request_from_row, request_signatures, rule_body, rule_from_row
+from crossgate.stores._sqlite_cursors import DeliveryCursorsMixin
 from crossgate.stores._sqlite_durability import (
     DURABILITIES,
     SYNC_FULL,
@@ -70,30 +73,21 @@ from crossgate.stores._sqlite_durability import (
     Durability,
     sync_level,
 )
+from crossgate.stores._sqlite_parked import ParkedRunsMixin
 from crossgate.stores._sqlite_signed import BUMP_RULES_VERSION, SignedStateMixin
-from crossgate.stores._update_batch import Update, UpdateQueue
+from crossgate.stores._sqlite_updates import RequestUpdatesMixin, epoch
+from crossgate.stores._update_batch import UpdateQueue
 from crossgate.stores.base import (
-    Change,
     Page,
-    PruneEvent,
     RequestQuery,
     decode_cursor,
     encode_cursor,
-    in_given_order,
-)
-from crossgate.stores.cursors import (
-    DeliveryCursor,
-    check_delivery_cursor_args,
-    delivery_cursor_advanceable,
-    delivery_cursor_claimable,
 )
 from crossgate.stores.migrations import Migration, load_migrations, run_migrations
 
 BUSY_TIMEOUT_MS = 30_000
 POLL_SECONDS = 0.01
 """How often the one watcher thread per queue looks for other processes' changes."""
-MOVED_HINTS = 4096
-"""How many requests one store remembers having moved (see ``SqliteStore._moved_from``)."""
 
 
 def migrations() -> tuple[Migration, ...]:
@@ -117,8 +111,9 @@ def _rollback(conn: sqlite3.Connection) -> None:
             conn.execute("ROLLBACK")
 
 
-class SqliteStore(SignedStateMixin):
-    """The ``Store`` protocol on one SQLite file (policy versions and checkpoints: ``_sqlite_signed``)."""
+class SqliteStore(SignedStateMixin, RequestUpdatesMixin, ParkedRunsMixin, DeliveryCursorsMixin):
+    """The ``Store`` protocol on one SQLite file (policy versions and checkpoints: ``_sqlite_signed``; request
+    updates: ``_sqlite_updates``; parked runs: ``_sqlite_parked``; delivery cursors: ``_sqlite_cursors``)."""
 
     def __init__(self, path: Path | str, *, durability: Durability = "full") -> None:
         if durability not in DURABILITIES:
@@ -374,7 +369,7 @@ class SqliteStore(SignedStateMixin):
                     call.tool,
                     call.agent,
                     call.run,
-                    _epoch(request.expires_at),
+                    epoch(request.expires_at),
                     request_body(request),
                     request_signatures(request),
                 ),
@@ -409,102 +404,6 @@ class SqliteStore(SignedStateMixin):
         items = [request_from_row(body, signed) for _, body, signed in rows[: query.limit]]
         next_cursor = encode_cursor(rows[query.limit - 1][0]) if len(rows) > query.limit else None
         return Page(items, next_cursor)
-
-    def update_request(
-        self, request: ApprovalRequest, expected: Sequence[RequestStatus], event: NewEvent
-    ) -> Event | None:
-        # The row is serialised before the write lock is taken: the lock (and SQLite's) is held only for SQL.
-        # Updates that wait for the lock meanwhile commit in one transaction (``_update_batch``).
-        statuses = tuple(s.value for s in expected)
-        params = (
-            request.status.value,
-            _epoch(request.expires_at),
-            request_body(request),
-            request_signatures(request),
-            request.id,
-            *statuses,
-        )
-        update = Update(request.id, request.status.value, statuses, params, event)
-        return self._updates.submit(update, self._commit_updates)
-
-    def _commit_updates(self, take: Callable[[], list[Update]]) -> None:
-        """Commit the waiting updates (``_update_batch``): under the write lock, in one transaction."""
-        with self._write_lock:
-            todo: list[Update] = []
-            for update in take():
-                try:
-                    lost = self._moved_from(update.request_id, update.expected)
-                except StoreError as exc:
-                    update.finish(error=exc)
-                    continue
-                if lost:
-                    update.finish(None)
-                else:
-                    todo.append(update)
-            if not todo:
-                return
-            try:
-                sealed = self._update_together(todo)
-            except Exception as exc:
-                if len(todo) == 1:
-                    todo[0].finish(error=exc)
-                    return
-                for update in todo:  # one transaction each: one update's failure is only its own
-                    try:
-                        update.finish(self._update_together([update])[0])
-                    except Exception as own:
-                        update.finish(error=own)
-                return
-            for update, event in zip(todo, sealed, strict=True):
-                update.finish(event)
-
-    def _update_together(self, updates: Sequence[Update]) -> list[Event | None]:
-        """The compare-and-sets of ``updates`` in one transaction, in order; each one's sealed event or None.
-
-        The ``UPDATE``s run back to back, then the events of those that succeeded are sealed one after the
-        other and inserted by one statement, and the head moves once: the fewer statements, the shorter
-        the transaction holds SQLite's write lock (each statement gives up the GIL, and under load getting
-        it back is what takes longest). The head comes back with the compare-and-set (RETURNING), read
-        in this transaction after the waiting events were appended; the ``UPDATE``s do not move it.
-        """
-        won: list[int] = []
-        with self._locked_write("update_request") as conn:
-            head: tuple[Any, ...] | None = None
-            for index, update in enumerate(updates):
-                returned = conn.execute(_update_sql(len(update.expected)), update.params).fetchall()
-                if returned:
-                    won.append(index)
-                    head = head or returned[0]
-            sealed = self._insert_sealed(conn, [updates[i].event for i in won], head) if head is not None else []
-        results: list[Event | None] = [None] * len(updates)
-        for index, event in zip(won, sealed, strict=True):  # committed: remember what moved
-            results[index] = event
-            self._note_moved(updates[index].request_id, updates[index].status)
-        return results
-
-    def _moved_from(self, request_id: str, expected: tuple[str, ...]) -> bool:
-        """True when the request's committed status is not in ``expected``, looked up only for a request
-        this store moved to a status outside ``expected`` (so a compare-and-set on it is lost).
-
-        Called under the write lock. For the reviewers who lost a race for a request, it spares the
-        transaction (``BEGIN IMMEDIATE``, an ``UPDATE`` of no row, ``COMMIT``) that would have told them
-        so, and keeps them from holding SQLite's write lock for nothing. The hint never decides by
-        itself: the status is read from the database (the latest commit of any process), and only a
-        status outside ``expected`` there refuses the change, as the ``UPDATE`` would have at that moment.
-        """
-        moved = self._moved.get(request_id)
-        if moved is None or moved in expected:
-            return False
-        with _wrapped("read"):
-            rows = self._conn().execute("SELECT status FROM requests WHERE id = ?", (request_id,)).fetchall()
-        return bool(rows) and rows[0][0] not in expected
-
-    def _note_moved(self, request_id: str, status: str) -> None:
-        """Remember (under the write lock, after the commit) that ``request_id`` now has ``status``."""
-        self._moved[request_id] = status
-        self._moved.move_to_end(request_id)
-        if len(self._moved) > MOVED_HINTS:
-            self._moved.popitem(last=False)
 
     def overdue_requests(self, now: datetime, limit: int = 100) -> list[ApprovalRequest]:
         rows = self._read(
@@ -547,129 +446,6 @@ class SqliteStore(SignedStateMixin):
             conn.execute(BUMP_RULES_VERSION)
             return self._append(conn, event)
 
-    # parked runs --------------------------------------------------------------------------------
-    def insert_parked_run(
-        self, parked: ParkedRun, event: NewEvent, requests: Sequence[tuple[ApprovalRequest, NewEvent]] = ()
-    ) -> Event:
-        with self._write("insert_parked_run") as conn:
-            for request, _ in requests:
-                self._insert_request_row(conn, request)
-            try:
-                conn.execute(
-                    "INSERT INTO parked_runs (id, status, framework, run, body) VALUES (?, ?, ?, ?, ?)",
-                    (parked.id, parked.status.value, parked.framework, parked.run, _parked_body(parked)),
-                )
-                conn.execute("INSERT INTO parked_states (id, state) VALUES (?, ?)", (parked.id, parked.state))
-            except sqlite3.IntegrityError as exc:
-                raise ConflictError(f"parked run {parked.id} already exists") from exc
-            # The requests' ``submitted`` events, then ``run_parked``: sealed together, one head read and move.
-            return self._append_all(conn, [*(submitted for _, submitted in requests), event])
-
-    def get_parked_run(self, parked_id: str) -> ParkedRun | None:
-        rows = self._read(f"{_PARKED_SELECT} WHERE p.id = ?", (parked_id,))
-        return _parked_from_row(*rows[0]) if rows else None
-
-    def list_parked_runs(
-        self, *, statuses: Sequence[ParkedRunStatus] = (), framework: str | None = None, run: str | None = None
-    ) -> list[ParkedRun]:
-        where: list[str] = []
-        params: list[Any] = []
-        if statuses:
-            where.append(f"p.status IN ({', '.join('?' for _ in statuses)})")
-            params.extend(s.value for s in statuses)
-        if framework is not None:
-            where.append("p.framework = ?")
-            params.append(framework)
-        if run is not None:
-            where.append("p.run = ?")
-            params.append(run)
-        sql = _PARKED_SELECT + (" WHERE " + " AND ".join(where) if where else "")
-        return [_parked_from_row(*row) for row in self._read(sql + " ORDER BY p.position", params)]
-
-    def _replace_parked(self, conn: sqlite3.Connection, parked: ParkedRun, current: ParkedRun) -> None:
-        conn.execute(
-            "UPDATE parked_runs SET status = ?, body = ? WHERE id = ?",
-            (parked.status.value, _parked_body(parked), parked.id),
-        )
-        if parked.state != current.state:  # the state is large: written only when it changes (a prune)
-            conn.execute("UPDATE parked_states SET state = ? WHERE id = ?", (parked.state, parked.id))
-
-    def _locked_parked(self, conn: sqlite3.Connection, parked_id: str) -> ParkedRun | None:
-        row = conn.execute(f"{_PARKED_SELECT} WHERE p.id = ?", (parked_id,)).fetchone()
-        return _parked_from_row(*row) if row else None
-
-    def change_parked_run(self, parked_id: str, change: Change[ParkedRun], event: NewEvent) -> ParkedRun | None:
-        # The write lock is the row lock: nothing else holds the row, so there is nothing to skip.
-        with self._write("change_parked_run") as conn:
-            current = self._locked_parked(conn, parked_id)
-            if current is None or not change.allowed(current):
-                return None
-            changed = change.apply(current)
-            self._replace_parked(conn, changed, current)
-            self._append(conn, event)
-            return changed
-
-    def change_parked_runs(self, ids: Sequence[str], change: Change[ParkedRun], event: PruneEvent) -> list[str]:
-        with self._write("change_parked_runs") as conn:
-            # Lists travel as one JSON parameter each: no limit on how many ids one change names.
-            rows = conn.execute(
-                f"{_PARKED_SELECT} WHERE p.id IN (SELECT value FROM json_each(?))", (json.dumps(list(ids)),)
-            ).fetchall()
-            current = {p.id: p for p in (_parked_from_row(*row) for row in rows) if change.allowed(p)}
-            changed = in_given_order(ids, current)
-            if changed:
-                new = event(changed)  # built before anything changes: if it raises, the transaction rolls back
-                for parked_id in changed:
-                    self._replace_parked(conn, change.apply(current[parked_id]), current[parked_id])
-                self._append(conn, new)
-            return changed
-
-    # delivery cursors ---------------------------------------------------------------------------
-    def _locked_cursor(self, conn: sqlite3.Connection, name: str) -> DeliveryCursor | None:
-        row = conn.execute(f"{_CURSOR_SELECT} WHERE name = ?", (name,)).fetchone()
-        return _cursor_from_row(row) if row else None
-
-    def _store_cursor(self, conn: sqlite3.Connection, cursor: DeliveryCursor) -> DeliveryCursor:
-        conn.execute(
-            "INSERT INTO delivery_cursors (name, seq, lease_owner, lease_until) VALUES (?, ?, ?, ?)"
-            " ON CONFLICT (name) DO UPDATE SET"
-            " seq = excluded.seq, lease_owner = excluded.lease_owner, lease_until = excluded.lease_until",
-            (cursor.name, cursor.seq, cursor.lease_owner, _epoch(cursor.lease_until)),
-        )
-        return cursor
-
-    def claim_delivery_cursor(
-        self, name: str, owner: str, now: datetime, lease_until: datetime, start: int
-    ) -> DeliveryCursor | None:
-        check_delivery_cursor_args(name, owner, start)
-        with self._write("claim_delivery_cursor") as conn:
-            current = self._locked_cursor(conn, name)
-            if current is None:
-                return self._store_cursor(conn, DeliveryCursor(name, start, owner, lease_until))
-            if not delivery_cursor_claimable(current, owner, now):
-                return None
-            return self._store_cursor(conn, DeliveryCursor(name, current.seq, owner, lease_until))
-
-    def advance_delivery_cursor(self, name: str, owner: str, seq: int, lease_until: datetime) -> DeliveryCursor | None:
-        check_delivery_cursor_args(name, owner, seq)
-        with self._write("advance_delivery_cursor") as conn:
-            current = self._locked_cursor(conn, name)
-            if current is None or not delivery_cursor_advanceable(current, owner, seq):
-                return None
-            return self._store_cursor(conn, DeliveryCursor(name, seq, owner, lease_until))
-
-    def release_delivery_cursor(self, name: str, owner: str) -> DeliveryCursor | None:
-        check_delivery_cursor_args(name, owner)
-        with self._write("release_delivery_cursor") as conn:
-            current = self._locked_cursor(conn, name)
-            if current is None or current.lease_owner != owner:
-                return None
-            return self._store_cursor(conn, DeliveryCursor(name, current.seq))
-
-    def get_delivery_cursor(self, name: str) -> DeliveryCursor | None:
-        rows = self._read(f"{_CURSOR_SELECT} WHERE name = ?", (name,))
-        return _cursor_from_row(rows[0]) if rows else None
-
 
 _WRITE_LOCKS: dict[str, threading.Lock] = {}
 _WRITE_LOCKS_GUARD = threading.Lock()
@@ -682,7 +458,6 @@ def _process_write_lock(path: Path) -> threading.Lock:
 
 
 _HEAD_SELECT = "SELECT seq, hash FROM audit_head WHERE one = 1"
-_HEAD_COLUMNS = "(SELECT seq FROM audit_head WHERE one = 1), (SELECT hash FROM audit_head WHERE one = 1)"
 
 
 _INSERT_EVENTS = "INSERT INTO events (seq, at, kind, request_id, run, actor, channel, payload, prev_hash, hash) VALUES "
@@ -691,43 +466,10 @@ _ROWS_PER_INSERT = 64
 """Events one ``INSERT`` writes (640 parameters, far below SQLite's limit)."""
 
 
-def _update_sql(expected: int) -> str:
-    """A request's compare-and-set against ``expected`` statuses, returning the head (no row: refused)."""
-    return (
-        "UPDATE requests SET status = ?, expires_at = ?, body = ?, signatures = ?"
-        f" WHERE id = ? AND status IN ({', '.join('?' for _ in range(expected))}) RETURNING {_HEAD_COLUMNS}"
-    )
-
-
 def _head(rows: list[tuple[Any, ...]]) -> tuple[Any, ...]:
     if not rows:
         raise AuditHeadMissingError()
     return rows[0]
-
-
-_PARKED_SELECT = "SELECT p.body, s.state FROM parked_runs p JOIN parked_states s ON s.id = p.id"
-
-
-def _parked_body(parked: ParkedRun) -> str:
-    """The JSON kept in ``parked_runs.body``: every field but the state, which ``parked_states`` holds."""
-    return parked.model_copy(update={"state": ""}).model_dump_json()
-
-
-def _parked_from_row(body: str, state: str) -> ParkedRun:
-    # The state is a plain string column: no JSON to parse, and model_copy needs no validation for it.
-    return ParkedRun.model_validate_json(body).model_copy(update={"state": state})
-
-
-def _epoch(moment: datetime | None) -> float | None:
-    return None if moment is None else moment.timestamp()
-
-
-_CURSOR_SELECT = "SELECT name, seq, lease_owner, lease_until FROM delivery_cursors"
-
-
-def _cursor_from_row(row: tuple[Any, ...]) -> DeliveryCursor:
-    name, seq, owner, until = row
-    return DeliveryCursor(name, int(seq), owner, None if until is None else datetime.fromtimestamp(until, UTC))
 
 
 def _event_row(fields: Event | NewEvent, seq: int, at: str, prev_hash: str, digest: str) -> tuple[Any, ...]:
