@@ -60,7 +60,16 @@ def server() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "tests.benchmarks.bench_server"], cwd=ROOT, capture_output=True, text=True
     )
-    wanted = ("load", "baseline", "decisions accepted", "decide  latency", "server vs bare", "two servers", "FAIL")
+    wanted = (
+        "load",
+        "baseline",
+        "decisions accepted",
+        "empty pages",
+        "decide  latency",
+        "server vs bare",
+        "two servers",
+        "FAIL",
+    )
     for line in done.stdout.strip().splitlines():
         if any(w in line for w in wanted):
             print(f"   {line.strip()}")
