@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from crossgate.errors import StoreError
 from crossgate.model import ApprovalRequest, Event, NewEvent, RequestStatus
 from crossgate.stores._signatures import request_body, request_signatures
-from crossgate.stores._update_batch import Update, UpdateQueue
+from crossgate.stores._update_batch import Update, UpdateQueue, commit_together
 
 MOVED_HINTS = 4096
 """How many requests one store remembers having moved (see ``SqliteStore._moved_from``)."""
@@ -75,20 +75,7 @@ class RequestUpdatesMixin:
                     todo.append(update)
             if not todo:
                 return
-            try:
-                sealed = self._update_together(todo)
-            except Exception as exc:
-                if len(todo) == 1:
-                    todo[0].finish(error=exc)
-                    return
-                for update in todo:  # one transaction each: one update's failure is only its own
-                    try:
-                        update.finish(self._update_together([update])[0])
-                    except Exception as own:
-                        update.finish(error=own)
-                return
-            for update, event in zip(todo, sealed, strict=True):
-                update.finish(event)
+            commit_together(todo, self._update_together)
 
     def _update_together(self: _Host, updates: Sequence[Update]) -> list[Event | None]:
         """The compare-and-sets of ``updates`` in one transaction, in order; each one's sealed event or None.

@@ -19,7 +19,7 @@ the transaction it shares (each store's ``_commit_updates`` keeps these promises
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,3 +100,22 @@ class UpdateQueue:
                         other.finish(error=StoreError(f"{self._store} could not update the request: the write failed"))
                 self._leading = False
                 self._cond.notify_all()
+
+
+def commit_together(todo: list[Update], together: Callable[[Sequence[Update]], list[Event | None]]) -> None:
+    """Finish each of ``todo`` with its result from ``together`` (one transaction of them all); if that
+    raises, with its own transaction, so one update's failure is only its own."""
+    try:
+        results = together(todo)
+    except Exception as exc:
+        if len(todo) == 1:
+            todo[0].finish(error=exc)
+            return
+        for update in todo:
+            try:
+                update.finish(together([update])[0])
+            except Exception as own:
+                update.finish(error=own)
+        return
+    for update, result in zip(todo, results, strict=True):
+        update.finish(result)

@@ -43,7 +43,7 @@ from crossgate.model import (
 )
 from crossgate.stores._event_batch import EventBatch
 from crossgate.stores._signatures import request_body, request_from_row, request_signatures, rule_body, rule_from_row
-from crossgate.stores._update_batch import Update, UpdateQueue
+from crossgate.stores._update_batch import Update, UpdateQueue, commit_together
 from crossgate.stores.base import (
     Change,
     Page,
@@ -336,21 +336,7 @@ class PostgresStore(SignedStateMixin):
 
     def _commit_updates(self, take: Callable[[], list[Update]]) -> None:
         """Commit the waiting updates (``_update_batch``) in one transaction; if it fails, one each."""
-        todo = take()
-        try:
-            results = self._update_together(todo)
-        except Exception as exc:
-            if len(todo) == 1:
-                todo[0].finish(error=exc)
-                return
-            for update in todo:  # one transaction each: one update's failure is only its own
-                try:
-                    update.finish(self._update_together([update])[0])
-                except Exception as own:
-                    update.finish(error=own)
-            return
-        for update, event in zip(todo, results, strict=True):
-            update.finish(event)
+        commit_together(take(), self._update_together)
 
     def _update_together(self, updates: Sequence[Update]) -> list[Event | None]:
         """The compare-and-sets of ``updates`` in one transaction, in order; each one's sealed event or None.
