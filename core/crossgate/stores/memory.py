@@ -63,8 +63,27 @@ class MemoryStore:
         """Nothing to release."""
 
     def _append(self, new: NewEvent) -> Event:
+        return self._record(self._sealed([new]))
+
+    def _sealed(self, news: Sequence[NewEvent]) -> list[Event]:
+        """``news`` sealed as the next events of the chain (after the enqueued ones), not appended yet.
+
+        Every write seals its events before it changes anything: an event that cannot be sealed (a payload
+        that is not JSON, say) then fails the write with nothing changed, as a rolled-back transaction would.
+        """
         self._seal_enqueued()
-        return self._seal(new)
+        prev = self._events[-1].hash if self._events else GENESIS_HASH
+        sealed: list[Event] = []
+        for new in news:
+            sealed.append(seal(new, seq=len(self._events) + len(sealed) + 1, prev_hash=prev))
+            prev = sealed[-1].hash
+        return sealed
+
+    def _record(self, sealed: list[Event]) -> Event:
+        """Append events from ``_sealed`` (made since nothing else was appended); the last of them."""
+        self._events.extend(sealed)
+        self._changed.notify_all()
+        return sealed[-1]
 
     def _seal(self, new: NewEvent) -> Event:
         prev = self._events[-1].hash if self._events else GENESIS_HASH
@@ -82,13 +101,14 @@ class MemoryStore:
         with self._lock:
             if request.id in self._requests:
                 raise ConflictError(f"request {request.id} already exists")
-            return self._add_request(request, event)
+            sealed = self._sealed([event])
+            self._add_request(request)
+            return self._record(sealed)
 
-    def _add_request(self, request: ApprovalRequest, event: NewEvent) -> Event:
+    def _add_request(self, request: ApprovalRequest) -> None:
         self._requests[request.id] = request
         self._positions[request.id] = len(self._positions) + 1
         self._track_expiry(request)
-        return self._append(event)
 
     def get_request(self, request_id: str) -> ApprovalRequest | None:
         with self._lock:
@@ -117,9 +137,10 @@ class MemoryStore:
             current = self._requests.get(request.id)
             if current is None or current.status not in expected:
                 return None
+            sealed = self._sealed([event])
             self._requests[request.id] = request
             self._track_expiry(request)
-            return self._append(event)
+            return self._record(sealed)
 
     def _track_expiry(self, request: ApprovalRequest) -> None:
         if request.status is RequestStatus.PENDING and request.expires_at is not None:
@@ -137,9 +158,10 @@ class MemoryStore:
         with self._lock:
             if rule.id in self._rules:
                 raise ConflictError(f"rule {rule.id} already exists")
+            sealed = self._sealed([event])
             self._rules[rule.id] = rule
             self._rules_version += 1
-            return self._append(event)
+            return self._record(sealed)
 
     def get_rule(self, rule_id: str) -> StandingRule | None:
         with self._lock:
@@ -154,9 +176,10 @@ class MemoryStore:
             current = self._rules.get(rule.id)
             if current is None or current.revoked_at is not None:
                 return None
+            sealed = self._sealed([event])
             self._rules[rule.id] = rule
             self._rules_version += 1
-            return self._append(event)
+            return self._record(sealed)
 
     def rules_version(self) -> int:
         return self._rules_version
@@ -170,10 +193,11 @@ class MemoryStore:
             for request, _ in requests:
                 if request.id in self._requests:
                     raise ConflictError(f"request {request.id} already exists")
-            for request, submitted in requests:
-                self._add_request(request, submitted)
+            sealed = self._sealed([*(submitted for _, submitted in requests), event])
+            for request, _ in requests:
+                self._add_request(request)
             self._parked[parked.id] = parked
-            return self._append(event)
+            return self._record(sealed)
 
     def get_parked_run(self, parked_id: str) -> ParkedRun | None:
         with self._lock:
@@ -197,8 +221,9 @@ class MemoryStore:
             if current is None or not change.allowed(current):
                 return None
             changed = change.apply(current)
+            sealed = self._sealed([event])
             self._parked[parked_id] = changed
-            self._append(event)
+            self._record(sealed)
             return changed
 
     def change_parked_runs(self, ids: Sequence[str], change: Change[ParkedRun], event: PruneEvent) -> list[str]:
@@ -207,10 +232,10 @@ class MemoryStore:
             changed = in_given_order(ids, chosen)
             if not changed:
                 return []
-            new = event(changed)  # built before anything changes: if it raises, nothing has
+            sealed = self._sealed([event(changed)])  # before anything changes: if it raises, nothing has
             for parked_id in changed:
                 self._parked[parked_id] = change.apply(self._parked[parked_id])
-            self._append(new)
+            self._record(sealed)
             return changed
 
     def append_event(self, event: NewEvent) -> Event:
@@ -248,9 +273,10 @@ class MemoryStore:
             expected = len(self._policy_versions) + 1
             if version.version != expected:
                 raise ConflictError(f"policy version {version.version} is not the next one ({expected})")
+            sealed = self._sealed([event])
             self._policy_versions.append(version)
             self._rules_version += 1
-            return self._append(event)
+            return self._record(sealed)
 
     def get_policy_version(self, version: int | None = None) -> PolicyVersion | None:
         with self._lock:

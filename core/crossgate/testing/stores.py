@@ -19,8 +19,10 @@ from datetime import timedelta
 
 import pytest
 
-from crossgate import ConflictError, RequestQuery, RequestStatus, Store
+from crossgate import ApprovalRequest, ConflictError, RequestQuery, RequestStatus, Store
 from crossgate.audit import GENESIS_HASH, verify_chain
+from crossgate.errors import InvalidArgumentsError
+from crossgate.model import NewEvent
 from crossgate.testing._cursor_contract import LEASE, CursorStore, DeliveryCursorScenarios
 from crossgate.testing._parked_contract import (
     DAY,
@@ -123,6 +125,42 @@ class StoreContract(ParkedRunScenarios, DeliveryCursorScenarios, SignedStateScen
         stored = store.get_request("req-1")
         assert stored is not None and stored.closed_reason == f"thread {wins[0]}"
         assert [e.kind for e in store.list_events()].count("decided") == 1
+
+    def test_one_failing_update_among_racing_ones_fails_alone_and_leaves_no_trace(self, store: Store) -> None:
+        # Stores that commit waiting updates together (SQLite, PostgreSQL) must keep a failure its own.
+        requests = [make_request(n) for n in range(1, 10)]
+        for request in requests:
+            store.insert_request(request, ev("submitted", request.id))
+        poisoned = requests[4].id
+        results: dict[str, object] = {}
+        barrier = threading.Barrier(len(requests))
+
+        def decide(request: ApprovalRequest) -> None:
+            decided = request.model_copy(update={"status": RequestStatus.DECIDED})
+            # Not JSON (built without validation): sealing it raises, inside whatever transaction it shares.
+            event = ev("decided", request.id)
+            if request.id == poisoned:
+                event = NewEvent.model_construct(**{**event.__dict__, "payload": {"bad": object()}})
+            barrier.wait()
+            try:
+                results[request.id] = store.update_request(decided, (RequestStatus.PENDING,), event)
+            except Exception as exc:
+                results[request.id] = exc
+
+        threads = [threading.Thread(target=decide, args=(request,)) for request in requests]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert isinstance(results[poisoned], InvalidArgumentsError)
+        assert store.get_request(poisoned).status is RequestStatus.PENDING  # type: ignore[union-attr]
+        for request in requests:
+            if request.id != poisoned:
+                assert store.get_request(request.id).status is RequestStatus.DECIDED  # type: ignore[union-attr]
+                assert results[request.id].request_id == request.id  # type: ignore[attr-defined]
+        decided = sorted(str(e.request_id) for e in store.list_events() if e.kind == "decided")
+        assert decided == sorted(r.id for r in requests if r.id != poisoned)
+        assert verify_chain(store.list_events()).ok
 
     def test_list_pages_newest_first_with_cursor(self, store: Store) -> None:
         for n in range(1, 8):
