@@ -14,7 +14,7 @@ from crossgate.coverage import decision_coverage
 from crossgate.decisions import AnyDecision, check_open
 from crossgate.errors import InvalidDecisionError, NotFoundError
 from crossgate.limits import MAX_INT64, check_int64
-from crossgate.model import ApprovalRequest, DecisionKind, Event, RequestStatus, StandingRule
+from crossgate.model import ApprovalRequest, DecisionKind, Event, RequestStatus, StandingRule, trusted
 from crossgate.schemas import decision_schema
 from crossgate.server.access import Caller, decide_blocked, require_scope
 from crossgate.server.bodies import JsonRoute
@@ -84,11 +84,14 @@ def request_view(request: ApprovalRequest, caller: Caller) -> RequestOut:
     blocked = decide_blocked(caller.reviewer, request) if request.is_open else f"request is {request.status.value}"
     # Built without validating the request again: its fields come from a validated ApprovalRequest, the
     # three added ones are typed here (a listing builds one per request on every call).
-    return RequestOut.model_construct(
-        **request.__dict__,
-        can_decide=blocked is None,
-        decide_blocked=blocked,
-        remember_covers=decision_coverage(request),
+    return trusted(
+        RequestOut,
+        {
+            **request.__dict__,
+            "can_decide": blocked is None,
+            "decide_blocked": blocked,
+            "remember_covers": decision_coverage(request),
+        },
     )
 
 
