@@ -3,9 +3,11 @@
 Needs the extra ``crossgate[postgres]`` (psycopg 3 and psycopg-pool). Every write is one transaction
 that changes a row and appends its event; the chain head is one row locked ``FOR UPDATE``, so the hash
 chain stays a chain under any number of writers. Decide and apply are compare-and-set updates
-(``WHERE status = ANY(...)``), parked runs are claimed with ``FOR UPDATE SKIP LOCKED`` and a lease, and
-each event commits with a ``NOTIFY`` that wakes waiters in every other process. A delivery cursor's
-claim, advance and release are each one statement (an upsert or a compare-and-set on the lease owner).
+(``WHERE status = ANY(...)``); those that wait for the head meanwhile share the next transaction
+(``_update_batch``), each still its own compare-and-set and event. Parked runs are claimed with
+``FOR UPDATE SKIP LOCKED`` and a lease, and each event commits with a ``NOTIFY`` that wakes waiters in
+every other process. A delivery cursor's claim, advance and release are each one statement (an upsert
+or a compare-and-set on the lease owner).
 
 All tables live in one schema (``crossgate`` unless ``schema=`` says otherwise, as a constructor
 argument or a ``?schema=`` URL parameter), so tests and tenants can use fresh ones. SQL text lives in
