@@ -1,29 +1,39 @@
-"""The queue caches active standing rules per rules version; a change from any queue or process shows at once."""
+"""The queue caches active standing rules per rules version; a change from any queue or process shows at once,
+on a SQLite file and on PostgreSQL (whose rules version is a counter in the chain head's row, migration 007)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from crossgate import Policy, PolicyRule, ReviewQueue, ToolCall, VerdictKind, open_store
 from crossgate.stores.memory import MemoryStore
+from tests.support.postgres import database_url
 
 
 def _call() -> ToolCall:
     return ToolCall(framework="test", tool="delete_ticket", args={"id": "t3"}, call_id="c1")
 
 
-def _queue(path: Path) -> ReviewQueue:
+def _queue(db: str) -> ReviewQueue:
     policy = Policy(rules=(PolicyRule(name="ask-deletes", verdict=VerdictKind.ASK, tool="delete_ticket"),))
-    return ReviewQueue(open_store(str(path)), policy)
+    return ReviewQueue(open_store(db), policy)
 
 
-def test_a_rule_added_and_revoked_by_another_queue_on_the_file_applies_to_the_next_evaluate(tmp_path: Path) -> None:
-    first, second = _queue(tmp_path / "q.db"), _queue(tmp_path / "q.db")
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A database several queues and processes open by the same string."""
+    with database_url(request.param, tmp_path) as url:
+        yield url
+
+
+def test_a_rule_added_and_revoked_by_another_queue_on_the_database_applies_to_the_next_evaluate(db: str) -> None:
+    first, second = _queue(db), _queue(db)
     assert first.evaluate(_call()).kind is VerdictKind.ASK  # fills the cache with no rules
     assert first.evaluate(_call()).kind is VerdictKind.ASK
 
@@ -39,11 +49,8 @@ def test_a_rule_added_and_revoked_by_another_queue_on_the_file_applies_to_the_ne
 
 
 @pytest.mark.parametrize("effect", [VerdictKind.DENY, VerdictKind.ALLOW])
-def test_a_rule_added_and_revoked_in_another_process_applies_to_the_next_call(
-    tmp_path: Path, effect: VerdictKind
-) -> None:
-    path = tmp_path / "q.db"
-    queue = _queue(path)
+def test_a_rule_added_and_revoked_in_another_process_applies_to_the_next_call(db: str, effect: VerdictKind) -> None:
+    queue = _queue(db)
     # A standing deny must stop an allowed call; a standing allow must spare a call the policy asks about.
     before = VerdictKind.ALLOW if effect is VerdictKind.DENY else VerdictKind.ASK
     queue.policy = Policy(default=before)
@@ -62,7 +69,7 @@ def test_a_rule_added_and_revoked_in_another_process_applies_to_the_next_call(
     )
 
     def other(*args: str) -> str:
-        done = subprocess.run([sys.executable, "-c", script, str(path), *args], capture_output=True, text=True)
+        done = subprocess.run([sys.executable, "-c", script, db, *args], capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
         return done.stdout.strip()
 
@@ -75,11 +82,20 @@ def test_a_rule_added_and_revoked_in_another_process_applies_to_the_next_call(
     queue.close()
 
 
-@pytest.mark.parametrize("db", ["memory:", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def any_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The memory store (``memory:``), or a database as ``db`` gives it."""
+    if request.param == "memory":
+        yield "memory:"
+        return
+    with database_url(request.param, tmp_path) as url:
+        yield url
+
+
 def test_the_cache_reads_the_rules_once_while_only_events_are_appended_and_again_after_a_rule_change(
-    tmp_path: Path, db: str
+    any_db: str,
 ) -> None:
-    store = MemoryStore() if db == "memory:" else open_store(str(tmp_path / "q.db"))
+    store = MemoryStore() if any_db == "memory:" else open_store(any_db)
     reads: list[int] = []
     list_rules = store.list_rules
 
@@ -95,7 +111,8 @@ def test_the_cache_reads_the_rules_once_while_only_events_are_appended_and_again
     for _ in range(3):
         queue.submit(_call())  # each records an event: the head moves, the rules do not
     queue.record_outcome(None, ran=True, call=_call())
-    assert [e.kind for e in queue.events()] == ["auto_allowed"] * 3 + ["ran"]
+    assert [e.kind for e in queue.events()] == ["auto_allowed"] * 3 + ["ran"]  # committed, the head moved
+    queue.evaluate(_call())
     assert len(reads) == 1
     rule = queue.add_rule(queue.new_rule(effect=VerdictKind.DENY, tool="delete_ticket"))
     assert queue.evaluate(_call()).kind is VerdictKind.DENY

@@ -471,10 +471,10 @@ class PostgresStore(SignedStateMixin):
         self._commit_enqueued()
 
     def rules_version(self) -> int:
-        """The committed audit head's seq: it moves with every commit of events, standing-rule changes
-        included (no counter yet). Read without committing the enqueued events first."""
-        with self._conn("read the audit head") as conn:
-            return int(_head(conn.execute(_q("read_head")))[0])
+        """The counter of rule and policy-version changes (migration 007); read without committing the
+        enqueued events first."""
+        with self._conn("read the rules version") as conn:
+            return int(_one(conn.execute(_q("rules_version")))[0])
 
     def list_events(self, *, after: int = 0, limit: int | None = None, request_id: str | None = None) -> list[Event]:
         params = {"after": after, "limit": limit, "request_id": request_id}

@@ -26,6 +26,9 @@ SELECT seq, hash FROM audit_head FOR UPDATE;
 -- name: read_head
 SELECT seq, hash FROM audit_head;
 
+-- name: rules_version
+SELECT rules_version FROM audit_head;
+
 -- name: append_event
 -- One event, the new chain head and the wake-up, in the caller's transaction (NOTIFY is sent at commit).
 WITH head AS (
@@ -69,8 +72,9 @@ WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= %(now)s
 ORDER BY position LIMIT %(limit)s;
 
 -- name: insert_rule
+-- Locks the head (bumping the rules version), then stores the rule; returns the head it locked.
 WITH head AS (
-    SELECT seq, hash FROM audit_head FOR UPDATE
+    UPDATE audit_head SET rules_version = rules_version + 1 RETURNING seq, hash
 ), inserted AS (
     INSERT INTO standing_rules (id, position, revoked_at, data, signature)
     SELECT %(id)s, head.seq + 1, %(revoked_at)s, %(data)s, %(signature)s FROM head
@@ -90,7 +94,7 @@ WITH changed AS (
     WHERE id = %(id)s AND revoked_at IS NULL
     RETURNING position
 )
-SELECT seq, hash FROM audit_head WHERE EXISTS (SELECT FROM changed) FOR UPDATE;
+UPDATE audit_head SET rules_version = rules_version + 1 WHERE EXISTS (SELECT FROM changed) RETURNING seq, hash;
 
 -- name: insert_parked_run
 WITH head AS (
@@ -176,10 +180,11 @@ RETURNING name, seq, lease_owner, lease_until;
 SELECT name, seq, lease_owner, lease_until FROM delivery_cursors WHERE name = %(name)s;
 
 -- name: insert_policy_version
--- Locks the head, then stores the version if it is the next number; returns the locked head, or no row
--- when it is not the next one. Two racing inserts of the same number: the primary key refuses the second.
+-- Locks the head (bumping the rules version), then stores the version if it is the next number; returns
+-- the locked head, or no row when it is not the next one (the caller then rolls back, bump included). Two
+-- racing inserts of the same number: the primary key refuses the second.
 WITH head AS (
-    SELECT seq, hash FROM audit_head FOR UPDATE
+    UPDATE audit_head SET rules_version = rules_version + 1 RETURNING seq, hash
 ), inserted AS (
     INSERT INTO policy_versions (version, created_at, created_by, digest, source, document, token)
     SELECT %(version)s, %(created_at)s, %(created_by)s, %(digest)s, %(source)s, %(document)s, %(token)s FROM head

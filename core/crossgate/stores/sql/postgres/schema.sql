@@ -53,11 +53,13 @@ CREATE TABLE events (
 CREATE INDEX events_request_seq ON events (request_id, seq) WHERE request_id IS NOT NULL;
 
 -- The chain head, kept apart from the events so that deleting the last event is detectable. Every
--- write locks this one row, which serialises the chain.
+-- write locks this one row, which serialises the chain. ``rules_version`` counts the changes that can
+-- change a verdict (standing rules added or revoked, policy versions stored), bumped by their statements.
 CREATE TABLE audit_head (
     singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
     seq bigint NOT NULL,
-    hash text NOT NULL
+    hash text NOT NULL,
+    rules_version bigint NOT NULL DEFAULT 0
 );
 INSERT INTO audit_head (singleton, seq, hash) VALUES (true, 0, repeat('0', 64));
 
