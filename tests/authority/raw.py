@@ -17,6 +17,8 @@ class Raw(Protocol):
 
     def execute(self, statement: str, *params: Any) -> None: ...
     def write_log(self, events: list[Event]) -> None: ...
+    def bump_rules_version(self) -> None:
+        """Move the rules version, as any stored rule or policy change does (so queues read them again)."""
 
 
 def raw_access(url: str) -> Raw:
@@ -27,6 +29,9 @@ def raw_access(url: str) -> Raw:
 class RawSqlite:
     def __init__(self, url: str) -> None:
         self.url = url
+
+    def bump_rules_version(self) -> None:
+        self.execute("UPDATE rules_version SET version = version + 1")
 
     def execute(self, statement: str, *params: Any) -> None:
         with sqlite3.connect(self.url) as conn:
@@ -61,6 +66,9 @@ class RawPostgres:
     def execute(self, statement: str, *params: Any) -> None:
         with self._connect() as conn:
             conn.execute(statement.replace("?", "%s"), params)
+
+    def bump_rules_version(self) -> None:
+        self.execute("UPDATE audit_head SET rules_version = rules_version + 1")  # a column since migration 007
 
     def write_log(self, events: list[Event]) -> None:
         with self._connect() as conn, conn.transaction():

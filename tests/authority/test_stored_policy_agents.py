@@ -91,8 +91,7 @@ class Scene:
             self.raw.execute("UPDATE policy_versions SET document = ?", document)
         else:
             self.raw.execute("UPDATE policy_versions SET document = ?, token = ?", document, token)
-        if not self.url.startswith("postgres"):
-            self.raw.execute("UPDATE rules_version SET version = version + 1")
+        self.raw.bump_rules_version()
 
     async def resume_refused(self, parked_run: str) -> list[str]:
         """Resume: nothing runs; the model is told for each delete. What it was told."""

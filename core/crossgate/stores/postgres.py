@@ -471,10 +471,10 @@ class PostgresStore(SignedStateMixin):
         self._commit_enqueued()
 
     def rules_version(self) -> int:
-        """The counter of rule and policy-version changes (migration 007); read without committing the
-        enqueued events first."""
+        """The counter of rule and policy-version changes (migration 007), a column of the chain head's row
+        (AuditHeadMissingError without it); read without committing the enqueued events first."""
         with self._conn("read the rules version") as conn:
-            return int(_one(conn.execute(_q("rules_version")))[0])
+            return int(_head(conn.execute(_q("rules_version")))[0])
 
     def list_events(self, *, after: int = 0, limit: int | None = None, request_id: str | None = None) -> list[Event]:
         params = {"after": after, "limit": limit, "request_id": request_id}
