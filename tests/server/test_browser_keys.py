@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from crossgate import Approve, RequestStatus, ReviewQueue, ToolCall
-from crossgate.model import DecisionKind
+from crossgate.model import DecisionKind, Reject
 from tests.server.browser_support import BROWSER_MARKS, open_queue, signed_in
 from tests.server.demo_loader import artifacts_dir
 
@@ -85,6 +85,33 @@ def test_keyboard_moves_approves_rejects_and_searches(tmp_path: Path) -> None:
     }
     assert decisions[first].message == "Keep t1 open"  # type: ignore[union-attr]
     queue.close()
+
+
+def test_a_live_update_keeps_the_focus_on_an_open_reject_forms_button(tmp_path: Path) -> None:
+    # A reviewer tabs from the message to Reject; a request arriving meanwhile rebuilds the rows. Enter must
+    # still reject (before, the rebuilt form put the focus back in the message box, where Enter is a newline).
+    from playwright.sync_api import expect
+
+    queue = open_queue(tmp_path)
+    first = _ask(queue, "t1")
+    with signed_in(queue) as session:
+        page = session.page
+        kb = page.keyboard
+        expect(page.locator("a.req")).to_have_count(1)
+        kb.press("j")
+        kb.press("r")
+        kb.type("Keep t1 open")
+        kb.press("Tab")
+        send = page.locator(f'.req-row[data-id="{first}"] form.row-reject-form button[type="submit"]')
+        expect(send).to_be_focused()
+        _ask(queue, "t2")  # the live stream rebuilds the rows
+        expect(page.locator("a.req")).to_have_count(2, timeout=10_000)
+        expect(send).to_be_focused()
+        kb.press("Enter")
+        expect(page.locator("a.req")).to_have_count(1, timeout=10_000)
+    request = queue.get(first)
+    assert request.status is RequestStatus.DECIDED
+    assert isinstance(request.decision, Reject) and request.decision.message == "Keep t1 open"
 
 
 def test_dark_mode_follows_the_system(tmp_path: Path) -> None:

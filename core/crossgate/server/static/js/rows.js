@@ -3,7 +3,7 @@
 import { visibleText } from "./hidden.js";
 import { afterRefresh, refreshPending } from "./pending.js";
 
-let openReject = null;  // {id, text}: a row's reject form, kept across live updates
+let openReject = null;  // {id, text, focus}: a row's reject form, kept across live updates with its focus
 
 function say(text, failed) {
   const rowStatus = document.getElementById("row-status");
@@ -39,7 +39,7 @@ async function decideRow(button, decision) {
   await refreshPending();
 }
 
-export function showRejectForm(row, text) {
+export function showRejectForm(row, text, focus = "message") {
   let form = row.querySelector("form.row-reject-form");
   if (!form) {
     form = document.createElement("form");
@@ -59,7 +59,13 @@ export function showRejectForm(row, text) {
     cancel.className = "link";
     cancel.textContent = "Cancel";
     cancel.addEventListener("click", () => { openReject = null; form.remove(); });
-    area.addEventListener("input", () => { openReject = { id: row.dataset.id, text: area.value }; });
+    area.addEventListener("input", () => { openReject = { id: row.dataset.id, text: area.value, focus: "message" }; });
+    send.name = "send";
+    cancel.name = "cancel";
+    for (const part of [area, send, cancel]) {
+      // Remembered so that a live update, which rebuilds the rows, gives the focus back where the reviewer left it.
+      part.addEventListener("focus", () => { if (openReject && openReject.id === row.dataset.id) openReject.focus = part.name; });
+    }
     form.append(area, send, cancel);
     form.addEventListener("submit", (event) => {
       event.preventDefault();
@@ -70,8 +76,8 @@ export function showRejectForm(row, text) {
     row.appendChild(form);
   }
   form.elements.message.value = text || "";
-  openReject = { id: row.dataset.id, text: text || "" };
-  form.elements.message.focus();
+  openReject = { id: row.dataset.id, text: text || "", focus: focus };
+  (form.elements[focus] || form.elements.message).focus();
 }
 
 export function setupRows() {
@@ -84,6 +90,6 @@ export function setupRows() {
   afterRefresh(() => {  // a live update replaced the rows: put an open reject form back, with its text
     if (!openReject) return;
     const row = document.querySelector('#pending .req-row[data-id="' + CSS.escape(openReject.id) + '"]');
-    if (row && row.querySelector(".row-reject:not(:disabled)")) showRejectForm(row, openReject.text); else openReject = null;
+    if (row && row.querySelector(".row-reject:not(:disabled)")) showRejectForm(row, openReject.text, openReject.focus); else openReject = null;
   });
 }
