@@ -72,6 +72,9 @@ class MemoryStore:
         that is not JSON, say) then fails the write with nothing changed, as a rolled-back transaction would.
         """
         self._seal_enqueued()
+        return self._chained(news)
+
+    def _chained(self, news: Sequence[NewEvent]) -> list[Event]:
         prev = self._events[-1].hash if self._events else GENESIS_HASH
         sealed: list[Event] = []
         for new in news:
@@ -85,17 +88,10 @@ class MemoryStore:
         self._changed.notify_all()
         return sealed[-1]
 
-    def _seal(self, new: NewEvent) -> Event:
-        prev = self._events[-1].hash if self._events else GENESIS_HASH
-        event = seal(new, seq=len(self._events) + 1, prev_hash=prev)
-        self._events.append(event)
-        self._changed.notify_all()
-        return event
-
     def _seal_enqueued(self) -> None:
         enqueued, self._enqueued = self._enqueued, []
-        for new in enqueued:
-            self._seal(new)
+        if enqueued:
+            self._record(self._chained(enqueued))
 
     def insert_request(self, request: ApprovalRequest, event: NewEvent) -> Event:
         with self._lock:
