@@ -10,11 +10,17 @@ queue on one write lock, as crossgate's SQLite store does) or a ``postgresql://`
 parameter (each statement in autocommit with ``synchronous_commit`` on, the server's default; row locks,
 no lock of the app's own). ``setup``, ``submit`` and ``apply_decided`` are the submitter's and the
 appliers' side, on their own connections.
+
+With ``CG_BENCH_BARE_BODIES=1`` (a measured variant, not the baseline) each row also holds the JSON body of a
+request as crossgate's list returns it, and the list answers with those bodies: the same page size as
+crossgate's, so the two differ by the work done and not by the bytes carried.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import sqlite3
 import sys
 import threading
@@ -26,16 +32,18 @@ from fastapi.responses import JSONResponse
 
 SQLITE_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS requests (position INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL,"
-    " fingerprint TEXT NOT NULL, status TEXT NOT NULL, run TEXT)"
+    " fingerprint TEXT NOT NULL, status TEXT NOT NULL, run TEXT, body TEXT)"
 )
 POSTGRES_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS requests (position bigserial PRIMARY KEY, id text UNIQUE NOT NULL,"
-    " fingerprint text NOT NULL, status text NOT NULL, run text);"
+    " fingerprint text NOT NULL, status text NOT NULL, run text, body text);"
     " CREATE INDEX IF NOT EXISTS requests_status_position ON requests (status, position)"
 )
 DECIDE = "UPDATE requests SET status = 'decided' WHERE id = ? AND fingerprint = ? AND status = 'pending'"
+BODIES = os.environ.get("CG_BENCH_BARE_BODIES", "0") == "1"
+"""The measured variant: rows carry crossgate-sized bodies, which the list returns."""
 LIST = (
-    "SELECT id, fingerprint FROM requests WHERE status = ? AND (CAST(? AS TEXT) IS NULL OR run = ?)"
+    "SELECT id, fingerprint, body FROM requests WHERE status = ? AND (CAST(? AS TEXT) IS NULL OR run = ?)"
     " ORDER BY position LIMIT ?"
 )
 
@@ -84,9 +92,10 @@ def setup(db: str) -> None:
     conn.close()
 
 
-def submit(conn: Db, request_id: str, run: str | None = None) -> None:
+def submit(conn: Db, request_id: str, run: str | None = None, body: str | None = None) -> None:
     conn.execute(
-        "INSERT INTO requests (id, fingerprint, status, run) VALUES (?, ?, 'pending', ?)", (request_id, request_id, run)
+        "INSERT INTO requests (id, fingerprint, status, run, body) VALUES (?, ?, 'pending', ?, ?)",
+        (request_id, request_id, run, body),
     )
 
 
@@ -132,7 +141,9 @@ def app(db: str, tokens: set[str]) -> Any:
     ) -> dict[str, Any]:
         check(authorization)
         rows, _ = conn().execute(LIST, (status, run, run, limit))
-        return {"items": [{"id": i, "fingerprint": f} for i, f in rows], "next_cursor": None}
+        if BODIES:
+            return {"items": [{**json.loads(b), "id": i, "fingerprint": f} for i, f, b in rows], "next_cursor": None}
+        return {"items": [{"id": i, "fingerprint": f} for i, f, _ in rows], "next_cursor": None}
 
     @api.post("/api/requests/{request_id}/decision")
     async def decide(request_id: str, request: Request, authorization: str | None = Header(None)) -> JSONResponse:

@@ -58,6 +58,9 @@ import httpx  # noqa: E402
 from crossgate import ReviewQueue, ToolCall, open_store  # noqa: E402
 from crossgate.errors import AlreadyAppliedError  # noqa: E402
 from crossgate.model import DECIDED_STATUSES, RequestStatus  # noqa: E402
+from crossgate.server.access import Caller  # noqa: E402
+from crossgate.server.api import request_view  # noqa: E402
+from crossgate.server.settings import Reviewer  # noqa: E402
 from crossgate.stores import RequestQuery  # noqa: E402
 from tests.benchmarks import bare_server  # noqa: E402
 
@@ -111,14 +114,27 @@ def submitter(db: str, stop_at: float, counter: Any, mode: str = "racing", fill:
     queue.close()
 
 
+def request_body(n: int, run: str) -> str:
+    """The JSON of request ``n`` as crossgate's list returns it (for the bare app's equal-bodies variant)."""
+    queue = ReviewQueue(open_store("memory:"))
+    call = ToolCall(framework=FRAMEWORKS[n % 3], tool="delete_ticket", args={"id": f"T-{n}"}, run=run)
+    request = queue.submit(call).request
+    assert request is not None
+    caller = Caller(Reviewer(name="r00", token_sha256=""), channel="api")
+    return request_view(request, caller).model_dump_json()
+
+
 def bare_submitter(db: str, stop_at: float, counter: Any, mode: str = "racing", fill: int = 0, filler: int = 0) -> None:
-    """``submitter`` for the bare app: plain rows, kept at about BACKLOG pending (``fill``: as there)."""
+    """``submitter`` for the bare app: plain rows, kept at about BACKLOG pending (``fill``: as there); with
+    ``CG_BENCH_BARE_BODIES=1`` each row carries a crossgate-sized body."""
     conn = bare_server.connect(db)
     n = filler * FILL_NUMBERS
     while fill or time.time() < stop_at:
         for _ in range(fill or max(0, BACKLOG - bare_server.pending_count(conn))):
             n += 1
-            bare_server.submit(conn, f"bare-{n}", own_run(n) if mode == "own" else None)
+            run = own_run(n) if mode == "own" else None
+            body = request_body(n, run or f"run-{n % 17}") if bare_server.BODIES else None
+            bare_server.submit(conn, f"bare-{n}", run, body)
             with counter.get_lock():
                 counter.value += 1
         if fill:
@@ -179,6 +195,8 @@ async def reviewer(
             t0 = time.perf_counter()
             page = await http.get("/api/requests", params=params)
             lat["list"].append(time.perf_counter() - t0)
+            stats["list_bytes"] += len(page.content)
+            stats["list_calls"] += 1
             items = page.json()["items"]
             if not items:
                 stats["list_empty"] += 1
@@ -217,9 +235,24 @@ def start(cmd: list[str], env: dict[str, str], base: str) -> subprocess.Popen[by
 Load = tuple[int, collections.Counter[str], collections.Counter[str], dict[str, list[float]], float]
 
 
-def load(bases: list[str], tokens: dict[str, str], db: str, feed: Any, apply: Any, mode: str) -> Load:
+def cpu_seconds(pids: list[int]) -> float:
+    """User and system CPU time the processes ``pids`` have used so far (Linux ``/proc``; 0.0 elsewhere)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def load(
+    bases: list[str], tokens: dict[str, str], db: str, feed: Any, apply: Any, mode: str, servers: list[int]
+) -> Load:
     """Reviewers for SECONDS against ``bases`` (split between them), with ``feed`` keeping the backlog and
-    two ``apply`` threads."""
+    two ``apply`` threads. ``stats`` counts, besides the answers, the list bytes and the CPU milliseconds the
+    ``servers`` (pids) and this process (the reviewers and appliers) used while the reviewers ran."""
     submitted = multiprocessing.get_context("spawn").Value("i", 0)
     fillers = [
         multiprocessing.get_context("spawn").Process(target=feed, args=(db, 0.0, submitted, mode, PREFILL // 2, k))
@@ -241,6 +274,7 @@ def load(bases: list[str], tokens: dict[str, str], db: str, feed: Any, apply: An
     lat: dict[str, list[float]] = {"list": [], "decide": []}
     stats: collections.Counter[str] = collections.Counter()
     started = time.perf_counter()
+    server_cpu, own_cpu = cpu_seconds(servers), time.process_time()
 
     async def everyone() -> None:
         await asyncio.gather(
@@ -252,6 +286,8 @@ def load(bases: list[str], tokens: dict[str, str], db: str, feed: Any, apply: An
 
     asyncio.run(everyone())
     elapsed = time.perf_counter() - started
+    stats["server_cpu_ms"] = round((cpu_seconds(servers) - server_cpu) * 1000)
+    stats["client_cpu_ms"] = round((time.process_time() - own_cpu) * 1000)
     feeder.join()
     stop_apply.set()  # the appliers drain what was decided last, then stop
     for thread in appliers:
@@ -304,7 +340,8 @@ def run_row(row: Row, tokens: dict[str, str]) -> tuple[int, float]:
     ]
     bases, servers = serve(cmds, env, ports)
     try:
-        submitted, stats, apply_stats, lat, elapsed = load(bases, tokens, db, submitter, applier, row.mode)
+        pids = [server.pid for server in servers]
+        submitted, stats, apply_stats, lat, elapsed = load(bases, tokens, db, submitter, applier, row.mode, pids)
     finally:
         stop(servers)
     failed = report(db, submitted, stats, apply_stats, lat, elapsed, row)
@@ -316,7 +353,7 @@ def run_row(row: Row, tokens: dict[str, str]) -> tuple[int, float]:
         bases, servers = serve([bare_cmd], dict(os.environ), [port])
         try:
             _, bare_stats, bare_apply, bare_lat, bare_elapsed = load(
-                bases, tokens, bare_db, bare_submitter, bare_applier, row.mode
+                bases, tokens, bare_db, bare_submitter, bare_applier, row.mode, [server.pid for server in servers]
             )
         finally:
             stop(servers)
@@ -381,6 +418,7 @@ def compare(
     print(f"  applied {bare_apply['applied']}; second applies refused {bare_apply['apply_refused']}")
     for name in ("decide", "list"):
         print(f"  {name:<7} latency     p50 {pct(bare_lat[name], 50):.1f} ms   p99 {pct(bare_lat[name], 99):.1f} ms")
+    print(f"  {cost_line(bare_stats)}")
     p50 = ratio(pct(lat["decide"], 50), pct(bare_lat["decide"], 50))
     p99 = ratio(pct(lat["decide"], 99), pct(bare_lat["decide"], 99))
     print(
@@ -431,9 +469,19 @@ def report(
             f"  {name:<7} latency     p50 {pct(values, 50):.1f} ms   p99 {pct(values, 99):.1f} ms"
             f"   mean {statistics.fmean(values) * 1000 if values else float('nan'):.1f} ms   n={len(values)}"
         )
+    print(f"  {cost_line(stats)}")
     for label, passed in checks.items():
         print(f"  [{'ok' if passed else 'FAIL'}] {label}")
     return 0 if all(checks.values()) else 1
+
+
+def cost_line(stats: collections.Counter[str]) -> str:
+    """CPU per accepted decision (server, and this process's reviewers) and the mean size of a list page."""
+    decided, pages = stats["decide_200"] or 1, stats["list_calls"] or 1
+    return (
+        f"per decision: server CPU {stats['server_cpu_ms'] / decided:.2f} ms, reviewers' CPU"
+        f" {stats['client_cpu_ms'] / decided:.2f} ms; a list page {stats['list_bytes'] / pages / 1024:.1f} KiB"
+    )
 
 
 def _all_requests(queue: ReviewQueue) -> list[Any]:

@@ -41,8 +41,9 @@ CASES = {
             "CG_BENCH_CLIENTS": "3",
             "CG_BENCH_BACKLOG": "10",
             "CG_BENCH_ROWS": "sqlite-own,postgres-racing,postgres-own-x2",  # PostgreSQL rows skip without a server
+            "CG_BENCH_BARE_BODIES": "1",  # the summary runs the plain bare baseline; this, its equal-bodies variant
         },
-        "[ok]",
+        "a list page",
     ),
     "bench_langgraph": (["--n", "2", "--warmup", "1"], {}, "ratio graph crossgate"),
     "bench_claude": (["--runs", "1"], {}, "ratios (median) to bare"),
