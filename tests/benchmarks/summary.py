@@ -66,6 +66,7 @@ def server() -> None:
         "decisions accepted",
         "empty pages",
         "decide  latency",
+        "per decision",
         "server vs bare",
         "two servers",
         "FAIL",

@@ -15,7 +15,7 @@ import pytest
 
 from crossgate import ReviewQueue, ToolCall
 from crossgate.errors import ConflictError
-from crossgate.model import Approve, Event, NewEvent, RequestStatus
+from crossgate.model import ApprovalRequest, Approve, Event, NewEvent, RequestStatus
 from crossgate.stores import RequestQuery, _update_batch
 from crossgate.stores.postgres import PostgresStore
 
@@ -137,20 +137,56 @@ def test_a_transaction_of_lost_races_changes_and_records_nothing(
 ) -> None:
     [request_id] = _submit(pg_queue, 1)
     stale = pg_queue.get(request_id)  # read while pending, as a reviewer about to lose the race does
-    pg_queue.decide(request_id, Approve(), reviewer="first")
+    other = PostgresStore(pg_store.url)  # the winner is another server: this store has no hint of the move
+    try:
+        ReviewQueue(other).decide(request_id, Approve(), reviewer="first")
+    finally:
+        other.close()
     head = pg_store.audit_head()
     sizes = _batches(pg_store, monkeypatch)
-    results: list[object] = []
+    results = _late_decisions(pg_store, pg_queue, stale, 6)
+    assert results == [None] * 6 and sum(sizes) == 6  # each reached a transaction, and each lost
+    assert pg_store.audit_head() == head
+    assert pg_queue.get(request_id).decision.reviewer == "first"  # type: ignore[union-attr]
+    assert pg_queue.verify_audit().ok
+
+
+def _late_decisions(store: PostgresStore, queue: ReviewQueue, stale: ApprovalRequest, n: int) -> list[Event | None]:
+    """``n`` threads deciding ``stale`` (read while pending) at once, straight through the store."""
+    results: list[Event | None] = []
 
     def late(i: int) -> None:
         decided = stale.model_copy(update={"status": RequestStatus.DECIDED})
-        event = NewEvent(kind="decided", request_id=request_id, actor=f"late-{i}", channel="api", at=pg_queue.now())
-        results.append(pg_store.update_request(decided, (RequestStatus.PENDING,), event))
+        event = NewEvent(kind="decided", request_id=stale.id, actor=f"late-{i}", channel="api", at=queue.now())
+        results.append(store.update_request(decided, (RequestStatus.PENDING,), event))
 
-    _race(6, late)
-    assert results == [None] * 6 and sum(sizes) == 6  # each reached the store, and each lost
+    _race(n, late)
+    return results
+
+
+def test_a_race_this_server_saw_lost_is_refused_by_a_read_without_a_transaction(
+    pg_store: PostgresStore, pg_queue: ReviewQueue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    [request_id] = _submit(pg_queue, 1)
+    stale = pg_queue.get(request_id)
+    pg_queue.decide(request_id, Approve(), reviewer="first")  # through this store: it remembers the move
+    head = pg_store.audit_head()
+    sizes = _batches(pg_store, monkeypatch)
+    assert _late_decisions(pg_store, pg_queue, stale, 6) == [None] * 6
+    assert sizes == []  # no transaction, so none waited for the chain head
     assert pg_store.audit_head() == head
     assert pg_queue.get(request_id).decision.reviewer == "first"  # type: ignore[union-attr]
+    with pytest.raises(ConflictError):
+        pg_queue.decide(request_id, Approve(), reviewer="second")
+    assert pg_queue.verify_audit().ok
+
+
+def test_the_hint_alone_never_refuses_a_change(pg_store: PostgresStore, pg_queue: ReviewQueue) -> None:
+    [request_id] = _submit(pg_queue, 1)
+    pg_store._moved.note(request_id, RequestStatus.DECIDED.value)  # a hint the database does not bear out
+    pg_queue.decide(request_id, Approve(), reviewer="r")  # the committed status is read: pending, so it runs
+    assert pg_queue.get(request_id).status is RequestStatus.DECIDED
+    assert [e.kind for e in pg_queue.events(request_id=request_id)] == ["submitted", "decided"]
     assert pg_queue.verify_audit().ok
 
 

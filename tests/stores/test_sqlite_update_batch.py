@@ -104,7 +104,7 @@ def test_racing_appliers_apply_each_decision_once(tmp_path: Path) -> None:
 def test_a_lost_race_is_refused_from_the_committed_status_not_the_hint_alone(tmp_path: Path) -> None:
     queue, store, ids = _queue(tmp_path, 1)
     request = queue.get(ids[0])
-    store._moved[ids[0]] = RequestStatus.DECIDED.value  # a hint the database does not bear out
+    store._moved.note(ids[0], RequestStatus.DECIDED.value)  # a hint the database does not bear out
     queue.decide(ids[0], Approve(), reviewer="r")  # the compare-and-set runs and succeeds
     assert queue.get(ids[0]).status is RequestStatus.DECIDED
     with pytest.raises(ConflictError):

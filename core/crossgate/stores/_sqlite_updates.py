@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
@@ -14,16 +13,14 @@ from typing import Any, Protocol
 from crossgate.errors import StoreError
 from crossgate.model import ApprovalRequest, Event, NewEvent, RequestStatus
 from crossgate.stores._signatures import request_body, request_signatures
-from crossgate.stores._update_batch import Update, UpdateQueue, commit_together
+from crossgate.stores._update_batch import MovedHints, Update, UpdateQueue, commit_together
 
-MOVED_HINTS = 4096
-"""How many requests one store remembers having moved (see ``SqliteStore._moved_from``)."""
 _HEAD_COLUMNS = "(SELECT seq FROM audit_head WHERE one = 1), (SELECT hash FROM audit_head WHERE one = 1)"
 
 
 class _Host(Protocol):
     _write_lock: threading.Lock
-    _moved: OrderedDict[str, str]
+    _moved: MovedHints
     _updates: UpdateQueue
 
     def _locked_write(self, write: str) -> AbstractContextManager[sqlite3.Connection]: ...
@@ -36,7 +33,6 @@ class _Host(Protocol):
     def _commit_updates(self, take: Callable[[], list[Update]]) -> None: ...
     def _update_together(self, updates: Sequence[Update]) -> list[Event | None]: ...
     def _moved_from(self, request_id: str, expected: tuple[str, ...]) -> bool: ...
-    def _note_moved(self, request_id: str, status: str) -> None: ...
 
 
 class RequestUpdatesMixin:
@@ -98,31 +94,20 @@ class RequestUpdatesMixin:
         results: list[Event | None] = [None] * len(updates)
         for index, event in zip(won, sealed, strict=True):  # committed: remember what moved
             results[index] = event
-            self._note_moved(updates[index].request_id, updates[index].status)
+            self._moved.note(updates[index].request_id, updates[index].status)
         return results
 
     def _moved_from(self: _Host, request_id: str, expected: tuple[str, ...]) -> bool:
-        """True when the request's committed status is not in ``expected``, looked up only for a request
-        this store moved to a status outside ``expected`` (so a compare-and-set on it is lost).
+        """True when the request's committed status is not in ``expected``, read only for a request this
+        store moved to a status outside ``expected`` (``MovedHints``).
 
-        Called under the write lock. For the reviewers who lost a race for a request, it spares the
-        transaction (``BEGIN IMMEDIATE``, an ``UPDATE`` of no row, ``COMMIT``) that would have told them
-        so, and keeps them from holding SQLite's write lock for nothing. The hint never decides by
-        itself: the status is read from the database (the latest commit of any process), and only a
-        status outside ``expected`` there refuses the change, as the ``UPDATE`` would have at that moment.
+        Called under the write lock: a lost race costs one read instead of a transaction (``BEGIN
+        IMMEDIATE``, an ``UPDATE`` of no row, ``COMMIT``) that would hold SQLite's write lock for nothing.
         """
-        moved = self._moved.get(request_id)
-        if moved is None or moved in expected:
+        if not self._moved.suspects(request_id, expected):
             return False
         rows = self._read("SELECT status FROM requests WHERE id = ?", (request_id,))
         return bool(rows) and rows[0][0] not in expected
-
-    def _note_moved(self: _Host, request_id: str, status: str) -> None:
-        """Remember (under the write lock, after the commit) that ``request_id`` now has ``status``."""
-        self._moved[request_id] = status
-        self._moved.move_to_end(request_id)
-        if len(self._moved) > MOVED_HINTS:
-            self._moved.popitem(last=False)
 
 
 def epoch(moment: datetime | None) -> float | None:

@@ -19,6 +19,7 @@ the transaction it shares (each store's ``_commit_updates`` keeps these promises
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,8 @@ from crossgate.model import Event, NewEvent
 
 MAX_UPDATES = 64
 """The most updates one transaction commits (the rest wait for the next)."""
+MOVED_HINTS = 4096
+"""How many requests a store remembers having moved (the most recent), for :class:`MovedHints`."""
 
 
 @dataclass(slots=True, eq=False)
@@ -119,3 +122,33 @@ def commit_together(todo: list[Update], together: Callable[[Sequence[Update]], l
         return
     for update, result in zip(todo, results, strict=True):
         update.finish(result)
+
+
+class MovedHints:
+    """The statuses this store object last wrote to requests (the ``MOVED_HINTS`` most recent): a hint that a
+    compare-and-set expecting another status is lost.
+
+    For the reviewers who lost a race for a request, it spares the transaction that would have told them
+    so (and, on PostgreSQL, the wait for the chain head behind the winners). The hint never decides by
+    itself: :meth:`suspects` only says when to read the committed status, and only a committed status
+    outside the expected ones refuses the change, as the ``UPDATE`` would have at the moment of that read.
+    Statuses never move back, so a status the request has left cannot be expected of it again.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._moved: OrderedDict[str, str] = OrderedDict()
+
+    def suspects(self, request_id: str, expected: tuple[str, ...]) -> bool:
+        """True when this store moved ``request_id`` to a status outside ``expected``."""
+        with self._lock:
+            moved = self._moved.get(request_id)
+        return moved is not None and moved not in expected
+
+    def note(self, request_id: str, status: str) -> None:
+        """Remember (after the commit) that ``request_id`` now has ``status``."""
+        with self._lock:
+            self._moved[request_id] = status
+            self._moved.move_to_end(request_id)
+            if len(self._moved) > MOVED_HINTS:
+                self._moved.popitem(last=False)

@@ -45,7 +45,7 @@ from crossgate.model import (
 )
 from crossgate.stores._event_batch import EventBatch
 from crossgate.stores._signatures import request_body, request_from_row, request_signatures, rule_body, rule_from_row
-from crossgate.stores._update_batch import Update, UpdateQueue, commit_together
+from crossgate.stores._update_batch import MovedHints, Update, UpdateQueue, commit_together
 from crossgate.stores.base import (
     Change,
     Page,
@@ -174,6 +174,7 @@ class PostgresStore(SignedStateMixin):
         self._listener = Listener(self._connect_listener, self._channel, _read_head)
         self._batch = EventBatch(self._commit_enqueued)
         self._updates = UpdateQueue("PostgreSQL")
+        self._moved = MovedHints()  # a lost compare-and-set is refused by a read, not a transaction
         # Held while enqueued events are taken and committed, so a reader finds them committed.
         self._flush_lock = threading.Lock()
 
@@ -332,9 +333,19 @@ class PostgresStore(SignedStateMixin):
     ) -> Event | None:
         # Updates that wait meanwhile commit in one transaction, with one lock of the head (``_update_batch``).
         statuses = tuple(s.value for s in expected)
+        if self._moved.suspects(request.id, statuses) and self._status_of(request.id) not in statuses:
+            # A race this server saw lost: refused by one read, not by a transaction that would wait for
+            # the chain head behind the winners (``MovedHints``).
+            return None
         row = {**_request_row(request), "expected": list(statuses)}
         update = Update(request.id, request.status.value, statuses, row, event)
         return self._updates.submit(update, self._commit_updates)
+
+    def _status_of(self, request_id: str) -> str | None:
+        """The committed status of ``request_id`` (None: no such request)."""
+        with self._conn("read a request's status") as conn:
+            row = conn.execute(_q("request_status"), {"id": request_id}).fetchone()
+        return None if row is None else str(row[0])
 
     def _commit_updates(self, take: Callable[[], list[Update]]) -> None:
         """Commit the waiting updates (``_update_batch``) in one transaction; if it fails, one each."""
@@ -362,6 +373,9 @@ class PostgresStore(SignedStateMixin):
                 raise psycopg.Rollback()
         if changed:
             self._listener.observe(int(head[0]))
+            for update, result in zip(updates, results, strict=True):  # committed: remember what moved
+                if result is not None:
+                    self._moved.note(update.request_id, update.status)
         return results
 
     def overdue_requests(self, now: datetime, limit: int = 100) -> list[ApprovalRequest]:

@@ -46,7 +46,6 @@ import json
 import sqlite3
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime
@@ -76,7 +75,7 @@ from crossgate.stores._sqlite_durability import (
 from crossgate.stores._sqlite_parked import ParkedRunsMixin
 from crossgate.stores._sqlite_signed import BUMP_RULES_VERSION, SignedStateMixin
 from crossgate.stores._sqlite_updates import RequestUpdatesMixin, epoch
-from crossgate.stores._update_batch import UpdateQueue
+from crossgate.stores._update_batch import MovedHints, UpdateQueue
 from crossgate.stores.base import (
     Page,
     RequestQuery,
@@ -130,9 +129,7 @@ class SqliteStore(SignedStateMixin, RequestUpdatesMixin, ParkedRunsMixin, Delive
         self._closed = False
         self._write_lock = _process_write_lock(self.path)
         self._taking = False  # a write holds enqueued events it took from the batch, not committed yet
-        # Requests this store saw leave a status (id → the status it wrote), most recent last: a hint
-        # that a compare-and-set on them is lost, confirmed by a read before it is believed.
-        self._moved: OrderedDict[str, str] = OrderedDict()
+        self._moved = MovedHints()  # a lost compare-and-set is refused by a read, not a transaction
         self._updates = UpdateQueue("SQLite")
         self._batch = EventBatch(self.flush_events, on_thread_exit=self._drop_connection)
 

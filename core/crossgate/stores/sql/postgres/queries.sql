@@ -56,6 +56,9 @@ SELECT head.seq, head.hash FROM head, inserted;
 -- name: get_request
 SELECT data, signatures FROM requests WHERE id = %(id)s;
 
+-- name: request_status
+SELECT status FROM requests WHERE id = %(id)s;
+
 -- name: update_request
 -- Compare-and-set, in a transaction that holds the chain head (``lock_head``): only a request whose status
 -- is still one of the expected ones changes. One row when it did, none when it did not.
