@@ -114,14 +114,16 @@ def submitter(db: str, stop_at: float, counter: Any, mode: str = "racing", fill:
     queue.close()
 
 
-def request_body(n: int, run: str) -> str:
-    """The JSON of request ``n`` as crossgate's list returns it (for the bare app's equal-bodies variant)."""
+def request_body(n: int, run: str, request_id: str) -> str:
+    """The JSON of request ``n`` as crossgate's list returns it, under the bare app's ``request_id`` and
+    fingerprint (for the bare app's equal-bodies variant)."""
     queue = ReviewQueue(open_store("memory:"))
     call = ToolCall(framework=FRAMEWORKS[n % 3], tool="delete_ticket", args={"id": f"T-{n}"}, run=run)
     request = queue.submit(call).request
     assert request is not None
     caller = Caller(Reviewer(name="r00", token_sha256=""), channel="api")
-    return request_view(request, caller).model_dump_json()
+    view = request_view(request, caller).model_copy(update={"id": request_id, "fingerprint": request_id})
+    return view.model_dump_json()
 
 
 def bare_submitter(db: str, stop_at: float, counter: Any, mode: str = "racing", fill: int = 0, filler: int = 0) -> None:
@@ -133,7 +135,7 @@ def bare_submitter(db: str, stop_at: float, counter: Any, mode: str = "racing", 
         for _ in range(fill or max(0, BACKLOG - bare_server.pending_count(conn))):
             n += 1
             run = own_run(n) if mode == "own" else None
-            body = request_body(n, run or f"run-{n % 17}") if bare_server.BODIES else None
+            body = request_body(n, run or f"run-{n % 17}", f"bare-{n}") if bare_server.BODIES else None
             bare_server.submit(conn, f"bare-{n}", run, body)
             with counter.get_lock():
                 counter.value += 1
