@@ -20,7 +20,9 @@ database kind: SQLite ``synchronous=FULL``, PostgreSQL ``synchronous_commit`` on
 rows, its appliers compare-and-set them applied), unless ``CG_BENCH_BARE=0``, and the ratios crossgate /
 bare of decisions per second and decide latency ("n/a" when a side made no decision).
 
-Reports decisions per second, p50/p99 latency of the decision and list calls, and checks the
+Reports decisions per second, p50/p99 latency of the decision and list calls, the CPU per decision of the
+server and of the reviewers, and the size of a list page; ``CG_BENCH_BARE_BODIES=1`` gives the bare app
+pages of crossgate's size (a measured variant, see ``bare_server.py``). It checks the
 invariants: every request submitted is in the store (none lost), every 200 answer is exactly one
 ``decided`` event (none doubled), every decided request is applied exactly once, the audit chain
 verifies. Environment: ``CG_BENCH_SECONDS`` (default 30), ``CG_BENCH_CLIENTS`` (default 50),
