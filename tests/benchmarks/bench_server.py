@@ -122,6 +122,7 @@ def request_body(n: int, run: str, request_id: str) -> str:
     queue = ReviewQueue(open_store("memory:"))
     call = ToolCall(framework=FRAMEWORKS[n % 3], tool="delete_ticket", args={"id": f"T-{n}"}, run=run)
     request = queue.submit(call).request
+    queue.close()
     assert request is not None
     caller = Caller(Reviewer(name="r00", token_sha256=""), channel="api")
     view = request_view(request, caller).model_copy(update={"id": request_id, "fingerprint": request_id})

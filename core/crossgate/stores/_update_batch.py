@@ -132,7 +132,8 @@ class MovedHints:
     so (and, on PostgreSQL, the wait for the chain head behind the winners). The hint never decides by
     itself: :meth:`suspects` only says when to read the committed status, and only a committed status
     outside the expected ones refuses the change, as the ``UPDATE`` would have at the moment of that read.
-    Statuses never move back, so a status the request has left cannot be expected of it again.
+    A hint that is out of date (another process moved the request since) costs one read, and the change
+    goes on to its transaction.
     """
 
     def __init__(self) -> None:
