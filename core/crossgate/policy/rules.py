@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
@@ -39,7 +38,12 @@ from crossgate.model import (
     Verdict,
     VerdictKind,
 )
-from crossgate.policy.index import StandingRuleIndex, ToolIndex
+from crossgate.policy.arg_index import PolicyRuleIndex
+from crossgate.policy.arguments import MISSING as _MISSING
+from crossgate.policy.arguments import MatchKind as MatchKind
+from crossgate.policy.arguments import as_text as as_text
+from crossgate.policy.arguments import lookup_arg as lookup_arg
+from crossgate.policy.index import StandingRuleIndex
 from crossgate.policy.patterns import (
     PatternError,
     check_glob,
@@ -48,27 +52,6 @@ from crossgate.policy.patterns import (
     path_match,
     regex_search,
 )
-
-_MISSING = object()
-
-
-class MatchKind(StrEnum):
-    """How an argument condition compares the argument."""
-
-    GLOB = "glob"
-    """``*`` matches any text (slashes too), ``?`` one character: for commands and names."""
-    PATH = "path"
-    """gitignore-style: ``*`` stays within one path segment, ``**`` crosses segments.
-
-    The argument is normalised first (``.``, ``..`` and repeated ``/`` resolved, so ``src/../.env`` is ``.env``);
-    a leading ``./`` in the pattern is dropped and a trailing ``/`` means everything below (``dir/`` is ``dir/**``)."""
-    REGEX = "regex"
-    """Regular expression, searched anywhere in the text unless anchored; run by RE2, in linear time, so
-    backreferences and lookaround are refused (see :mod:`crossgate.policy.patterns`)."""
-    EQUALS = "equals"
-    ONE_OF = "one_of"
-    PRESENT = "present"
-    ABSENT = "absent"
 
 
 class ArgCondition(BaseModel):
@@ -115,26 +98,6 @@ class ArgCondition(BaseModel):
             return any(canonical_json(found) == canonical_json(v) for v in self.values)
         assert self.pattern is not None
         return match_text(self.kind, self.pattern, as_text(found))
-
-
-def lookup_arg(args: dict[str, Any], path: str) -> Any:
-    """The argument at ``path`` (exact key first, then dotted path), or a private sentinel."""
-    if path in args:
-        return args[path]
-    current: Any = args
-    for part in path.split("."):
-        if isinstance(current, dict) and part in current:
-            current = current[part]
-        elif isinstance(current, list) and part.isdigit() and int(part) < len(current):
-            current = current[int(part)]
-        else:
-            return _MISSING
-    return current
-
-
-def as_text(value: Any) -> str:
-    """Strings as they are, anything else as canonical JSON, so patterns see one stable text."""
-    return value if isinstance(value, str) else canonical_json(value)
 
 
 def match_text(kind: MatchKind, pattern: str, text: str) -> bool:
@@ -294,7 +257,7 @@ class Policy(BaseModel):
         :class:`StandingRuleIndex` to have the standing rules looked up the same way.
         """
         at = now or datetime.now(UTC)
-        matched = [r for r in _index_of(self.rules).candidates(call.tool) if r.matches_beyond_tool(call)]
+        matched = [r for r in _index_of(self.rules).candidates(call) if r.matches_beyond_tool(call)]
         # Oldest first, so the verdict does not depend on the order a store happens to list standing rules in.
         index = standing_rules if isinstance(standing_rules, StandingRuleIndex) else StandingRuleIndex(standing_rules)
         standing = [s for s in index.candidates(call.tool) if _standing_matches_beyond_tool(s, call, at)]
@@ -362,15 +325,15 @@ class ToolRules:
 
 # A policy's rule index, by the identity of its rules tuple (kept alive here, so the id is not reused):
 # policies are immutable, and a copy with other rules has another tuple.
-_INDEXES: dict[int, tuple[tuple[PolicyRule, ...], ToolIndex[PolicyRule]]] = {}
+_INDEXES: dict[int, tuple[tuple[PolicyRule, ...], PolicyRuleIndex]] = {}
 _INDEX_LIMIT = 64
 
 
-def _index_of(rules: tuple[PolicyRule, ...]) -> ToolIndex[PolicyRule]:
+def _index_of(rules: tuple[PolicyRule, ...]) -> PolicyRuleIndex:
     entry = _INDEXES.get(id(rules))
     if entry is not None and entry[0] is rules:
         return entry[1]
-    index = ToolIndex(rules)
+    index = PolicyRuleIndex(rules)
     if len(_INDEXES) >= _INDEX_LIMIT:
         _INDEXES.clear()
     _INDEXES[id(rules)] = (rules, index)
