@@ -42,8 +42,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# pytest-xdist: one worker per core (JOBS=1 runs every test in one process); idle workers steal queued tests.
+JOBS ?= auto
 unit: $(STAMP) typescript
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(JOBS) --dist worksteal
 
 test: lint typecheck unit
 

@@ -4,8 +4,8 @@ It builds the npm workspace and runs every package's tests against a live ``cros
 node harness starts with this interpreter (``$CROSSGATE_PYTHON``). Without Node.js it is skipped with the
 reason, except in CI, where a missing Node.js is a failure.
 
-It is one pytest test: the Makefile runs pytest without xdist, so splitting it per package would not run
-anything at once. The parallelism is node's: test files run three at a time (``$CROSSGATE_TS_CONCURRENCY``
+It is one pytest test, which one xdist worker runs while the others take the Python tests. The parallelism
+within it is node's: test files run three at a time (``$CROSSGATE_TS_CONCURRENCY``
 changes it). Each file has its own server, folder and ports, and spends most of its time waiting on
 subprocesses (the server, the Python CLI, the Claude CLI), so files overlap well even on two cores.
 """
