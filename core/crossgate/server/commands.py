@@ -265,9 +265,9 @@ def _set_up(
     from crossgate.stores import open_store
 
     key_dir, named = key_directory(data, authority_dir)
+    keyring = open_keyring(key_dir, named=named, data=data, report=report)
     if target == data_database(data):
         data.mkdir(mode=0o700, parents=True, exist_ok=True)
-    keyring = open_keyring(key_dir, named=named, data=data, report=report)
     store = open_store(target)
     try:
         if policy_file:
