@@ -28,6 +28,8 @@ LEAKS = (
     "CROSSGATE_TOKEN",
 )
 
+HOME_VARS = ("HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME")
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -59,10 +61,21 @@ class Home:
         return env
 
     def run(self, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-        """``crossgate ARGS`` to its end."""
+        """``crossgate ARGS`` to its end, in a process of its own."""
         return subprocess.run(
             [*CLI, *args], cwd=self.root, env=self.env(**extra), capture_output=True, text=True, timeout=60
         )
+
+    def cli(self, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+        """``crossgate ARGS`` in this process (a process start costs seconds on a busy machine), in this home."""
+        from typer.testing import CliRunner
+
+        from crossgate.cli import app
+
+        env: dict[str, str | None] = dict.fromkeys(LEAKS)
+        env.update({k: v for k, v in self.env(**extra).items() if k in (*LEAKS, *HOME_VARS)})
+        result = CliRunner().invoke(app, list(args), env=env)
+        return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, result.stderr)
 
 
 @dataclass

@@ -34,7 +34,7 @@ def _kept_files(home: Home) -> dict[str, bytes]:
 
 def _printed_block(printed: list[str]) -> dict[str, str]:
     pairs = [line.split("=", 1) for line in printed if line.startswith("CROSSGATE_")]
-    return {name: value for name, value in pairs}
+    return {pair[0]: pair[1] for pair in pairs}
 
 
 def test_the_first_run_sets_up_keys_credentials_pin_and_policy_and_the_second_changes_nothing(tmp_path: Path) -> None:
@@ -106,7 +106,9 @@ def test_the_first_run_sets_up_keys_credentials_pin_and_policy_and_the_second_ch
     store.close()
 
 
-def test_a_pin_file_with_another_key_is_left_alone_with_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_pin_file_with_another_key_is_left_alone_with_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     other = Keyring.init(tmp_path / "other")
     ours = Keyring.init(tmp_path / "ours")

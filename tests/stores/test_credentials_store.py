@@ -56,7 +56,12 @@ def test_add_list_rotate_revoke_each_with_its_event(store: CredentialStore) -> N
     assert [(c.name, c.revoked_by) for c in history] == [("ann", "ops"), ("ann", "ops")]
 
     events = [e for e in store.list_events() if e.kind.startswith("credential_")]  # type: ignore[attr-defined]
-    assert [e.kind for e in events] == ["credential_added", "credential_added", "credential_rotated", "credential_revoked"]
+    assert [e.kind for e in events] == [
+        "credential_added",
+        "credential_added",
+        "credential_rotated",
+        "credential_revoked",
+    ]
     assert all(e.actor == "ops" for e in events)
     text = repr([e.payload for e in events])
     for token in (ann.token, bot.token, rotated.token):

@@ -179,6 +179,7 @@ def serve(
                 report=report,
             )
             write_default_pin(keyring, report)
+            _warn_unverified(app.state.crossgate.auth.credentials, report)
         except BaseException:
             queue.close()
             raise
@@ -193,6 +194,18 @@ def serve(
     finally:
         if kept:
             queue.close()
+
+
+def _warn_unverified(credentials: Any, report: SetupReport) -> None:
+    """A note naming the stored credentials this server's keys do not verify (another key signed them)."""
+    if credentials is None:
+        return
+    refused = [f"{c.kind} {c.name}" for c in credentials.list() if not credentials.verifies(c)]
+    if refused:
+        report.notes.append(
+            f"crossgate: warning: {', '.join(refused)}: stored, but not signed by this server's keys; refused "
+            "(every server on one database needs the same keyring)"
+        )
 
 
 def _settings_fields(
