@@ -151,7 +151,7 @@ class Credentials:
         self.authority = authority
         self.trusted = trusted if trusted is not None else (authority.trusted_keys() if authority else None)
         self._clock = clock
-        self._verified: dict[str, CredentialClaims] = {}  # signature -> its claims, once checked (pure)
+        self._verified: dict[Credential, bool] = {}  # each row as read, once checked
         self._lock = threading.Lock()
 
     # changes ------------------------------------------------------------------------------------
@@ -240,18 +240,20 @@ class Credentials:
         return found if found is not None and self.verifies(found) else None
 
     def verifies(self, credential: Credential) -> bool:
-        """True if the authority signed exactly this credential."""
+        """True if the authority signed exactly this credential (remembered per row: verifying is pure)."""
         if self.trusted is None:
             return False
         with self._lock:
-            claims = self._verified.get(credential.signature)
-        if claims is None:
-            try:
-                claims = self.trusted.verify(credential.signature, CredentialClaims)
-            except (SignatureError, ConfigurationError):
-                return False
-            with self._lock:
-                if len(self._verified) >= _VERIFIED_CACHE:
-                    self._verified.clear()
-                self._verified[credential.signature] = claims
-        return claims == credential_claims(replace(credential, signature=""))
+            known = self._verified.get(credential)
+        if known is not None:
+            return known
+        try:
+            claims = self.trusted.verify(credential.signature, CredentialClaims)
+            verified = claims == credential_claims(replace(credential, signature=""))
+        except (SignatureError, ConfigurationError):
+            verified = False
+        with self._lock:
+            if len(self._verified) >= _VERIFIED_CACHE:
+                self._verified.clear()
+            self._verified[credential] = verified
+        return verified

@@ -18,7 +18,7 @@ import typer
 from crossgate.authority.keyring import Keyring
 from crossgate.cli.context import CliContext, os_user, require_database
 from crossgate.cli.options import JsonFlag
-from crossgate.cli.output import print_json, say
+from crossgate.cli.output import list_json, print_json, say
 from crossgate.credentials import Credentials, Scope, check_name, credential_json, parse_scope
 from crossgate.datadir import DATA_DIR_ENV, data_database, data_directory, key_directory
 from crossgate.display import visible
@@ -280,7 +280,7 @@ def _commands(kind: CredentialKind) -> typer.Typer:
     ) -> None:
         items = Where(server, token_file, authority_dir, data_dir, None).backend(ctx).list(kind, include_revoked)
         if as_json:
-            print_json({"items": items})
+            print_json(list_json(items))
         else:
             _print_list(kind, items)
 

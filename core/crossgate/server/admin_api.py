@@ -83,9 +83,10 @@ def list_credentials(
     _caller: AdminDep,
     include_revoked: Annotated[bool, Query(description="Revoked and rotated-out credentials too.")] = False,
 ) -> dict[str, Any]:
-    """The stored credentials of one kind (``reviewers`` or ``agents``), oldest first; never their tokens."""
+    """The stored credentials of one kind (``reviewers`` or ``agents``), oldest first, in one page
+    (``next_cursor`` is null); never their tokens."""
     found = _manager(state).list(_kind(kinds), include_revoked=include_revoked)
-    return {"items": [credential_json(c) for c in found]}
+    return {"items": [credential_json(c) for c in found], "next_cursor": None}
 
 
 @router.post("/{kinds}", status_code=201)
