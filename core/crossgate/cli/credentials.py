@@ -231,6 +231,7 @@ def _commands(kind: CredentialKind) -> typer.Typer:
         help=f"Stored {kind} credentials: add, list, rotate and revoke their tokens (shown once, kept as hashes).",
         no_args_is_help=True,
     )
+
     def add(
         ctx: typer.Context,
         name: NameArg,
@@ -239,7 +240,8 @@ def _commands(kind: CredentialKind) -> typer.Typer:
             typer.Option(
                 "--scope",
                 metavar="SCOPE",
-                help="admin, or frameworks=GLOBS, tools=GLOBS, agents=GLOBS; repeatable. [default: decide everything]",
+                help="Reviewers only: admin, or frameworks=GLOBS, tools=GLOBS, agents=GLOBS; repeatable. "
+                "[default: decide everything]",
             ),
         ] = None,
         server: ServerOpt = None,
@@ -251,23 +253,12 @@ def _commands(kind: CredentialKind) -> typer.Typer:
     ) -> None:
         try:
             parsed = parse_scope(scope or ())
+            if kind == "agent" and scope:
+                raise ConfigurationError("an agent credential takes no scope: it submits and waits on its own calls")
         except ConfigurationError as exc:
             raise typer.BadParameter(str(exc), param_hint="'--scope'") from None
         where = Where(server, token_file, authority_dir, data_dir, by)
         _issued(kind, where.backend(ctx).add(kind, _checked_name(kind, name), parsed), "added", as_json)
-
-    def add_agent(
-        ctx: typer.Context,
-        name: NameArg,
-        server: ServerOpt = None,
-        token_file: TokenFileOpt = None,
-        authority_dir: AuthorityDirOpt = None,
-        data_dir: DataDirOpt = None,
-        by: ByOpt = None,
-        as_json: JsonFlag = False,
-    ) -> None:
-        where = Where(server, token_file, authority_dir, data_dir, by)
-        _issued(kind, where.backend(ctx).add(kind, _checked_name(kind, name), Scope()), "added", as_json)
 
     def list_(
         ctx: typer.Context,
@@ -315,9 +306,7 @@ def _commands(kind: CredentialKind) -> typer.Typer:
         say(f"revoked {kind} {result['credential']['name']}")
         _note("its token is refused from now on, by every server on this database")
 
-    group.command("add", help=f"Add a {kind} and print their new token (shown once).")(
-        add if kind == "reviewer" else add_agent
-    )
+    group.command("add", help=f"Add a {kind} and print their new token (shown once).")(add)
     group.command("list", help=f"The stored {plural}, oldest first; never their tokens.")(list_)
     group.command("rotate", help=f"Give a {kind} a new token (same scope); the old one is refused at once.")(rotate)
     group.command("revoke", help=f"Revoke a {kind}'s token: every server refuses it at once.")(revoke)
