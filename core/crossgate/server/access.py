@@ -124,6 +124,23 @@ class Authenticator:
         """True for a token that belongs to an agent, a provisioner or an AAP instance, not to a reviewer."""
         return self.agent_for(token) is not None or self.instance_token(token)
 
+    def file_caller(self, request: Request) -> Caller | None:
+        """The caller of ``request`` if the tokens file holds its bearer token: answered from memory alone."""
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return None
+        digest = hash_token(token.strip())
+        found = None
+        for reviewer in self._reviewers:  # no early exit, as in reviewer_for
+            if hmac.compare_digest(digest, reviewer.token_sha256):
+                found = reviewer
+        return Caller(found, "api") if found is not None else None
+
+    @property
+    def reads_store(self) -> bool:
+        """True when a caller the tokens file does not know is looked up in the store (a blocking read)."""
+        return self.credentials is not None
+
     def caller(self, request: Request) -> Caller:
         """The caller of ``request``; UnauthenticatedError without a valid token."""
         header = request.headers.get("authorization", "")
