@@ -20,7 +20,7 @@ from crossgate.authority.keyring import KEYRING_FILE, Keyring
 from crossgate.authority.keys import TrustedKeys
 from crossgate.credentials import Credentials, Scope
 from crossgate.datadir import ADMIN_TOKEN_FILE, AGENT_ENV_FILE, default_pin_path
-from crossgate.errors import ConfigurationError
+from crossgate.errors import ConfigurationError, ConflictError
 from crossgate.policy import Policy
 from crossgate.policy.versions import apply_policy
 from crossgate.server.settings import ServerSettings
@@ -73,8 +73,12 @@ def first_credentials(
             raise ConfigurationError(
                 f"the tokens file names a {kind} {name!r}, the name the first run gives its own: rename that entry"
             )
-    admin = credentials.add("reviewer", FIRST_ADMIN, scope=Scope(admin=True), actor=actor, channel=SETUP_CHANNEL)
-    agent = credentials.add("agent", FIRST_AGENT, actor=actor, channel=SETUP_CHANNEL)
+    try:
+        admin = credentials.add("reviewer", FIRST_ADMIN, scope=Scope(admin=True), actor=actor, channel=SETUP_CHANNEL)
+        agent = credentials.add("agent", FIRST_AGENT, actor=actor, channel=SETUP_CHANNEL)
+    except ConflictError:  # another server on this database made its first run at the same moment
+        report.notes.append("crossgate: note: another server set this database up at the same time; see its output")
+        return
     block = agent_block(server_url, agent.token, keyring)
     data.mkdir(mode=0o700, parents=True, exist_ok=True)
     env_file = _write_once(data / AGENT_ENV_FILE, block, report)
