@@ -183,3 +183,13 @@ def test_a_stored_reviewer_signs_in_on_the_page_and_a_revocation_ends_the_sessio
 def test_file_reviewers_still_work_beside_stored_ones(world: World) -> None:
     assert world.clients[1].get("/api/me", headers=auth("alice")).json()["name"] == "alice"
     assert TOKENS["alice"] not in repr(world.state())
+
+
+def test_a_server_without_the_authority_key_adds_nothing(tmp_path: Path) -> None:
+    queue = ReviewQueue(open_store(str(tmp_path / "q.db")), POLICY)
+    admin = Credentials(queue.store, authority=AUTHORITY).add("reviewer", "root", scope=Scope(admin=True), actor="ops")
+    with TestClient(create_app(queue, make_settings(), credential_keys=AUTHORITY.trusted_keys())) as client:
+        answer = client.post("/api/admin/reviewers", json={"name": "ann"}, headers=bearer(admin.token))
+        assert answer.status_code == 422 and "authority's private key" in answer.json()["message"]
+    assert [c.name for c in queue.store.list_credentials()] == ["root"]  # type: ignore[attr-defined]
+    queue.close()
