@@ -32,7 +32,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def serve(db: str, keys: Path | None, port: int, config_home: Path | None = None) -> subprocess.Popen[str]:
+def serve(
+    db: str, keys: Path | None, port: int, config_home: Path | None = None, data_home: Path | None = None
+) -> subprocess.Popen[str]:
     """``crossgate serve`` with the keyring in ``keys``; None names none (the default folder under ``config_home``)."""
     env = {**os.environ, "CROSSGATE_TOKENS": "ops:ops-token-123"}
     unset = ("CROSSGATE_POLICY", "CROSSGATE_AUTHORITY_PUBKEY", "CROSSGATE_AUTHORITY_PUBKEY_FILE")
@@ -43,6 +45,8 @@ def serve(db: str, keys: Path | None, port: int, config_home: Path | None = None
         env["CROSSGATE_AUTHORITY_DIR"] = str(keys)
     if config_home is not None:
         env["XDG_CONFIG_HOME"] = str(config_home)
+    if data_home is not None:
+        env["XDG_DATA_HOME"] = str(data_home)
     args = [*CLI, "--db", db, "serve", "--port", str(port), "--checkpoint-every", "1", "--log-level", "warning"]
     return subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -97,13 +101,15 @@ def test_serve_signs_each_decision_and_the_head_on_its_timer(tmp_path: Path) -> 
     operator.close()
 
 
-def test_serve_without_the_key_says_it_signs_nothing(tmp_path: Path) -> None:
+def test_serve_without_a_key_makes_one_in_its_data_directory_and_signs(tmp_path: Path) -> None:
     port = free_port()
-    # no keyring named and none in the default folder (a named folder without one is refused instead)
-    process = serve(str(tmp_path / "q.db"), None, port, config_home=tmp_path / "config")
+    # no keyring named and none in the default folder: the first run makes one in the data directory
+    process = serve(str(tmp_path / "q.db"), None, port, config_home=tmp_path / "config", data_home=tmp_path / "data")
     try:
         wait_until_up(process, f"http://127.0.0.1:{port}")
     finally:
         process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=30)
-    assert "no authority key here: audit checkpoints are not signed" in err
+        out, err = process.communicate(timeout=30)
+    keyring = Keyring.open(tmp_path / "data" / "crossgate" / "authority")
+    assert f"signing audit checkpoints with key {keyring.current}" in out
+    assert "no authority key here" not in err

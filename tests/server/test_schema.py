@@ -47,6 +47,9 @@ def test_document_lists_every_operation() -> None:
         "/api/events",
         "/api/audit/verify",
         "/api/stream",
+        "/api/admin/{kinds}",
+        "/api/admin/{kinds}/{name}/rotate",
+        "/api/admin/{kinds}/{name}/revoke",
     }
     assert app.openapi()["components"]["securitySchemes"]["HTTPBearer"]["type"] == "http"
 

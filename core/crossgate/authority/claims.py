@@ -9,7 +9,8 @@ JSON form, times in UTC. Digests are the lowercase hex sha256 of a value's canon
   request and the fingerprint of the call it was made for;
 - :class:`StandingRuleClaims`: everything that decides which later calls a standing rule covers;
 - :class:`PolicyVersionClaims`: one version of the policy, by the digest of its canonical document;
-- :class:`CheckpointClaims`: the head of the audit chain at one moment.
+- :class:`CheckpointClaims`: the head of the audit chain at one moment;
+- :class:`CredentialClaims`: a stored reviewer's or agent's credential (the digest of its token, its scope).
 """
 
 from __future__ import annotations
@@ -197,10 +198,29 @@ class CheckpointClaims(_Claims):
     the authority's own; False for whatever head the store showed (see :mod:`crossgate.checkpoints`)."""
 
 
-Claims = DecisionClaims | StandingRuleClaims | PolicyVersionClaims | CheckpointClaims
+class CredentialClaims(_Claims):
+    """A stored reviewer or agent credential: who it is, the digest of its token, and what it may do.
+
+    Signed so that a writer of the store cannot add a credential of its own (see :mod:`crossgate.credentials`).
+    """
+
+    typ: Literal["crossgate.credential.v1"] = "crossgate.credential.v1"
+    id: str = Field(min_length=1)
+    kind: Literal["reviewer", "agent"]
+    name: str = Field(min_length=1)
+    token_sha256: Digest
+    frameworks: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()
+    agents: tuple[str, ...] = ()
+    admin: bool = False
+    created_by: str = Field(min_length=1)
+    created_at: UtcTime
+
+
+Claims = DecisionClaims | StandingRuleClaims | PolicyVersionClaims | CheckpointClaims | CredentialClaims
 CLAIMS_TYPES: dict[str, type[Claims]] = {
     cls.model_fields["typ"].default: cls
-    for cls in (DecisionClaims, StandingRuleClaims, PolicyVersionClaims, CheckpointClaims)
+    for cls in (DecisionClaims, StandingRuleClaims, PolicyVersionClaims, CheckpointClaims, CredentialClaims)
 }
 """Each claims class by its ``typ``."""
 

@@ -34,6 +34,7 @@ from crossgate.authority.claims import (
     CLAIMS_TYPES,
     CheckpointClaims,
     Claims,
+    CredentialClaims,
     DecisionClaims,
     PolicyVersionClaims,
     StandingRuleClaims,
@@ -52,7 +53,7 @@ PUBKEY_FILE_ENV = "CROSSGATE_AUTHORITY_PUBKEY_FILE"
 PIN_PREFIX = "ed25519:"
 REVOKED_PREFIX = "revoked:"
 
-C = TypeVar("C", DecisionClaims, StandingRuleClaims, PolicyVersionClaims, CheckpointClaims)
+C = TypeVar("C", DecisionClaims, StandingRuleClaims, PolicyVersionClaims, CheckpointClaims, CredentialClaims)
 _PEM_BLOCK = re.compile(r"-----BEGIN ([A-Z ]+)-----.*?-----END \1-----", re.DOTALL)
 _COMMENT = re.compile(r"#[^\n]*")
 

@@ -26,6 +26,7 @@ import typer
 from crossgate.cli import (
     audit,
     checkpoints,
+    credentials,
     database,
     decide,
     keys,
@@ -54,7 +55,7 @@ def _register_server_commands(target: typer.Typer) -> None:
     module.register(target)
 
 
-for _module in (database, requests, decide, review, rules, runs, policy, audit, checkpoints, keys):
+for _module in (database, requests, decide, review, rules, runs, policy, audit, checkpoints, keys, credentials):
     _module.register(app)
 policy_versions.register(policy.policy_app)
 _register_server_commands(app)

@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Body, Depends, Query, Request, Response, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ValidationError
+from starlette.concurrency import run_in_threadpool
 
 from crossgate.coverage import decision_coverage
 from crossgate.decisions import AnyDecision, check_open
@@ -53,9 +54,16 @@ async def current_caller(
     request: Request, _credentials: Annotated[HTTPAuthorizationCredentials | None, Security(bearer)] = None
 ) -> Caller:
     """The authenticated reviewer (401 without a valid token)."""
-    # Async, as _state: a few hashes and comparisons in memory, run on the event loop rather than through
-    # a worker thread (FastAPI runs a plain function dependency in one, a hop on every API call).
-    return server_state(request).auth.caller(request)
+    # Async, as _state: a tokens-file token is a few hashes and comparisons in memory, run on the event loop
+    # rather than through a worker thread (FastAPI runs a plain function dependency in one, a hop on every
+    # API call). Any other caller may need a store read, which must not block the loop: that one hops.
+    auth = server_state(request).auth
+    found = auth.file_caller(request)
+    if found is not None:
+        return found
+    if not auth.reads_store:
+        return auth.caller(request)
+    return await run_in_threadpool(auth.caller, request)
 
 
 async def _state(request: Request) -> ServerState:

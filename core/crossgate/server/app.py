@@ -17,12 +17,15 @@ from fastapi_offline import FastAPIOffline
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 
+import crossgate.server.admin_api as admin_api
 import crossgate.server.agent_api as agent_api
 import crossgate.server.agui_api as agui_api
 import crossgate.server.api as api
 import crossgate.server.linkpages as linkpages
 import crossgate.server.pages as pages
 import crossgate.server.stream as stream
+from crossgate.authority.keys import TrustedKeys
+from crossgate.credentials import Credentials
 from crossgate.display import visible
 from crossgate.errors import CrossgateError
 from crossgate.queue import ReviewQueue
@@ -35,6 +38,7 @@ from crossgate.server.links import LinkSigner
 from crossgate.server.settings import ServerSettings
 from crossgate.server.state import ServerState
 from crossgate.server.webhooks import Notifier
+from crossgate.stores.credentials import CredentialStore
 
 log = logging.getLogger(__name__)
 STATIC = Path(__file__).parent / "static"
@@ -52,17 +56,23 @@ def create_app(
     settings: ServerSettings | None = None,
     *,
     webhook_transport: httpx.AsyncBaseTransport | None = None,
+    credential_keys: TrustedKeys | None = None,
 ) -> FastAPI:
     """The review server for ``queue``: JSON API under ``/api``, the reviewer page at ``/``, signed links, and
     the native agent API under ``/api/agent/v1``, and the Agent Approval Protocol (AAP v1) provider under ``/aap``.
 
-    The app does not own the queue: closing it is the caller's job.
+    Stored credentials (``crossgate reviewers|agents``) are accepted when their signature verifies with
+    ``credential_keys`` (default: the queue's authority's key). The app does not own the queue: closing it
+    is the caller's job.
     """
     settings = settings or ServerSettings()
+    credentials = None
+    if isinstance(queue.store, CredentialStore):
+        credentials = Credentials(queue.store, authority=queue.authority, trusted=credential_keys, clock=queue.now)
     state = ServerState(
         queue=queue,
         settings=settings,
-        auth=Authenticator(settings),
+        auth=Authenticator(settings, credentials),
         signer=LinkSigner(settings.secret),
         feed=ChangeFeed(queue, sweep_seconds=settings.sweep_seconds),
     )
@@ -102,6 +112,7 @@ def create_app(
     # The review API first: its list and decision routes are the ones called most, and routes are matched
     # in order. No path of it matches one under /api/agent/v1 (the agents' own), so the order is free.
     app.include_router(api.router)
+    app.include_router(admin_api.router)
     app.include_router(agent_api.router)
     app.include_router(agui_api.router)
     app.include_router(stream.router)

@@ -18,9 +18,20 @@ import typer
 
 from crossgate.authority.keyring import KEYRING_FILE, Keyring, default_directory
 from crossgate.authority.keys import Authority
+from crossgate.cli.context import CliContext, os_user
+from crossgate.datadir import DATA_DIR_ENV, data_database, data_directory, key_directory
 from crossgate.errors import ConfigurationError
-from crossgate.limits import InputLimits
+from crossgate.limits import DEFAULT_LIMITS, InputLimits
 from crossgate.queue import ReviewQueue
+from crossgate.server.setup import (
+    FIRST_ADMIN,
+    SetupReport,
+    first_credentials,
+    first_policy,
+    open_keyring,
+    write_default_pin,
+)
+from crossgate.stores import resolve_db
 
 if TYPE_CHECKING:
     from crossgate.checkpoints import CheckpointTimer
@@ -47,8 +58,6 @@ def server_authority(directory: Path | None) -> Authority | None:
 def _context_queue(
     ctx: typer.Context, db: str | None, policy: str | None, limits: InputLimits | None = None
 ) -> ReviewQueue:
-    from crossgate.cli.context import CliContext
-
     state = ctx.obj if isinstance(ctx.obj, CliContext) else CliContext()
     if state.queue is None:
         state.db = db or state.db
@@ -111,54 +120,129 @@ def serve(
             help="Sign the audit log's head this often, when it moved (needs the authority's key).",
         ),
     ] = DEFAULT_CHECKPOINT_SECONDS,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--data-dir",
+            metavar="DIR",
+            envvar=DATA_DIR_ENV,
+            show_envvar=True,
+            file_okay=False,
+            help="Where the server keeps its database, keys and first-run output, unless --db or "
+            "--authority-dir say otherwise. [default: ~/.local/share/crossgate]",
+        ),
+    ] = None,
 ) -> None:
     """Run the review server: HTTP API, live stream and the reviewer web page.
 
-    With the authority's keyring (``crossgate keys init``), the server signs every decision and standing
-    rule it records, under the authenticated reviewer's name (agents verify them with the public key), an
-    audit checkpoint after each decision and, on a timer, of the log's head.
+    The first run sets itself up: the authority's keys (unless a key directory holds some), an admin and
+    an agent credential, the pin at the default path, and ``--policy`` as signed version 1; it prints once
+    what an agent needs (docs/server.md, "First run"). The server signs every decision and standing rule
+    it records, under the authenticated reviewer's name, an audit checkpoint after each decision and, on a
+    timer, of the log's head. With ``--db memory:`` nothing is set up or kept.
     """
     _need_server_extra()
     import uvicorn
 
     from crossgate.server.app import create_app
-    from crossgate.server.settings import (
-        ServerSettings,
-        WebhookTarget,
-        load_config,
-        reviewer,
-        reviewers_from_env,
-        secret_from_env,
-    )
+    from crossgate.server.settings import ServerSettings, reviewer
 
     if webhook_format not in ("json", "slack"):
         raise typer.BadParameter("use json or slack", param_hint="'--webhook-format'")
-    fields: dict[str, Any] = load_config(tokens) if tokens else {"reviewers": reviewers_from_env()}
+    fields, limits = _settings_fields(tokens, host, port, base_url, webhook, webhook_format)
+    state = ctx.obj if isinstance(ctx.obj, CliContext) else CliContext()
+    data = data_directory(data_dir)
+    target = resolve_db(db or state.db) if (db or state.db) else data_database(data)
+    kept = not (target in ("memory:", ":memory:") or state.queue is not None)
     generated = None
-    if not fields["reviewers"]:
+    if not kept and not fields["reviewers"]:  # nothing is kept: a reviewer for this process only
         generated = secrets.token_urlsafe(18)
         fields["reviewers"] = (reviewer(LOCAL_REVIEWER, generated),)
+    settings = ServerSettings(**fields)
+    report = SetupReport()
+    if not kept:
+        queue = _context_queue(ctx, target, policy, limits)
+        if queue.authority is None:
+            queue.authority = server_authority(authority_dir)
+        app = create_app(queue, settings)
+    else:
+        queue, keyring = _set_up(target, data, authority_dir, policy or state.policy, limits, report)
+        try:
+            app = create_app(queue, settings, credential_keys=keyring.trusted_keys())
+            first_credentials(
+                app.state.crossgate.auth.credentials,
+                keyring=keyring,
+                server_url=settings.base_url,
+                data=data,
+                actor=os_user(),
+                taken=settings,
+                report=report,
+            )
+            write_default_pin(keyring, report)
+            _warn_unverified(app.state.crossgate.auth.credentials, report)
+        except BaseException:
+            queue.close()
+            raise
+    try:
+        _announce(app, queue, host, generated, report, open_browser)
+        timer = _checkpoint_timer(queue, checkpoint_every)
+        try:
+            uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=2)
+        finally:
+            if timer is not None:
+                timer.stop()
+    finally:
+        if kept:
+            queue.close()
+
+
+def _warn_unverified(credentials: Any, report: SetupReport) -> None:
+    """A note naming the stored credentials this server's keys do not verify (another key signed them)."""
+    if credentials is None:
+        return
+    refused = [f"{c.kind} {c.name}" for c in credentials.list() if not credentials.verifies(c)]
+    if refused:
+        report.notes.append(
+            f"crossgate: warning: {', '.join(refused)}: stored, but not signed by this server's keys; refused "
+            "(every server on one database needs the same keyring)"
+        )
+
+
+def _settings_fields(
+    tokens: Path | None, host: str, port: int, base_url: str | None, webhook: list[str] | None, webhook_format: str
+) -> tuple[dict[str, Any], InputLimits | None]:
+    """Keyword arguments for the server's settings from the tokens file (or ``$CROSSGATE_TOKENS``), and its limits."""
+    from crossgate.server.settings import WebhookTarget, load_config, reviewers_from_env, secret_from_env
+
+    fields: dict[str, Any] = load_config(tokens) if tokens else {"reviewers": reviewers_from_env()}
     if "secret" not in fields and (secret := secret_from_env()) is not None:
         fields["secret"] = secret
-    shown_host = host if _is_loopback(host) or host not in ("0.0.0.0", "::") else "127.0.0.1"
-    address = f"http://[{shown_host}]:{port}" if ":" in shown_host else f"http://{shown_host}:{port}"
-    fields["base_url"] = base_url or fields.get("base_url") or address
+    fields["base_url"] = base_url or fields.get("base_url") or _address(host, port)
     fmt: Literal["json", "slack"] = "slack" if webhook_format == "slack" else "json"
     extra = tuple(WebhookTarget(url=url, format=fmt) for url in webhook or ())
     fields["webhooks"] = (*fields.get("webhooks", ()), *extra)
-    limits = fields.pop("limits", None)
-    settings = ServerSettings(**fields)
-    authority = server_authority(authority_dir)
-    queue = _context_queue(ctx, db, policy, limits)
-    if queue.authority is None:
-        queue.authority = authority
-    app = create_app(queue, settings)
+    return fields, fields.pop("limits", None)
+
+
+def _announce(
+    app: Any, queue: ReviewQueue, host: str, generated: str | None, report: SetupReport, open_browser: bool
+) -> None:
+    """Say where the server is, who signs in how, what the first run set up, and what it signs with."""
+    settings = app.state.crossgate.settings
+    address = settings.base_url.rstrip("/")
     page = f"{address}/"
-    if generated:  # the printed address signs in once; the token stays for the API and the sign-in form
-        page = f"{address}/login?token={app.state.crossgate.auth.issue_sign_in(LOCAL_REVIEWER)}"
+    signs_in = LOCAL_REVIEWER if generated else (FIRST_ADMIN if report.admin_token else None)
+    if signs_in:  # the printed address signs in once; the token stays for the API and the sign-in form
+        page = f"{address}/login?token={app.state.crossgate.auth.issue_sign_in(signs_in)}"
     typer.echo(f"crossgate: review server on {address} ({type(queue.store).__name__})")
+    for line in report.lines:
+        typer.echo(line)
+    for note in report.notes:
+        typer.echo(note, err=True)
     if generated:
         typer.echo(f"crossgate: no reviewers configured; sign in as {LOCAL_REVIEWER!r} once at this address:")
+    elif signs_in:
+        typer.echo(f"crossgate: sign in as {FIRST_ADMIN!r} once at this address:")
     typer.echo(f"crossgate: review page {page}")
     if generated:
         typer.echo(f"crossgate: {LOCAL_REVIEWER!r}'s token, for the API and to sign in again: {generated}")
@@ -173,12 +257,41 @@ def serve(
         import webbrowser
 
         threading.Timer(1.0, webbrowser.open, [page]).start()
-    timer = _checkpoint_timer(queue, checkpoint_every)
+
+
+def _address(host: str, port: int) -> str:
+    shown_host = host if _is_loopback(host) or host not in ("0.0.0.0", "::") else "127.0.0.1"
+    return f"http://[{shown_host}]:{port}" if ":" in shown_host else f"http://{shown_host}:{port}"
+
+
+def _set_up(
+    target: str,
+    data: Path,
+    authority_dir: Path | None,
+    policy_file: str | None,
+    limits: InputLimits | None,
+    report: SetupReport,
+) -> tuple[ReviewQueue, Keyring]:
+    """The queue on ``target`` under the store's signed policy, with the keyring (made on a first run) and
+    ``policy_file`` applied as version 1 when the store has none."""
+    from crossgate.policy import load_policy
+    from crossgate.stores import open_store
+
+    key_dir, named = key_directory(data, authority_dir)
+    keyring = open_keyring(key_dir, named=named, data=data, report=report)
+    if target == data_database(data):
+        data.mkdir(mode=0o700, parents=True, exist_ok=True)
+    store = open_store(target)
     try:
-        uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=2)
-    finally:
-        if timer is not None:
-            timer.stop()
+        if policy_file:
+            first_policy(store, keyring, load_policy(policy_file), policy_file, actor=os_user(), report=report)
+        queue = ReviewQueue(
+            store, None, limits=limits or DEFAULT_LIMITS, authority=keyring.authority(), trusted=keyring.trusted_keys()
+        )
+    except BaseException:
+        store.close()
+        raise
+    return queue, keyring
 
 
 def _checkpoint_timer(queue: ReviewQueue, every: float) -> CheckpointTimer | None:

@@ -10,6 +10,7 @@ Reviewers come from a TOML or YAML file (``--tokens``) or from ``$CROSSGATE_TOKE
     token_env = "ALICE_TOKEN"                # or: token = "..."
     frameworks = ["openai-agents", "langgraph"]
     tools = ["delete_*"]
+    admin = false                            # optional: true lets them manage stored credentials (/api/admin)
 
     webhook_lease_seconds = 30               # optional tuning: also webhook_attempts, webhook_backoff_seconds,
                                              # webhook_timeout_seconds
@@ -38,7 +39,6 @@ Reviewers come from a TOML or YAML file (``--tokens``) or from ``$CROSSGATE_TOKE
 
 from __future__ import annotations
 
-import hashlib
 import os
 import secrets
 import tomllib
@@ -51,6 +51,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from crossgate.credentials import hash_token as hash_token  # kept here for the callers that import it from settings
 from crossgate.errors import ConfigurationError
 from crossgate.limits import MIB, InputLimits
 from crossgate.model import LEGACY_OUTCOME, ApprovalRequest, StandingRule
@@ -79,6 +80,8 @@ class Reviewer:
     frameworks: tuple[str, ...] = ()
     tools: tuple[str, ...] = ()
     agents: tuple[str, ...] = ()
+    admin: bool = False
+    """May add, rotate and revoke stored credentials over the admin API (``/api/admin``)."""
 
     @property
     def unrestricted(self) -> bool:
@@ -130,13 +133,14 @@ def _concrete_within(scope: tuple[str, ...], value: str | None) -> bool:
     return value is not None and not (_GLOB_CHARS & set(value)) and _within(scope, value)
 
 
-def hash_token(token: str) -> str:
-    """The sha256 hex digest under which a token is kept (tokens themselves are never stored)."""
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
-
-
 def reviewer(
-    name: str, token: str, *, frameworks: Sequence[str] = (), tools: Sequence[str] = (), agents: Sequence[str] = ()
+    name: str,
+    token: str,
+    *,
+    frameworks: Sequence[str] = (),
+    tools: Sequence[str] = (),
+    agents: Sequence[str] = (),
+    admin: bool = False,
 ) -> Reviewer:
     """Build a reviewer from a plain token."""
     if not name.strip():
@@ -149,6 +153,7 @@ def reviewer(
         frameworks=tuple(frameworks),
         tools=tuple(tools),
         agents=tuple(agents),
+        admin=admin,
     )
 
 
@@ -392,7 +397,7 @@ def _reviewer_entry(entry: Any, env: Mapping[str, str], path: Path) -> Reviewer:
     if not isinstance(entry, dict) or "name" not in entry:
         raise ConfigurationError(f"{path}: each reviewer needs a name")
     name = str(entry["name"])
-    unknown = set(entry) - {"name", "token", "token_env", "frameworks", "tools", "agents"}
+    unknown = set(entry) - {"name", "token", "token_env", "frameworks", "tools", "agents", "admin"}
     if unknown:
         raise ConfigurationError(f"{path}: reviewer {name!r} has unknown keys {', '.join(sorted(unknown))}")
     token = entry.get("token")
@@ -408,6 +413,7 @@ def _reviewer_entry(entry: Any, env: Mapping[str, str], path: Path) -> Reviewer:
         frameworks=_strings(entry.get("frameworks"), name, path),
         tools=_strings(entry.get("tools"), name, path),
         agents=_strings(entry.get("agents"), name, path),
+        admin=_flag(entry.get("admin", False), f"{path}: reviewer {name!r}: admin"),
     )
 
 
@@ -461,6 +467,12 @@ def _webhook_entry(entry: Any, path: Path) -> WebhookTarget:
         )
     except ConfigurationError as exc:
         raise ConfigurationError(f"{path}: {exc}") from None
+
+
+def _flag(value: Any, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigurationError(f"{what} must be true or false, got {value!r}")
+    return value
 
 
 def _strings(value: Any, name: str, path: Path) -> tuple[str, ...]:

@@ -26,7 +26,18 @@ followed it: the next FULL commit syncs the whole WAL, this one included. A tran
 commits enqueued events stays FULL (:func:`sync_level`), so their loss is what it was.
 """
 
-DURABLE_WRITES = frozenset({"setup", "update_request", "revoke_rule", "insert_policy_version", "insert_checkpoint"})
+DURABLE_WRITES = frozenset(
+    {
+        "setup",
+        "update_request",
+        "revoke_rule",
+        "insert_policy_version",
+        "insert_checkpoint",
+        "insert_credential",
+        "revoke_credential",
+        "rotate_credential",
+    }
+)
 """The writes that commit with ``synchronous=FULL`` under ``durability="decisions"``.
 
 What a power cut (or kernel crash) can lose under ``decisions``: the NORMAL commits made after the last

@@ -29,6 +29,7 @@ from crossgate.stores.base import (
     encode_cursor,
     in_given_order,
 )
+from crossgate.stores.credentials import Credential, CredentialKind
 from crossgate.stores.cursors import (
     DeliveryCursor,
     check_delivery_cursor_args,
@@ -55,6 +56,7 @@ class MemoryStore:
         self._rules_version = 0
         self._policy_versions: list[PolicyVersion] = []
         self._checkpoints: dict[int, Checkpoint] = {}
+        self._credentials: dict[str, Credential] = {}
 
     def setup(self) -> None:
         """Nothing to create."""
@@ -336,6 +338,56 @@ class MemoryStore:
     def get_delivery_cursor(self, name: str) -> DeliveryCursor | None:
         with self._lock:
             return self._cursors.get(name)
+
+    # credentials
+    def _credential_taken(self, credential: Credential) -> bool:
+        return any(
+            c.token_sha256 == credential.token_sha256
+            or (c.live and (c.kind, c.name) == (credential.kind, credential.name))
+            for c in self._credentials.values()
+        )
+
+    def insert_credential(self, credential: Credential, event: NewEvent) -> Event:
+        with self._lock:
+            if self._credential_taken(credential):
+                raise ConflictError(f"a live {credential.kind} named {credential.name!r} exists already")
+            sealed = self._sealed([event])
+            self._credentials[credential.id] = credential
+            return self._record(sealed)
+
+    def revoke_credential(self, credential_id: str, at: datetime, by: str, event: NewEvent) -> Event | None:
+        with self._lock:
+            current = self._credentials.get(credential_id)
+            if current is None or not current.live:
+                return None
+            sealed = self._sealed([event])
+            self._credentials[credential_id] = dataclasses.replace(current, revoked_at=at, revoked_by=by)
+            return self._record(sealed)
+
+    def rotate_credential(self, credential_id: str, new: Credential, event: NewEvent) -> Event | None:
+        with self._lock:
+            current = self._credentials.get(credential_id)
+            if current is None or not current.live:
+                return None
+            sealed = self._sealed([event])
+            revoked = dataclasses.replace(current, revoked_at=new.created_at, revoked_by=new.created_by)
+            self._credentials[credential_id] = revoked
+            self._credentials[new.id] = new
+            return self._record(sealed)
+
+    def credential_for(self, token_sha256: str) -> Credential | None:
+        with self._lock:
+            return next((c for c in self._credentials.values() if c.live and c.token_sha256 == token_sha256), None)
+
+    def list_credentials(
+        self, kind: CredentialKind | None = None, *, include_revoked: bool = False
+    ) -> list[Credential]:
+        with self._lock:
+            return [
+                c
+                for c in self._credentials.values()
+                if (kind is None or c.kind == kind) and (include_revoked or c.live)
+            ]
 
 
 def _matches(request: ApprovalRequest, query: RequestQuery) -> bool:

@@ -67,7 +67,8 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
         "PostgresStore needs psycopg 3 and psycopg-pool: pip install 'crossgate[postgres]'"
     ) from exc
 
-from crossgate.stores._postgres_signed import SignedStateMixin  # after the check above: these need psycopg too
+from crossgate.stores._postgres_credentials import CredentialsMixin  # after the check above: these need psycopg too
+from crossgate.stores._postgres_signed import SignedStateMixin
 from crossgate.stores.postgres_listen import Listener
 
 log = logging.getLogger(__name__)
@@ -130,10 +131,10 @@ def _wrapped(action: str) -> Iterator[None]:
         raise StoreError(f"PostgreSQL could not {action}: {exc}".strip()) from exc
 
 
-class PostgresStore(SignedStateMixin):
+class PostgresStore(SignedStateMixin, CredentialsMixin):
     """Requests, standing rules, parked runs and the event log in one PostgreSQL schema.
 
-    Policy versions and audit checkpoints are in ``_postgres_signed``.
+    Policy versions and audit checkpoints are in ``_postgres_signed``, credentials in ``_postgres_credentials``.
     """
 
     def __init__(

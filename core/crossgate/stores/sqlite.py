@@ -64,6 +64,7 @@ from crossgate.model import (
 )
 from crossgate.stores._event_batch import EventBatch
 from crossgate.stores._signatures import request_body, request_from_row, request_signatures, rule_body, rule_from_row
+from crossgate.stores._sqlite_credentials import CredentialsMixin
 from crossgate.stores._sqlite_cursors import DeliveryCursorsMixin
 from crossgate.stores._sqlite_durability import (
     DURABILITIES,
@@ -110,9 +111,10 @@ def _rollback(conn: sqlite3.Connection) -> None:
             conn.execute("ROLLBACK")
 
 
-class SqliteStore(SignedStateMixin, RequestUpdatesMixin, ParkedRunsMixin, DeliveryCursorsMixin):
+class SqliteStore(SignedStateMixin, RequestUpdatesMixin, ParkedRunsMixin, DeliveryCursorsMixin, CredentialsMixin):
     """The ``Store`` protocol on one SQLite file (policy versions and checkpoints: ``_sqlite_signed``; request
-    updates: ``_sqlite_updates``; parked runs: ``_sqlite_parked``; delivery cursors: ``_sqlite_cursors``)."""
+    updates: ``_sqlite_updates``; parked runs: ``_sqlite_parked``; delivery cursors: ``_sqlite_cursors``;
+    credentials: ``_sqlite_credentials``)."""
 
     def __init__(self, path: Path | str, *, durability: Durability = "full") -> None:
         if durability not in DURABILITIES:

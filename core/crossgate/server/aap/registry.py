@@ -13,6 +13,7 @@ import hmac
 import secrets
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -58,6 +59,12 @@ class Instance:
     delivery: Delivery | None = None
 
 
+def service_instance(agent: AgentToken) -> Instance:
+    """The instance of an agent service (tokens file or store): its id is stable, uuid5 of its name."""
+    iid = str(uuid.uuid5(SERVICE_NAMESPACE, agent.name))
+    return Instance(id=iid, name=agent.name, token_sha256=agent.token_sha256, owner=None)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Immediate:
     """A terminal outcome the policy gave at once (allow, deny, a pre-approved retry): no crossgate request."""
@@ -99,6 +106,9 @@ class MemoryRegistry:
 
     services: tuple[AgentToken, ...] = ()
     journal: Journal | None = None
+    stored_services: Callable[[str], AgentToken | None] | None = None
+    """Agent credentials the store keeps (``crossgate agents add``), by token: looked up on each use, so a
+    revoked one is refused at once; each is an instance as a tokens file service is."""
     _instances: dict[str, Instance] = field(default_factory=dict)
     _provisions: dict[tuple[str, str], _Provisioned] = field(default_factory=dict)
     _updates: dict[tuple[str, str, str], tuple[str, JsonObject]] = field(default_factory=dict)
@@ -109,8 +119,8 @@ class MemoryRegistry:
     def __post_init__(self) -> None:
         for agent in self.services:
             if agent.scope == "agent":
-                iid = str(uuid.uuid5(SERVICE_NAMESPACE, agent.name))
-                self._instances[iid] = Instance(id=iid, name=agent.name, token_sha256=agent.token_sha256, owner=None)
+                service = service_instance(agent)
+                self._instances[service.id] = service
         if self.journal is not None:
             for kind, data in self.journal.entries():
                 self._replay(kind, data)
@@ -202,13 +212,21 @@ class MemoryRegistry:
             for instance in self._instances.values():  # no early exit: timing says nothing about the match
                 if hmac.compare_digest(wanted, instance.token_sha256):
                     found = instance
+        if found is None and (stored := self._stored_service(token)) is not None:
+            return stored
         return found if found is not None and found.deleted_at is None else None
+
+    def _stored_service(self, token: str) -> Instance | None:
+        agent = self.stored_services(token) if self.stored_services is not None else None
+        return service_instance(agent) if agent is not None and agent.scope == "agent" else None
 
     def is_instance_token(self, token: str) -> bool:
         """True if ``token`` is (or was) an instance's credential."""
         wanted = hash_token(token)
         with self.lock:
-            return any(hmac.compare_digest(wanted, i.token_sha256) for i in self._instances.values())
+            if any(hmac.compare_digest(wanted, i.token_sha256) for i in self._instances.values()):
+                return True
+        return self._stored_service(token) is not None
 
     def rename(self, instance_id: str, name: str) -> Instance:
         """Give the instance a new name."""

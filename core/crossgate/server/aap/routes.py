@@ -134,6 +134,8 @@ def create_aap_app(
         webhook_backoff=settings.webhook_backoff_seconds,
     )
     notifier = Notifier(provider, sweep_seconds=settings.sweep_seconds, transport=webhook_transport)
+    if registry.stored_services is None and state.auth.credentials is not None:
+        registry.stored_services = state.auth.stored_agent
     state.auth.instance_token = registry.is_instance_token
     app = FastAPI(title="crossgate AAP v1 provider", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.aap = provider

@@ -157,7 +157,14 @@ async function waitUntilUp(url: string, child: ChildProcess, stderr: () => strin
  * `~/.config/crossgate/authority` would be) inside `dir`.
  */
 function noCredentials(dir: string): Record<string, string> {
-  return { CROSSGATE_TOKEN: '', CROSSGATE_AUTHORITY_DIR: '', CROSSGATE_DB: '', XDG_CONFIG_HOME: join(dir, 'config') };
+  // the server's first run writes its data directory and the default pin: never the real user's
+  return {
+    CROSSGATE_TOKEN: '',
+    CROSSGATE_AUTHORITY_DIR: '',
+    CROSSGATE_DB: '',
+    XDG_CONFIG_HOME: join(dir, 'config'),
+    XDG_DATA_HOME: join(dir, 'data'),
+  };
 }
 
 interface Parts {

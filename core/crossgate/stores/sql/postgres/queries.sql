@@ -220,3 +220,22 @@ SELECT seq, head_hash, at, token, authored FROM audit_checkpoints ORDER BY seq;
 
 -- name: latest_checkpoint
 SELECT seq, head_hash, at, token, authored FROM audit_checkpoints ORDER BY seq DESC LIMIT 1;
+
+-- name: insert_credential
+INSERT INTO credentials (id, kind, name, token_sha256, scope, created_at, created_by, signature)
+VALUES (%(id)s, %(kind)s, %(name)s, %(token_sha256)s, %(scope)s, %(created_at)s, %(created_by)s, %(signature)s);
+
+-- name: revoke_credential
+UPDATE credentials SET revoked_at = %(at)s, revoked_by = %(by)s
+WHERE id = %(id)s AND revoked_at IS NULL
+RETURNING id;
+
+-- name: credential_for
+SELECT id, kind, name, token_sha256, scope, created_at, created_by, signature, revoked_at, revoked_by
+FROM credentials WHERE token_sha256 = %(token_sha256)s AND revoked_at IS NULL;
+
+-- name: list_credentials
+SELECT id, kind, name, token_sha256, scope, created_at, created_by, signature, revoked_at, revoked_by
+FROM credentials
+WHERE (%(kind)s::text IS NULL OR kind = %(kind)s) AND (%(include_revoked)s OR revoked_at IS NULL)
+ORDER BY created_at, id;

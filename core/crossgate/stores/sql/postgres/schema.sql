@@ -94,3 +94,20 @@ CREATE TABLE audit_checkpoints (
     authored boolean NOT NULL,
     token text NOT NULL
 );
+
+-- Stored credentials: the sha256 of each token (never the token) and the authority's signature over the
+-- row. Rows change only to be revoked; at most one live row per kind and name.
+CREATE TABLE credentials (
+    id text PRIMARY KEY,
+    kind text NOT NULL CHECK (kind IN ('reviewer', 'agent')),
+    name text NOT NULL,
+    token_sha256 text NOT NULL UNIQUE,
+    scope text NOT NULL,
+    created_at timestamptz NOT NULL,
+    created_by text NOT NULL,
+    signature text NOT NULL,
+    revoked_at timestamptz,
+    revoked_by text
+);
+
+CREATE UNIQUE INDEX credentials_live_name ON credentials (kind, name) WHERE revoked_at IS NULL;
