@@ -43,7 +43,7 @@ def test_the_first_run_sets_up_keys_credentials_pin_and_policy_and_the_second_ch
     try:
         printed = "\n".join(first.printed)
         block = _printed_block(first.printed)
-        assert set(block) == {"CROSSGATE_SERVER", "CROSSGATE_TOKEN", "CROSSGATE_AUTHORITY_PUBKEY"}
+        assert set(block) == {"CROSSGATE_SERVER", "CROSSGATE_AGENT_TOKEN", "CROSSGATE_AUTHORITY_PUBKEY"}
         assert block["CROSSGATE_SERVER"] == first.base
         admin_token = next(line for line in first.printed if "admin's token" in line).rsplit(" ", 1)[1]
 
@@ -63,7 +63,7 @@ def test_the_first_run_sets_up_keys_credentials_pin_and_policy_and_the_second_ch
         assert [a["name"] for a in listed.json()["items"]] == ["agent"]
 
         # the agent token submits over the agent API and cannot decide
-        agent = {"Authorization": f"Bearer {block['CROSSGATE_TOKEN']}"}
+        agent = {"Authorization": f"Bearer {block['CROSSGATE_AGENT_TOKEN']}"}
         submitted = httpx.post(
             f"{first.base}/api/agent/v1/requests", json={"call": CALL}, headers={**agent, "Idempotency-Key": "k1"}
         )
@@ -97,7 +97,7 @@ def test_the_first_run_sets_up_keys_credentials_pin_and_policy_and_the_second_ch
     second = serve(home, "--policy", POLICY_FILE)
     out, err = second.stop()
     again = "\n".join(second.printed) + out
-    assert "first run" not in again and "CROSSGATE_TOKEN" not in again and "token" not in again
+    assert "first run" not in again and "CROSSGATE_AGENT_TOKEN" not in again and "token" not in again
     assert "note:" not in err
     assert _kept_files(home) == files, "no new keys, tokens, pin or output"
     store = open_store(str(home.data / "crossgate.db"))

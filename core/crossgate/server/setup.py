@@ -100,7 +100,7 @@ def agent_block(server_url: str, token: str, keyring: Keyring) -> str:
     return (
         "# crossgate: what an agent needs (written once by the first run of crossgate serve)\n"
         f"CROSSGATE_SERVER={server_url}\n"
-        f"CROSSGATE_TOKEN={token}\n"
+        f"CROSSGATE_AGENT_TOKEN={token}\n"
         f"CROSSGATE_AUTHORITY_PUBKEY={pins}\n"
     )
 
