@@ -29,6 +29,7 @@ from crossgate.cli import (
     database,
     decide,
     keys,
+    login,
     policy,
     policy_versions,
     requests,
@@ -54,7 +55,7 @@ def _register_server_commands(target: typer.Typer) -> None:
     module.register(target)
 
 
-for _module in (database, requests, decide, review, rules, runs, policy, audit, checkpoints, keys):
+for _module in (database, requests, decide, review, rules, runs, policy, audit, checkpoints, keys, login):
     _module.register(app)
 policy_versions.register(policy.policy_app)
 _register_server_commands(app)

@@ -22,6 +22,7 @@ import crossgate.server.agui_api as agui_api
 import crossgate.server.api as api
 import crossgate.server.linkpages as linkpages
 import crossgate.server.pages as pages
+import crossgate.server.review_api as review_api
 import crossgate.server.stream as stream
 from crossgate.display import visible
 from crossgate.errors import CrossgateError
@@ -102,6 +103,7 @@ def create_app(
     # The review API first: its list and decision routes are the ones called most, and routes are matched
     # in order. No path of it matches one under /api/agent/v1 (the agents' own), so the order is free.
     app.include_router(api.router)
+    app.include_router(review_api.router)
     app.include_router(agent_api.router)
     app.include_router(agui_api.router)
     app.include_router(stream.router)
