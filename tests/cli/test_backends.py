@@ -50,7 +50,7 @@ def _session(cli: Reviewing) -> list[tuple[str, Run]]:
         f"approve {first} --json",
         "show req_nope",
         "show req_nope --json",
-        f"edit {typed} --args {{\"id\":5}}",
+        f'edit {typed} --args {{"id":5}}',
         f"approve {own}",
         f"approve {own} --json",
         f"approve {second} req_nope --json",
