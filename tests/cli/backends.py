@@ -93,7 +93,8 @@ class Reviewing:
         return requests, store.list_events(), store.list_rules(include_revoked=True)
 
 
-def _settings() -> ServerSettings:
+def server_settings() -> ServerSettings:
+    """The server's reviewers: the OS user with every scope, and lee with read_* tools only."""
     reviewers = (reviewer(os_user(), TOKEN), reviewer("lee", SCOPED_TOKEN, tools=["read_*"]))
     return ServerSettings(reviewers=reviewers, secret=b"s" * 32, sweep_seconds=0.2)
 
@@ -119,7 +120,7 @@ def reviewing(mode: str, tmp_path: Path) -> Iterator[Reviewing]:
         else:
             served = ReviewQueue(open_store(str(db)), authority=Authority.generate())
             stack.callback(served.close)
-            world.url = stack.enter_context(live_server(create_app(served, _settings())))
+            world.url = stack.enter_context(live_server(create_app(served, server_settings())))
             # the login beats $CROSSGATE_DB: a database there would make every command fail
             world.env = {**base, "CROSSGATE_DB": str(tmp_path / "absent.db")}
             world.ok("login", world.url, input=TOKEN + "\n")

@@ -12,10 +12,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from crossgate import Policy, PolicyRule, ReviewQueue, ToolCall, VerdictKind, open_store
+from crossgate.authority import Authority
+from crossgate.cli import CliContext, app
 from crossgate.cli.context import os_user
 from crossgate.model import RequestStatus
-from tests.cli.backends import MODES, Reviewing, Run, normalised, reviewing
+from crossgate.server.app import create_app
+from tests.cli.backends import MODES, TOKEN, Reviewing, Run, normalised, reviewing, server_settings
+from tests.server.live import live_server
 
 TICKET_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -150,3 +156,23 @@ def test_a_decision_is_recorded_as_the_reviewer_through_the_cli_channel(cli: Rev
     assert (decided["reviewer"], decided["decision"]["channel"]) == (os_user(), "cli")
     [event] = [e for e in cli.agent.events(request_id=request_id) if e.kind == "decided"]
     assert (event.actor, event.channel) == (os_user(), "cli")
+
+
+@pytest.mark.slow
+def test_a_policy_rule_that_keeps_asking_is_noted_on_both(tmp_path: Path) -> None:
+    strict = PolicyRule(name="deletes", verdict=VerdictKind.ASK, tool="delete_ticket", rememberable=False)
+    queue = ReviewQueue(open_store(str(tmp_path / "c.db")), Policy(rules=(strict,)), authority=Authority.generate())
+    env: dict[str, str | None] = {"XDG_CONFIG_HOME": str(tmp_path), "CROSSGATE_TOKEN": TOKEN, "CROSSGATE_DB": None}
+    said = {}
+    for mode in MODES:
+        submitted = queue.submit(ToolCall(framework="langgraph", tool="delete_ticket", args={"id": mode}))
+        assert submitted.request is not None
+        argv = ["approve", submitted.request.id, "--remember", "forever", "--match", "tool"]
+        if mode == "local":
+            said[mode] = CliRunner().invoke(app, argv, obj=CliContext(queue=queue), env=env).stdout
+        else:
+            with live_server(create_app(queue, server_settings())) as url:
+                said[mode] = CliRunner().invoke(app, [*argv, "--server", url], env=env).stdout
+    assert normalised(said["server"]) == normalised(said["local"])
+    assert said["server"].splitlines()[-1] == "note: the policy still asks for calls like this one (rule deletes)"
+    queue.close()

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from crossgate.authority.claims import ReviewerKind
 from crossgate.cli.context import CHANNEL
 from crossgate.cli.options import validated
+from crossgate.coverage import still_asking
 from crossgate.decisions import AnyDecision
 from crossgate.errors import ConfigurationError, CrossgateError, InvalidDecisionError
 from crossgate.fingerprint import fingerprint
@@ -28,7 +29,6 @@ from crossgate.model import (
     ParkedRun,
     ParkedRunStatus,
     StandingRule,
-    VerdictKind,
 )
 from crossgate.queue import ReviewQueue
 from crossgate.stores import RequestQuery
@@ -169,5 +169,4 @@ class LocalBackend:
         return self.queue.add_rule(rule, actor=self.actor, channel=CHANNEL)
 
     def still_asks(self, request: ApprovalRequest) -> str | None:
-        verdict = self.queue.evaluate(request.call)
-        return (verdict.rule or "default") if verdict.kind is VerdictKind.ASK else None
+        return still_asking(self.queue.evaluate(request.call))

@@ -81,6 +81,7 @@ class ServerBackend:
     def __init__(self, url: str, token: str, *, transport: httpx.BaseTransport | None = None) -> None:
         self.url = url
         headers = {"Authorization": f"Bearer {token}", "Accept": "application/json", CHANNEL_HEADER: "cli"}
+        self._still_asks: dict[str, str | None] = {}
         self._http = httpx.Client(base_url=url, headers=headers, timeout=TIMEOUT_SECONDS, transport=transport)
 
     def close(self) -> None:
@@ -167,7 +168,10 @@ class ServerBackend:
 
     def decide(self, request_id: str, decision: AnyDecision) -> tuple[ApprovalRequest, list[StandingRule]]:
         body = decision.model_dump(mode="json", exclude_none=True)
-        decided = self._request(self._call("POST", f"/api/requests/{_part(request_id)}/decision", body=body))
+        answer = self._call("POST", f"/api/requests/{_part(request_id)}/decision", body=body)
+        decided = self._request(answer)
+        asking = answer.get("still_asks")
+        self._still_asks[decided.id] = asking if isinstance(asking, str) else None
         remembered: list[StandingRule] = []
         if decision.remember is not None:
             remembered = [r for r in self.rules(include_revoked=False) if r.source_request == decided.id]
@@ -180,7 +184,7 @@ class ServerBackend:
         return self._model(StandingRule, self._call("POST", "/api/rules", body=body))
 
     def still_asks(self, request: ApprovalRequest) -> str | None:
-        return None  # the server's policy: its page says so
+        return self._still_asks.get(request.id)  # what the server's policy said when it recorded the decision
 
     def _request_events(self, request_id: str) -> list[Event]:
         answer = self._call("GET", f"/api/requests/{_part(request_id)}/events")

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Body, Depends, Query, Request, Response, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ValidationError
 
-from crossgate.coverage import decision_coverage
+from crossgate.coverage import decision_coverage, still_asking
 from crossgate.decisions import AnyDecision, check_open
 from crossgate.errors import InvalidDecisionError, NotFoundError
 from crossgate.limits import MAX_INT64, check_int64
@@ -168,7 +168,11 @@ def get_decision_schema(request_id: str, state: StateDep, caller: CallerDep) -> 
 )
 def decide(request_id: str, body: Annotated[DecisionIn, Body()], state: StateDep, caller: CallerDep) -> Response:
     """Decide a pending request exactly once: approve, edit, reject or respond, optionally remembered."""
-    return json_body(request_view(_decide_one(state, caller, request_id, body), caller))
+    decided = _decide_one(state, caller, request_id, body)
+    view = request_view(decided, caller)
+    if body.remember is not None and body.kind in (DecisionKind.APPROVE, DecisionKind.EDIT):
+        view = view.model_copy(update={"still_asks": still_asking(state.queue.evaluate(decided.call))})
+    return json_body(view)
 
 
 def json_body(model: BaseModel) -> Response:

@@ -108,6 +108,11 @@ class RequestOut(ApprovalRequest):
         description="For a remembered decision: which later calls its standing rule covers, in words "
         '(`delete_ticket with exactly {"id": "t3"}, forever`).',
     )
+    still_asks: str | None = Field(
+        default=None,
+        description="In the answer to a remembered approve or edit: the policy rule that still asks for calls "
+        "like this one (a rule marked `rememberable: false`; `default` when none matched), else null.",
+    )
 
 
 class RequestPage(BaseModel):
