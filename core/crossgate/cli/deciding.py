@@ -93,8 +93,8 @@ def reviewer_backend(
     decides: bool = False,
 ) -> ReviewerBackend:
     """Where ``command`` works (the order in this module's docstring); ``decides`` needs a credential."""
-    remote = _chosen_server(ctx, server)
-    if remote is None:
+    url = _chosen_server(ctx, server)
+    if url is None:
         if token_file is not None:
             raise typer.BadParameter("--token-file goes with --server URL", param_hint="'--token-file'")
         if decides:
@@ -105,30 +105,27 @@ def reviewer_backend(
             "the server records the reviewer its token names; leave --reviewer out with --server",
             param_hint="'--reviewer'",
         )
-    url, token = remote
-    backend = connect(url, _token(url, token_file, token))
+    backend = connect(url, _token(url, token_file))
     ctx.call_on_close(backend.close)
     return backend
 
 
-def _chosen_server(ctx: typer.Context, server: str | None) -> tuple[str, str | None] | None:
-    """The server's URL and the token logged in for it (None: none), or None for the local database."""
+def _chosen_server(ctx: typer.Context, server: str | None) -> str | None:
+    """The review server's URL, or None for the local database."""
     state = ctx.ensure_object(CliContext)
-    given = on_command_line(ctx, "server")
-    if state.db_given or (state.queue is not None and not state.owns_queue):
-        if server is not None and given:
+    given = server is not None and on_command_line(ctx, "server")
+    if state.db_given:
+        if given:
             raise typer.BadParameter("--db and --server name two different queues; give one", param_hint="'--server'")
         return None
-    login = None
+    if not given and state.queue is not None and not state.owns_queue:
+        return None  # a queue handed over ready-made is the one to work on
     if server is None:
         login = read_login()
         if login is None:
             return None
         server = login.server
-    url = checked_url(server, "'--server'")
-    if login is None:
-        login = read_login()
-    return url, login.token if login is not None and login.server == url else None
+    return checked_url(server, "'--server'")
 
 
 def checked_url(given: str, hint: str) -> str:
@@ -186,10 +183,13 @@ def read_token_file(token_file: Path) -> str:
     return token
 
 
-def _token(url: str, token_file: Path | None, logged_in: str | None) -> str:
+def _token(url: str, token_file: Path | None) -> str:
+    """``--token-file``, else ``$CROSSGATE_TOKEN``, else the login's token if it was stored for ``url``."""
     if token_file is not None:
         return read_token_file(token_file)
-    token = os.environ.get(TOKEN_ENV, "").strip() or logged_in
+    token = os.environ.get(TOKEN_ENV, "").strip()
+    if not token and (login := read_login()) is not None and login.server == url:
+        token = login.token
     if not token:
         raise NoCredentialsError(
             f"--server needs a reviewer token for {url}: run 'crossgate login {url}', set ${TOKEN_ENV} or pass "
