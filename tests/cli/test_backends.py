@@ -176,3 +176,13 @@ def test_a_policy_rule_that_keeps_asking_is_noted_on_both(tmp_path: Path) -> Non
     assert normalised(said["server"]) == normalised(said["local"])
     assert said["server"].splitlines()[-1] == "note: the policy still asks for calls like this one (rule deletes)"
     queue.close()
+
+
+@pytest.mark.slow
+def test_the_whole_log_is_read_past_the_servers_page(cli: Reviewing, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("crossgate.cli.server_backend.EVENTS_PAGE", 2)
+    for ticket in ("t1", "t2", "t3", "t4", "t5"):
+        cli.submit(args={"id": ticket})
+    assert [e["seq"] for e in cli.ok("events", "--json").json()["items"]] == [1, 2, 3, 4, 5]
+    page = cli.ok("events", "--after", "1", "--limit", "3", "--json").json()
+    assert ([e["seq"] for e in page["items"]], page["next_cursor"]) == ([2, 3, 4], "4")

@@ -147,3 +147,16 @@ def test_outside_the_reviewers_scope_is_exit_5_and_changes_nothing(served: Revie
     _one_line(served("cancel", request_id, **as_lee), 5, "out of scope")
     _one_line(served("approve", request_id, "--reviewer", "ann"), 2, "leave --reviewer out with --server")
     assert served.stored() == before
+
+
+def test_a_malformed_login_file_is_one_line(tmp_path: Path) -> None:
+    world = Reviewing("server", tmp_path / "db", ReviewQueue(open_store("memory:")), tmp_path / "config")
+    world.env = {"XDG_CONFIG_HOME": str(world.config), "CROSSGATE_SERVER": None, "CROSSGATE_DB": None}
+    path = _login_file(world)
+    path.parent.mkdir(parents=True)
+    path.write_text('server = "https://review.example.com"\n')
+    os.chmod(path, 0o600)
+    _one_line(world("list"), 1, "names no server and token; run: crossgate login URL")
+    path.write_text("server = [")
+    _one_line(world("login", "--status"), 1, "cannot read the crossgate login file")
+    assert world.ok("logout").stdout == f"logged out: removed {path}\n"

@@ -9,11 +9,11 @@ credential.
 from __future__ import annotations
 
 import os
-import stat
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from crossgate.authority.keys import read_owner_only
 from crossgate.errors import ConfigurationError
 
 CONFIG_FILE = "config.toml"
@@ -41,19 +41,12 @@ def read_login(path: Path | None = None) -> Login | None:
     """The stored login, or None when there is no file; LoginFileError for one that cannot be trusted."""
     path = path or config_path()
     try:
-        mode = path.stat().st_mode
+        raw = read_owner_only(path, "the crossgate login file")
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        raise LoginFileError(f"cannot read the crossgate login file {path}: {exc.strerror}") from None
-    if os.name == "posix" and mode & 0o077:
-        raise LoginFileError(
-            f"refusing the crossgate login file {path}: other users may read or change it "
-            f"(mode {stat.S_IMODE(mode):04o}); run: chmod 600 {path}"
-        )
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise LoginFileError(f"cannot read the crossgate login file {path}: {exc}") from None
     server, token = data.get("server"), data.get("token")
     if not isinstance(server, str) or not isinstance(token, str) or not server or not token:

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from crossgate.cli.backend import ReviewerTokenRefusedError
-from crossgate.cli.config import Login, LoginFileError, config_path, read_login, remove_login, write_login
+from crossgate.cli.config import Login, config_path, read_login, remove_login, write_login
 from crossgate.cli.deciding import TokenFileOpt, checked_url, connect, read_token_file
 from crossgate.cli.options import JsonFlag
 from crossgate.cli.output import print_json, say
@@ -104,14 +104,14 @@ def logout(as_json: JsonFlag = False) -> None:
     """
     try:
         stored = read_login()
-    except LoginFileError:  # a file others may read is removed all the same
+    except ConfigurationError:  # a file others may read, or a malformed one, is removed all the same
         stored = None
     removed = remove_login()
     server = stored.server if stored is not None else None
     if as_json:
         print_json({"server": server, "logged_out": removed, "config": str(config_path())})
     elif removed:
-        say(f"logged out of {server}: removed {config_path()}")
+        say(f"logged out{f' of {server}' if server else ''}: removed {config_path()}")
     else:
         say("not logged in")
 
