@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -160,3 +162,31 @@ def test_a_malformed_login_file_is_one_line(tmp_path: Path) -> None:
     path.write_text("server = [")
     _one_line(world("login", "--status"), 1, "cannot read the crossgate login file")
     assert world.ok("logout").stdout == f"logged out: removed {path}\n"
+
+
+class _NotCrossgate(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.end_headers()
+        self.wfile.write(b"<html>a router's login page</html>")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.slow
+def test_a_server_that_is_not_crossgate_is_one_line_and_nothing_is_saved(tmp_path: Path) -> None:
+    world = Reviewing("server", tmp_path / "db", ReviewQueue(open_store("memory:")), tmp_path / "config")
+    world.env = {"XDG_CONFIG_HOME": str(world.config), "CROSSGATE_SERVER": None}
+    http = ThreadingHTTPServer(("127.0.0.1", 0), _NotCrossgate)
+    thread = threading.Thread(target=http.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{http.server_address[1]}"
+        _one_line(world("login", url, input=TOKEN + "\n"), 1, "answered with something that is not its API")
+        _one_line(world("list", "--server", url, CROSSGATE_TOKEN=TOKEN), 1, "not its API")
+    finally:
+        http.shutdown()
+        http.server_close()
+    assert not world.config.exists()

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
 
+import httpx
 from pydantic import BaseModel, ValidationError
 
 from crossgate.cli.backend import OutsideScopeError, ReviewerTokenRefusedError, RunDetail, ServerUnreachableError
@@ -27,13 +28,9 @@ from crossgate.errors import (
     NotFoundError,
 )
 from crossgate.model import ApprovalRequest, Event, JsonObject, ParkedRun, ParkedRunStatus, StandingRule
+from crossgate.remote._errors import error_class
 from crossgate.stores import RequestQuery
 from crossgate.stores.base import Page
-
-try:
-    import httpx
-except ImportError as exc:  # pragma: no cover - the core installs without it
-    raise ImportError("the CLI works against a review server through httpx: pip install 'crossgate[remote]'") from exc
 
 M = TypeVar("M", bound=BaseModel)
 CHANNEL_HEADER = "X-Crossgate-Channel"
@@ -42,7 +39,6 @@ EVENTS_PAGE = 1000
 """The most events the server answers at once."""
 PLAIN_HTTP_ENV = "CROSSGATE_ALLOW_PLAIN_HTTP"
 """Set to 1 to send a reviewer token over plain http to a host that is not this machine."""
-
 
 BY_STATUS: dict[int, type[CrossgateError]] = {404: NotFoundError, 409: ConflictError, 410: ConflictError}
 
@@ -67,12 +63,6 @@ def _loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def _error_class(code: str | None) -> type[CrossgateError] | None:
-    from crossgate.remote._errors import error_class
-
-    return error_class(code)
 
 
 class ServerBackend:
@@ -221,7 +211,7 @@ class ServerBackend:
             return ServerUnreachableError(f"the review server at {self.url} failed ({status}): {said}")
         if status == 403 and code != "self_decision":
             return OutsideScopeError(f"the review server refused it: {said}")
-        found = _error_class(code)
+        found = error_class(code)
         if found is None:
             found = BY_STATUS.get(status, InvalidArgumentsError)
         return found(said)
