@@ -147,6 +147,11 @@ def test_outside_the_reviewers_scope_is_exit_5_and_changes_nothing(served: Revie
     as_lee = {"CROSSGATE_TOKEN": SCOPED_TOKEN}
     _one_line(served("approve", request_id, **as_lee), 5, "out of scope")
     _one_line(served("cancel", request_id, **as_lee), 5, "out of scope")
+    _one_line(served("rules", "add", "--tool", "*", "--effect", "allow", **as_lee), 5, "beyond lee's scope")
+    rule = served.ok("rules", "add", "--tool", "delete_ticket", "--effect", "allow", "--json").json()["id"]
+    _one_line(served("rules", "revoke", rule, **as_lee), 5, "beyond lee's scope")
+    served.ok("rules", "revoke", rule)
+    before = served.stored()
     _one_line(served("approve", request_id, "--reviewer", "ann"), 2, "leave --reviewer out with --server")
     assert served.stored() == before
 
