@@ -9,18 +9,28 @@ reviewers approving at the same moment both count, and exactly one of them recor
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from crossgate._queue_base import QueueBase
 from crossgate.authority.claims import ReviewerKind
 from crossgate.decisions import AnyDecision
 from crossgate.errors import AlreadyDecidedError, ConflictError, DecisionNotAllowedError
-from crossgate.model import DECIDED_STATUSES, ApprovalRequest, Approve, JsonObject
+from crossgate.model import DECIDED_STATUSES, ApprovalRequest, Approve, Event, JsonObject
 
 APPROVED = "approved"
 """The event kind of one approval that did not yet decide its request."""
 SIGNATURE = "signature"
 """The key of an ``approved`` event's payload that holds the authority's token over that approval."""
+
+
+def approvers_in(events: Iterable[Event]) -> list[str]:
+    """The different reviewers who approved, first approval first, in a request's events."""
+    names: list[str] = []
+    for event in events:
+        if event.kind == APPROVED and event.actor is not None and event.actor not in names:
+            names.append(event.actor)
+    return names
 
 
 class ApprovalsMixin(QueueBase):
@@ -43,11 +53,7 @@ class ApprovalsMixin(QueueBase):
 
     def approvers(self, request_id: str) -> list[str]:
         """The different reviewers who have approved the request so far, first approval first."""
-        names: list[str] = []
-        for event in self.store.list_events(request_id=request_id):
-            if event.kind == APPROVED and event.actor is not None and event.actor not in names:
-                names.append(event.actor)
-        return names
+        return approvers_in(self.store.list_events(request_id=request_id))
 
     def _approval_tokens(self, request_id: str) -> tuple[str, ...]:
         """The signed approvals of the request so far, one per approver (first approval first)."""

@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from crossgate.model import ApprovalRequest, Remember, RememberMatch, RememberScope, ToolCall
+from crossgate.model import ApprovalRequest, Remember, RememberMatch, RememberScope, ToolCall, Verdict, VerdictKind
 
 
 def remember_coverage(
@@ -63,3 +63,9 @@ def _how_long(call: ToolCall, remember: Remember) -> str:
     if remember.expires_at is not None:
         text += f" (until {remember.expires_at.isoformat()})"
     return text
+
+
+def still_asking(verdict: Verdict) -> str | None:
+    """The policy's verdict on a call after a remembered allow: the rule it still asks by (``default`` when
+    none matched), or None when the rule now lets such calls run (a rule marked ``rememberable: false``)."""
+    return (verdict.rule or "default") if verdict.kind is VerdictKind.ASK else None

@@ -7,7 +7,9 @@ from the outcome the audit log recorded, so it neither repeats the call nor beli
 
 from __future__ import annotations
 
-from crossgate.model import Event, EventKind, event_kind
+from collections.abc import Iterable
+
+from crossgate.model import Event, EventKind, event_kind, is_outcome
 
 
 def already_applied_message(tool: str, request_id: str, outcome: Event | None) -> str:
@@ -25,3 +27,14 @@ def already_applied_message(tool: str, request_id: str, outcome: Event | None) -
             return f"{ran} and failed: {error}. It was not run again."
         return f"{ran}; it was not run again. Its result was: {result}"
     return str(result or error or f"crossgate did not run {tool}: request {request_id} was answered before.")
+
+
+def outcome_in(events: Iterable[Event]) -> Event | None:
+    """The outcome event (``ran`` or ``not_run``) that followed the ``applied`` one in a request's events."""
+    applied = False
+    for event in events:
+        if event.kind == EventKind.APPLIED:
+            applied = True
+        elif applied and is_outcome(event):
+            return event
+    return None

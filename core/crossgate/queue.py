@@ -44,7 +44,6 @@ from crossgate.model import (
     DecisionKind,
     Edit,
     Event,
-    EventKind,
     JsonObject,
     RememberScope,
     RequestStatus,
@@ -52,9 +51,9 @@ from crossgate.model import (
     Verdict,
     VerdictKind,
     applied_status,
-    is_outcome,
     outcome_kind,
 )
+from crossgate.outcomes import outcome_in
 from crossgate.policy.index import StandingRuleIndex
 from crossgate.policy.rules import Policy
 from crossgate.stores.base import Page, RequestQuery, Store
@@ -500,13 +499,7 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
     def outcome(self, request_id: str) -> Event | None:
         """The outcome event (``ran`` or ``not_run``) that followed the request's ``applied`` one: whether the
         tool ran, and what came of it; None before it is applied, or when its outcome was never recorded (a crash)."""
-        applied = False
-        for event in self.store.list_events(request_id=request_id):
-            if event.kind == EventKind.APPLIED:
-                applied = True
-            elif applied and is_outcome(event):
-                return event
-        return None
+        return outcome_in(self.store.list_events(request_id=request_id))
 
     def expire_overdue(self) -> list[ApprovalRequest]:
         """Close every pending request past its ``expires_at``; return those this call expired."""

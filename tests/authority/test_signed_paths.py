@@ -171,7 +171,7 @@ async def test_the_cli_through_the_server_decides_as_the_tokens_reviewer_and_the
     assert '"reviewer": "alice"' in out
     assert isinstance(await openai_world.resume(parked), Finished)
     assert openai_world.tickets.delete_runs("t3") == 1
-    assert signed_claims(openai_world, request_id) == ("alice", ReviewerKind.REVIEWER, "api")
+    assert signed_claims(openai_world, request_id) == ("alice", ReviewerKind.REVIEWER, "cli")  # the CLI through the API
 
 
 @pytest.mark.slow

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,15 +63,23 @@ class Cli:
         )
 
 
+LEAKING = ("CROSSGATE_DB", "CROSSGATE_POLICY", "CROSSGATE_SERVER", "CROSSGATE_TOKEN")
+"""What the environment running the tests must not hand to the commands they run."""
+NO_LOGIN = tempfile.mkdtemp(prefix="crossgate-test-config-")
+"""A config folder with no ``crossgate login`` in it, so a developer's own login never answers a test."""
+atexit.register(shutil.rmtree, NO_LOGIN, ignore_errors=True)
+
+
 def clean_env() -> dict[str, str | None]:
-    """No database or policy leaking in from the environment running the tests."""
-    return {"CROSSGATE_DB": None, "CROSSGATE_POLICY": None}
+    """No database, policy or review server leaking in from the environment running the tests."""
+    return dict.fromkeys(LEAKING)
 
 
 def subprocess_env(**extra: str) -> dict[str, str]:
     """The test run's environment for a ``crossgate`` process, holding an operator's signing key."""
-    env = {k: v for k, v in os.environ.items() if k not in ("CROSSGATE_DB", "CROSSGATE_POLICY")}
+    env = {k: v for k, v in os.environ.items() if k not in LEAKING}
     env["CROSSGATE_AUTHORITY_DIR"] = str(operator_keys())
+    env["XDG_CONFIG_HOME"] = NO_LOGIN
     env.update(extra)
     return env
 

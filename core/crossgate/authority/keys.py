@@ -375,19 +375,27 @@ def parse_claims(payload: str, expected: type[BaseModel] | None = None) -> Claim
 
 def read_private_file(path: Path) -> bytes:
     """The bytes of a private key file, refused (one line) if other users may read or write it."""
+    return read_owner_only(path, "the authority private key")
+
+
+def read_owner_only(path: Path, what: str) -> bytes:
+    """The bytes of a file holding a secret (``what`` names it), refused (one line) if other users may read
+    or write it; ConfigurationError too when it cannot be read (FileNotFoundError passes through)."""
     try:
         mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise
     except OSError as exc:
-        raise ConfigurationError(f"cannot read the authority private key {path}: {exc.strerror}") from None
+        raise ConfigurationError(f"cannot read {what} {path}: {exc.strerror}") from None
     if os.name == "posix" and mode & 0o077:
         raise ConfigurationError(
-            f"refusing the authority private key {path}: other users may read or change it "
+            f"refusing {what} {path}: other users may read or change it "
             f"(mode {stat.S_IMODE(mode):04o}); run: chmod 600 {path}"
         )
     try:
         return path.read_bytes()
     except OSError as exc:
-        raise ConfigurationError(f"cannot read the authority private key {path}: {exc.strerror}") from None
+        raise ConfigurationError(f"cannot read {what} {path}: {exc.strerror}") from None
 
 
 def _differing(signed: Mapping[str, Any], stored: Mapping[str, Any], prefix: str = "") -> list[str]:

@@ -1,6 +1,9 @@
 """The ``crossgate`` command line: submit, review, decide and audit tool calls from a terminal.
 
-The database is ``--db``, else ``$CROSSGATE_DB``, else ``./crossgate.db``. The policy is the store's
+The reading and deciding commands work against a review server when one is chosen (``--server``,
+``$CROSSGATE_SERVER`` or ``crossgate login``; ``--db`` on the command line wins), with the same output
+and exit codes (:mod:`crossgate.cli.deciding`). Otherwise, and for the other commands, the database is
+``--db``, else ``$CROSSGATE_DB``, else ``./crossgate.db``. The policy is the store's
 signed current version (``crossgate policy apply``; the built-in "ask for every call" while none is
 stored), or a local file for development, ``--policy`` else ``$CROSSGATE_POLICY``, announced on stderr.
 Exit codes are listed in :mod:`crossgate.cli.exit_codes`; errors are one line on stderr. With ``--json``,
@@ -30,6 +33,7 @@ from crossgate.cli import (
     database,
     decide,
     keys,
+    login,
     policy,
     policy_versions,
     requests,
@@ -55,7 +59,7 @@ def _register_server_commands(target: typer.Typer) -> None:
     module.register(target)
 
 
-for _module in (database, requests, decide, review, rules, runs, policy, audit, checkpoints, keys, credentials):
+for _module in (database, requests, decide, review, rules, runs, policy, audit, checkpoints, keys, credentials, login):
     _module.register(app)
 policy_versions.register(policy.policy_app)
 _register_server_commands(app)

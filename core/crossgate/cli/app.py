@@ -15,7 +15,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 from typer.core import TyperArgument, TyperGroup, TyperOption
 
-from crossgate.cli.context import CliContext
+from crossgate.cli.context import CliContext, on_command_line
 from crossgate.cli.exit_codes import FAILURE, USAGE, exit_code_for, one_line
 from crossgate.display import visible
 from crossgate.errors import CrossgateError
@@ -178,6 +178,7 @@ def root(
     state = ctx.obj if isinstance(ctx.obj, CliContext) else CliContext()
     if state.queue is None:
         state.db, state.policy = db, policy
+        state.db_given = on_command_line(ctx, "db")
         state.create = ctx.invoked_subcommand in CREATING
     ctx.obj = state
     ctx.call_on_close(state.close)

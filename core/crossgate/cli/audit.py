@@ -10,8 +10,10 @@ import typer
 from crossgate.authority import TrustedKeys
 from crossgate.checkpoints import read_exported, verify_signed_log
 from crossgate.cli.context import queue_of
+from crossgate.cli.deciding import ServerOpt, TokenFileOpt, reviewer_backend
 from crossgate.cli.exit_codes import FAILURE, one_line
 from crossgate.cli.ids import RequestOption
+from crossgate.cli.ids import request_id as resolve_request_id
 from crossgate.cli.options import JsonFlag
 from crossgate.cli.output import event_json, list_json, print_events, print_json, say
 from crossgate.display import visible
@@ -31,13 +33,15 @@ def events(
     limit: Annotated[
         int | None, typer.Option("--limit", metavar="N", min=1, max=MAX_INT64, help="At most this many events.")
     ] = None,
+    server: ServerOpt = None,
+    token_file: TokenFileOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Print the audit log in order."""
-    queue = queue_of(ctx)
+    backend = reviewer_backend(ctx, "events", server=server, token_file=token_file, reviewer=None)
     if request_id is not None:
-        queue.get(request_id)  # an unknown id is an error, not an empty log
-    found = queue.events(after=after, limit=limit, request_id=request_id)
+        request_id = backend.get(resolve_request_id(backend, request_id)).id  # an unknown id is an error
+    found = backend.events(after=after, limit=limit, request_id=request_id)
     if as_json:
         more = limit is not None and len(found) == limit and found
         print_json(list_json([event_json(e) for e in found], str(found[-1].seq) if more else None))

@@ -35,6 +35,8 @@ class CliContext:
     limits: InputLimits = DEFAULT_LIMITS
     """The queue's input limits (``crossgate serve`` reads them from its file's ``[limits]``)."""
     queue: ReviewQueue | None = None
+    db_given: bool = False
+    """Whether ``--db`` was given on the command line: then it wins over any review server."""
     create: bool = True
     """Whether a SQLite database that does not exist may be created (only ``init``, ``serve``, ``submit``)."""
     key_dir: Path | None = None
@@ -94,6 +96,12 @@ def require_database(target: str) -> None:
         raise ConfigurationError(
             f"no crossgate database at {path}: check --db (or $CROSSGATE_DB), or create one with 'crossgate init'"
         )
+
+
+def on_command_line(ctx: typer.Context, name: str) -> bool:
+    """Whether the option ``name`` of ``ctx``'s command was given on the command line (not by the environment)."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name == "COMMANDLINE"
 
 
 def queue_of(ctx: typer.Context) -> ReviewQueue:

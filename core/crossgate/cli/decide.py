@@ -12,14 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
-from crossgate.cli.deciding import (
-    AuthorityDirOpt,
-    Decider,
-    LocalDecider,
-    ServerOpt,
-    TokenFileOpt,
-    decider,
-)
+from crossgate.cli.backend import ReviewerBackend
+from crossgate.cli.deciding import AuthorityDirOpt, ServerOpt, TokenFileOpt, reviewer_backend
 from crossgate.cli.exit_codes import OK, exit_code_for, one_line
 from crossgate.cli.ids import request_id as resolve_request_id
 from crossgate.cli.options import (
@@ -53,13 +47,10 @@ from crossgate.model import (
     VerdictKind,
 )
 
-GivenId = Annotated[str, typer.Argument(metavar="ID", help="The request's id (or its start, without --server).")]
+GivenId = Annotated[str, typer.Argument(metavar="ID", help="The request's id or its start.")]
 GivenIds = Annotated[
     list[str],
-    typer.Argument(
-        metavar="ID",
-        help="The request's id (or its start, without --server); give several to decide each on its own.",
-    ),
+    typer.Argument(metavar="ID", help="The request's id or its start; give several to decide each on its own."),
 ]
 PAST_TENSE = {"approve": "approved", "edit": "edited", "reject": "rejected", "respond": "responded to"}
 
@@ -89,34 +80,33 @@ class Credentials:
     authority_dir: Path | None
     reviewer: str | None
 
-    def decider(self, ctx: typer.Context, command: str) -> Decider:
-        return decider(
+    def backend(self, ctx: typer.Context, command: str) -> ReviewerBackend:
+        return reviewer_backend(
             ctx,
             command,
             server=self.server,
             token_file=self.token_file,
-            authority_dir=self.authority_dir,
             reviewer=self.reviewer,
+            authority_dir=self.authority_dir,
+            decides=True,
         )
 
 
-def _resolved(ctx: typer.Context, deciding: Decider, given: list[str]) -> list[str]:
-    """Ids as given, each prefix resolved on the local database (the server takes full ids only)."""
-    if not isinstance(deciding, LocalDecider):
-        return given
-    return [resolve_request_id(deciding.queue, value) for value in given]
+def _resolved(backend: ReviewerBackend, given: list[str]) -> list[str]:
+    """Ids as given, each start of an id resolved to the one it names."""
+    return [resolve_request_id(backend, value) for value in given]
 
 
 def _decide(
     ctx: typer.Context, command: str, given: str, decision: AnyDecision, who: Credentials, as_json: bool
 ) -> None:
-    deciding = who.decider(ctx, command)
-    [target] = _resolved(ctx, deciding, [given])
+    deciding = who.backend(ctx, command)
+    [target] = _resolved(deciding, [given])
     decided, remembered = deciding.decide(target, decision)
     if as_json:
         print_json(_decided_json(decided, remembered))
     else:
-        _say_decided(deciding, decided, remembered)
+        say_decided(deciding, decided, remembered)
 
 
 def _decide_each(
@@ -129,10 +119,10 @@ def _decide_each(
     if len(given) == 1:
         _decide(ctx, command, given[0], decision, who, as_json)
         return
-    deciding = who.decider(ctx, command)
+    deciding = who.backend(ctx, command)
     results: list[dict[str, Any]] = []
     exit_code = OK
-    for request_id_ in _resolved(ctx, deciding, given):
+    for request_id_ in _resolved(deciding, given):
         try:
             decided, remembered = deciding.decide(request_id_, decision)
         except CrossgateError as exc:  # this id's refusal is its own result; the others go on
@@ -146,7 +136,7 @@ def _decide_each(
             continue
         results.append({"request_id": request_id_, "ok": True, "request": _decided_json(decided, remembered)})
         if not as_json:
-            _say_decided(deciding, decided, remembered)
+            say_decided(deciding, decided, remembered)
     if as_json:
         print_json(results)
     if exit_code != OK:
@@ -161,7 +151,7 @@ def _decided_json(decided: ApprovalRequest, remembered: list[StandingRule]) -> d
     }
 
 
-def _say_decided(deciding: Decider, decided: ApprovalRequest, remembered: list[StandingRule]) -> None:
+def say_decided(deciding: ReviewerBackend, decided: ApprovalRequest, remembered: list[StandingRule]) -> None:
     stamped = decided.decision
     assert stamped is not None
     say(f"{PAST_TENSE[stamped.kind.value]} {decided.id} ({decided.call.tool}) as {stamped.reviewer}")

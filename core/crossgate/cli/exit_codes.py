@@ -4,12 +4,14 @@
 code meaning
 ==== ==========================================================================
 0    ok
-1    any other crossgate error (configuration, store), or a tampered audit log
+1    any other crossgate error (configuration, store), a tampered audit log, a reviewer token the
+     review server refuses (401), or a review server that fails or does not answer
 2    usage: an unknown option, a missing or malformed value (click's own)
 3    not found: no request or standing rule has this id
 4    conflict: already decided or applied, expired, cancelled, already revoked
-5    invalid decision or arguments: not allowed, bad JSON, schema failure, wrong fingerprint, or a
-     decision by the person the run acts for (``SelfDecisionError``)
+5    invalid decision or arguments: not allowed, bad JSON, schema failure, wrong fingerprint, a
+     decision by the person the run acts for (``SelfDecisionError``), or outside the reviewer's
+     scope on a review server (403)
 6    ``submit`` only: the policy denied the call (the verdict is printed, nothing was stored)
 ==== ==========================================================================
 """

@@ -270,6 +270,31 @@ def print_rules(rules: Sequence[StandingRule]) -> None:
     _print_table(("ID", "EFFECT", "TOOL", "MATCH", "SCOPE", "BY", "STATE"), rows, flexible="MATCH")
 
 
+def print_rule(rule: StandingRule) -> None:
+    """A key/value block for one standing rule."""
+    patterns = " ".join(f"{k}={v}" for k, v in rule.arg_patterns.items()) or None
+    rows: list[tuple[str, str | None]] = [
+        ("id", rule.id),
+        ("effect", rule.effect.value),
+        ("tool", rule.tool),
+        ("match", rule.match.value),
+        ("patterns", patterns),
+        ("fingerprint", rule.args_fingerprint),
+        ("agent", rule.agent),
+        ("framework", rule.framework),
+        ("scope", rule.scope.value + (f" {rule.run or rule.session}" if rule.run or rule.session else "")),
+        ("message", rule.message),
+        ("created", _short_time(rule.created_at)),
+        ("by", rule.created_by),
+        ("from request", rule.source_request),
+        ("expires", _short_time(rule.expires_at)),
+        ("revoked", _short_time(rule.revoked_at)),
+        ("revoked by", rule.revoked_by),
+        ("signed", "yes" if rule.signature else "no"),
+    ]
+    _print_block(rows)
+
+
 def parked_run_json(parked: ParkedRun) -> dict[str, Any]:
     """The JSON form of a parked run, without the SDK state (large, and for the resumer alone)."""
     return parked.model_dump(mode="json", exclude={"state"})
@@ -297,8 +322,8 @@ def print_parked_runs(runs: Sequence[ParkedRun]) -> None:
     _print_table(headers, rows, flexible="OUTCOME")
 
 
-def print_parked_run(parked: ParkedRun, requests: Sequence[ApprovalRequest]) -> None:
-    """A key/value block for one parked run and its requests' statuses."""
+def print_parked_run(parked: ParkedRun, requests: Sequence[ApprovalRequest], state_bytes: int) -> None:
+    """A key/value block for one parked run and its requests' statuses (``state_bytes`` 0: pruned)."""
     rows: list[tuple[str, str | None]] = [
         ("id", parked.id),
         ("framework", parked.framework),
@@ -309,7 +334,7 @@ def print_parked_run(parked: ParkedRun, requests: Sequence[ApprovalRequest]) -> 
         ("leased by", parked.lease_owner if parked.status is ParkedRunStatus.RESUMING else None),
         ("lease until", _short_time(parked.lease_until)),
         ("outcome", parked.outcome),
-        ("state", size_text(_state_bytes(parked)) if parked.state else "pruned"),
+        ("state", size_text(state_bytes) if state_bytes else "pruned"),
         ("created", _short_time(parked.created_at)),
         ("updated", _short_time(parked.updated_at)),
     ]

@@ -6,9 +6,10 @@ from typing import Annotated
 
 import typer
 
-from crossgate.cli.context import queue_of, reviewer_name
+from crossgate.cli.context import queue_of
+from crossgate.cli.deciding import ServerOpt, TokenFileOpt, reviewer_backend
 from crossgate.cli.exit_codes import DENIED
-from crossgate.cli.ids import RequestId
+from crossgate.cli.ids import RequestId, request_id
 from crossgate.cli.options import JsonFlag, Reviewer, StatusFilter, check_cursor, json_args, validated
 from crossgate.cli.output import (
     list_json,
@@ -68,6 +69,8 @@ def list_requests(
         typer.Option("--cursor", metavar="CURSOR", callback=check_cursor, help="Where the previous page ended."),
     ] = None,
     oldest_first: Annotated[bool, typer.Option("--oldest-first", help="Oldest first (default: newest).")] = False,
+    server: ServerOpt = None,
+    token_file: TokenFileOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """List requests, newest first, one page at a time."""
@@ -82,19 +85,25 @@ def list_requests(
         limit=limit,
         cursor=cursor,
     )
-    page = queue_of(ctx).list_requests(query)
+    page = reviewer_backend(ctx, "list", server=server, token_file=token_file, reviewer=None).list_requests(query)
     if as_json:
         print_json(list_json([request_json(r) for r in page.items], page.next_cursor))
     else:
         print_requests(page.items, page.next_cursor)
 
 
-def show(ctx: typer.Context, request_id: RequestId, as_json: JsonFlag = False) -> None:
+def show(
+    ctx: typer.Context,
+    given: RequestId,
+    server: ServerOpt = None,
+    token_file: TokenFileOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
     """Show one request: the call, its fingerprint, what was decided, and whether the call ran."""
-    queue = queue_of(ctx)
-    request = queue.get(request_id)
-    approvers = queue.approvers(request.id) if request.approvals_required > 1 else None
-    outcome = queue.outcome(request.id) if request.is_applied else None
+    backend = reviewer_backend(ctx, "show", server=server, token_file=token_file, reviewer=None)
+    request = backend.get(request_id(backend, given))
+    approvers = backend.approvers(request.id) if request.approvals_required > 1 else None
+    outcome = backend.outcome(request.id) if request.is_applied else None
     if as_json:
         # Keys that only some requests have: the approvers where several must approve, the outcome (null
         # while none is recorded) once the decision reached the agent.
@@ -108,13 +117,16 @@ def show(ctx: typer.Context, request_id: RequestId, as_json: JsonFlag = False) -
 
 def cancel(
     ctx: typer.Context,
-    request_id: RequestId,
+    given: RequestId,
     reason: Annotated[str, typer.Option("--reason", metavar="TEXT", help="What the model reads.")] = CANCEL_MESSAGE,
     reviewer: Reviewer = None,
+    server: ServerOpt = None,
+    token_file: TokenFileOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Close a pending request without a decision; the SDK gets a rejection."""
-    closed = queue_of(ctx).cancel(request_id, reason=reason, actor=reviewer_name(reviewer))
+    backend = reviewer_backend(ctx, "cancel", server=server, token_file=token_file, reviewer=reviewer)
+    closed = backend.cancel(request_id(backend, given), reason=reason)
     if as_json:
         print_json(request_json(closed))
     else:

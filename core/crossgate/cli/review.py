@@ -15,8 +15,9 @@ from typing import Annotated
 
 import typer
 
-from crossgate.cli.decide import _say_decided
-from crossgate.cli.deciding import AuthorityDirOpt, local_decider
+from crossgate.cli.backend import ReviewerBackend
+from crossgate.cli.decide import say_decided
+from crossgate.cli.deciding import AuthorityDirOpt, ServerOpt, TokenFileOpt, reviewer_backend
 from crossgate.cli.exit_codes import OK, exit_code_for, one_line
 from crossgate.cli.options import Note, Reviewer, json_args, validated
 from crossgate.cli.output import print_request, say
@@ -24,7 +25,6 @@ from crossgate.decisions import AnyDecision
 from crossgate.display import visible
 from crossgate.errors import CrossgateError, InvalidDecisionError
 from crossgate.model import ApprovalRequest, Approve, Edit, Reject, RequestStatus
-from crossgate.queue import ReviewQueue
 from crossgate.stores import MAX_PAGE_SIZE, RequestQuery
 
 KEYS = {"a": "approve", "e": "edit", "r": "reject", "s": "skip", "q": "quit"}
@@ -44,11 +44,11 @@ def _ask(text: str, default: str | None = None) -> str:
     return answer
 
 
-def _pending(queue: ReviewQueue, tool: str | None, framework: str | None) -> list[str]:
+def _pending(backend: ReviewerBackend, tool: str | None, framework: str | None) -> list[str]:
     query = RequestQuery(
         statuses=(RequestStatus.PENDING,), tool=tool, framework=framework, newest_first=False, limit=MAX_PAGE_SIZE
     )
-    return [r.id for r in queue.list_requests(query).items]
+    return [r.id for r in backend.list_requests(query).items]
 
 
 def _decision(request: ApprovalRequest, note: str | None) -> AnyDecision | None:
@@ -79,16 +79,25 @@ def review(
     framework: Annotated[str | None, typer.Option("--framework", metavar="NAME", help="Only this framework.")] = None,
     note: Note = None,
     reviewer: Reviewer = None,
+    server: ServerOpt = None,
+    token_file: TokenFileOpt = None,
     authority_dir: AuthorityDirOpt = None,
 ) -> None:
     """Walk the pending requests, oldest first: show each, then approve, edit, reject, skip or quit.
 
-    It decides on the local database with the authority's signing key, as an operator (through a
-    server, use its review page or ``crossgate approve --server``).
+    It decides through the review server with a reviewer token, or on the local database with the
+    authority's signing key, as an operator.
     """
-    deciding = local_decider(ctx, "review", authority_dir=authority_dir, reviewer=reviewer)
-    queue = deciding.queue
-    ids = _pending(queue, tool, framework)
+    deciding = reviewer_backend(
+        ctx,
+        "review",
+        server=server,
+        token_file=token_file,
+        reviewer=reviewer,
+        authority_dir=authority_dir,
+        decides=True,
+    )
+    ids = _pending(deciding, tool, framework)
     if not ids:
         say("no pending requests")
         return
@@ -96,7 +105,7 @@ def review(
     exit_code = OK
     try:
         for position, request_id in enumerate(ids, start=1):
-            request = queue.get(request_id)
+            request = deciding.get(request_id)
             if request.status is not RequestStatus.PENDING:
                 say(f"{request.id} was {request.status.value} meanwhile; passed over")
                 continue
@@ -114,7 +123,7 @@ def review(
                 typer.echo(f"crossgate: error: {visible(request.id)}: {visible(one_line(message))}", err=True)
                 continue
             counts[decision.kind.value] += 1
-            _say_decided(deciding, decided, remembered)
+            say_decided(deciding, decided, remembered)
     except _Quit:
         pass
     say(", ".join(f"{n} {DONE[kind]}" for kind, n in counts.items()))

@@ -6,11 +6,11 @@ from typing import Annotated
 
 import typer
 
-from crossgate.cli.context import CHANNEL, queue_of, reviewer_name
-from crossgate.cli.deciding import AuthorityDirOpt, ServerOpt, TokenFileOpt, decider
-from crossgate.cli.ids import RuleId
+from crossgate.cli.deciding import AuthorityDirOpt, ServerOpt, TokenFileOpt, reviewer_backend
+from crossgate.cli.ids import RuleId, rule_id
 from crossgate.cli.options import Effect, JsonFlag, MatchOpt, PatternOpt, Reviewer, json_args, patterns
-from crossgate.cli.output import list_json, print_json, print_rules, rule_json, say
+from crossgate.cli.output import list_json, print_json, print_rule, print_rules, rule_json, say
+from crossgate.errors import NotFoundError
 from crossgate.model import RememberMatch, RememberScope, VerdictKind
 
 rules_app = typer.Typer(name="rules", help="Standing rules: remembered decisions every adapter consults.")
@@ -20,14 +20,37 @@ rules_app = typer.Typer(name="rules", help="Standing rules: remembered decisions
 def list_rules(
     ctx: typer.Context,
     include_revoked: Annotated[bool, typer.Option("--all", help="Include revoked rules.")] = False,
+    server: ServerOpt = None,
+    token_file: TokenFileOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """List standing rules, oldest first."""
-    rules = queue_of(ctx).rules(include_revoked=include_revoked)
+    backend = reviewer_backend(ctx, "rules list", server=server, token_file=token_file, reviewer=None)
+    rules = backend.rules(include_revoked=include_revoked)
     if as_json:
         print_json(list_json([rule_json(r) for r in rules]))
     else:
         print_rules(rules)
+
+
+@rules_app.command("show")
+def show_rule(
+    ctx: typer.Context,
+    given: RuleId,
+    server: ServerOpt = None,
+    token_file: TokenFileOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Show one standing rule (revoked ones too): what it matches, for how long, who made it and why."""
+    backend = reviewer_backend(ctx, "rules show", server=server, token_file=token_file, reviewer=None)
+    found = rule_id(backend, given)
+    rule = next((r for r in backend.rules(include_revoked=True) if r.id == found), None)
+    if rule is None:
+        raise NotFoundError(f"no standing rule with id {found!r}")
+    if as_json:
+        print_json(rule_json(rule))
+    else:
+        print_rule(rule)
 
 
 @rules_app.command("add")
@@ -63,8 +86,14 @@ def add_rule(
     match = match or (RememberMatch.PATTERN if arg_patterns else RememberMatch.TOOL)
     _check_shape(match, arg_patterns, args, scope, run, session)
     exact = json_args(args) if match is RememberMatch.EXACT and args is not None else None
-    deciding = decider(
-        ctx, "rules add", server=server, token_file=token_file, authority_dir=authority_dir, reviewer=reviewer
+    deciding = reviewer_backend(
+        ctx,
+        "rules add",
+        server=server,
+        token_file=token_file,
+        reviewer=reviewer,
+        authority_dir=authority_dir,
+        decides=True,
     )
     fields = {
         "effect": VerdictKind(effect.value),
@@ -110,12 +139,15 @@ def _check_shape(
 @rules_app.command("revoke")
 def revoke_rule(
     ctx: typer.Context,
-    rule_id: RuleId,
+    given: RuleId,
     reviewer: Reviewer = None,
+    server: ServerOpt = None,
+    token_file: TokenFileOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Revoke a standing rule; it stops applying at once."""
-    revoked = queue_of(ctx).revoke_rule(rule_id, actor=reviewer_name(reviewer), channel=CHANNEL)
+    backend = reviewer_backend(ctx, "rules revoke", server=server, token_file=token_file, reviewer=reviewer)
+    revoked = backend.revoke_rule(rule_id(backend, given))
     if as_json:
         print_json(rule_json(revoked))
     else:

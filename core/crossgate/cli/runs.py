@@ -9,7 +9,8 @@ from typing import Annotated, Any
 import typer
 
 from crossgate.cli.context import queue_of, reviewer_name
-from crossgate.cli.ids import ParkedId
+from crossgate.cli.deciding import ServerOpt, TokenFileOpt, reviewer_backend
+from crossgate.cli.ids import ParkedId, parked_id
 from crossgate.cli.options import JsonFlag, Reviewer
 from crossgate.cli.output import (
     list_json,
@@ -34,10 +35,13 @@ def list_runs(
         typer.Option("--status", help="Only runs with this status (repeatable). [default: every status]"),
     ] = None,
     framework: Annotated[str | None, typer.Option("--framework", metavar="NAME", help="Only this framework.")] = None,
+    server: ServerOpt = None,
+    token_file: TokenFileOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """List parked runs, oldest first: status, requests, resume attempts, lease and outcome."""
-    runs = queue_of(ctx).parked_runs(statuses=tuple(status or ParkedRunStatus), framework=framework)
+    backend = reviewer_backend(ctx, "runs list", server=server, token_file=token_file, reviewer=None)
+    runs = backend.parked_runs(statuses=tuple(status or ParkedRunStatus), framework=framework)
     if as_json:
         print_json(list_json([parked_run_json(r) for r in runs]))
     else:
@@ -45,27 +49,35 @@ def list_runs(
 
 
 @runs_app.command("show")
-def show_run(ctx: typer.Context, parked_id: ParkedId, as_json: JsonFlag = False) -> None:
+def show_run(
+    ctx: typer.Context,
+    given: ParkedId,
+    server: ServerOpt = None,
+    token_file: TokenFileOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
     """Show one parked run and the status of each of its requests (never the SDK state itself).
 
     Lists the calls marked applied whose outcome was never recorded: a kill between the mark and the tool
     leaves one, and it may or may not have run (never twice).
     """
-    queue = queue_of(ctx)
-    parked = queue.get_parked(parked_id)
-    requests = [queue.get(r) for r in parked.request_ids]
-    unrecorded = queue.applied_without_outcome(parked)
+    backend = reviewer_backend(ctx, "runs show", server=server, token_file=token_file, reviewer=None)
+    detail = backend.run_detail(parked_id(backend, given))
+    missing = set(detail.applied_without_outcome)
     if as_json:
-        state = {"state_pruned": not parked.state, "state_bytes": len(parked.state.encode())}
-        missing = {r.id for r in unrecorded}
-        statuses = [_request_json(r, recorded=r.id not in missing) for r in requests]
-        unrecorded_ids = [r.id for r in unrecorded]
+        state = {"state_pruned": detail.state_bytes == 0, "state_bytes": detail.state_bytes}
+        statuses = [_request_json(r, recorded=r.id not in missing) for r in detail.requests]
         print_json(
-            {**parked_run_json(parked), **state, "requests": statuses, "applied_without_outcome": unrecorded_ids}
+            {
+                **parked_run_json(detail.parked),
+                **state,
+                "requests": statuses,
+                "applied_without_outcome": detail.applied_without_outcome,
+            }
         )
     else:
-        print_parked_run(parked, requests)
-        for request in unrecorded:
+        print_parked_run(detail.parked, detail.requests, detail.state_bytes)
+        for request in (r for r in detail.requests if r.id in missing):
             applied = request.applied_at.strftime("%Y-%m-%d %H:%M:%S") if request.applied_at else "an unknown time"
             say(f"{request.id} ({request.call.tool}): {UNRECORDED.format(applied=applied)}")
 
@@ -86,9 +98,17 @@ def _request_json(request: ApprovalRequest, *, recorded: bool) -> dict[str, Any]
 
 
 @runs_app.command("retry")
-def retry_run(ctx: typer.Context, parked_id: ParkedId, reviewer: Reviewer = None, as_json: JsonFlag = False) -> None:
+def retry_run(
+    ctx: typer.Context,
+    given: ParkedId,
+    reviewer: Reviewer = None,
+    server: ServerOpt = None,
+    token_file: TokenFileOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
     """Offer a failed run for resuming again; calls its failed attempt applied never run twice."""
-    retried = queue_of(ctx).retry_parked(parked_id, actor=reviewer_name(reviewer))
+    backend = reviewer_backend(ctx, "runs retry", server=server, token_file=token_file, reviewer=reviewer)
+    retried = backend.retry_run(parked_id(backend, given))
     if as_json:
         print_json(parked_run_json(retried))
     else:

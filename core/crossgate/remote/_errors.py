@@ -60,6 +60,11 @@ _BY_CODE.update(
 _BY_STATUS: dict[int, type[CrossgateError]] = {404: NotFoundError, 409: ConflictError, 413: InvalidArgumentsError}
 
 
+def error_class(code: str | None) -> type[CrossgateError] | None:
+    """The crossgate error class an error body's code names (the server-side class, or one of its aliases)."""
+    return _BY_CODE.get(code or "")
+
+
 def error_for(status: int, body: object) -> CrossgateError:
     """The crossgate error for an error answer of the agent API."""
     code = message = None

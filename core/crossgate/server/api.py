@@ -11,7 +11,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from crossgate.coverage import decision_coverage
+from crossgate.coverage import decision_coverage, still_asking
 from crossgate.decisions import AnyDecision, check_open
 from crossgate.errors import InvalidDecisionError, NotFoundError
 from crossgate.limits import MAX_INT64, check_int64
@@ -47,6 +47,8 @@ from crossgate.stores.base import MAX_PAGE_SIZE, RequestQuery, decode_cursor
 
 log = logging.getLogger(__name__)
 AnyDecisionIn = ApproveIn | EditIn | RejectIn | RespondIn
+CHANNEL_HEADER = "X-Crossgate-Channel"
+"""Sent as ``cli`` by the crossgate command line: its bearer-token decisions are recorded with channel ``cli``."""
 bearer = HTTPBearer(auto_error=False, description="A reviewer's token.")
 
 
@@ -58,12 +60,12 @@ async def current_caller(
     # rather than through a worker thread (FastAPI runs a plain function dependency in one, a hop on every
     # API call). Any other caller may need a store read, which must not block the loop: that one hops.
     auth = server_state(request).auth
-    found = auth.file_caller(request)
-    if found is not None:
-        return found
-    if not auth.reads_store:
-        return auth.caller(request)
-    return await run_in_threadpool(auth.caller, request)
+    caller = auth.file_caller(request)
+    if caller is None:
+        caller = auth.caller(request) if not auth.reads_store else await run_in_threadpool(auth.caller, request)
+    if caller.channel == "api" and request.headers.get(CHANNEL_HEADER, "").strip().lower() == "cli":
+        return Caller(caller.reviewer, "cli")  # the crossgate CLI, working the queue through the API
+    return caller
 
 
 async def _state(request: Request) -> ServerState:
@@ -73,7 +75,7 @@ async def _state(request: Request) -> ServerState:
 CallerDep = Annotated[Caller, Depends(current_caller)]
 StateDep = Annotated[ServerState, Depends(_state)]
 
-_ERRORS: dict[int | str, dict[str, object]] = {
+ERRORS: dict[int | str, dict[str, object]] = {
     code: {"model": ErrorOut, "description": text}
     for code, text in (
         (401, "No reviewer token, or an unknown one."),
@@ -84,7 +86,7 @@ _ERRORS: dict[int | str, dict[str, object]] = {
     )
 }
 
-router = APIRouter(prefix="/api", responses={401: _ERRORS[401], 422: _ERRORS[422]}, route_class=JsonRoute)
+router = APIRouter(prefix="/api", responses={401: ERRORS[401], 422: ERRORS[422]}, route_class=JsonRoute)
 
 
 def request_view(request: ApprovalRequest, caller: Caller) -> RequestOut:
@@ -151,13 +153,13 @@ def list_requests(
     return json_body(RequestPage(items=[request_view(r, caller) for r in page.items], next_cursor=page.next_cursor))
 
 
-@router.get("/requests/{request_id}", response_model=RequestOut, tags=["requests"], responses={404: _ERRORS[404]})
+@router.get("/requests/{request_id}", response_model=RequestOut, tags=["requests"], responses={404: ERRORS[404]})
 def get_request(request_id: str, state: StateDep, caller: CallerDep) -> RequestOut:
     """One request."""
     return request_view(state.queue.get(request_id), caller)
 
 
-@router.get("/requests/{request_id}/decision-schema", tags=["requests"], responses={404: _ERRORS[404]})
+@router.get("/requests/{request_id}/decision-schema", tags=["requests"], responses={404: ERRORS[404]})
 def get_decision_schema(request_id: str, state: StateDep, caller: CallerDep) -> dict[str, object]:
     """JSON Schema of the answers this request allows (edit arguments checked against the tool's schema)."""
     return decision_schema(state.queue.get(request_id))
@@ -167,11 +169,15 @@ def get_decision_schema(request_id: str, state: StateDep, caller: CallerDep) -> 
     "/requests/{request_id}/decision",
     response_model=RequestOut,
     tags=["requests"],
-    responses={code: _ERRORS[code] for code in (403, 404, 409)},
+    responses={code: ERRORS[code] for code in (403, 404, 409)},
 )
 def decide(request_id: str, body: Annotated[DecisionIn, Body()], state: StateDep, caller: CallerDep) -> Response:
     """Decide a pending request exactly once: approve, edit, reject or respond, optionally remembered."""
-    return json_body(request_view(_decide_one(state, caller, request_id, body), caller))
+    decided = _decide_one(state, caller, request_id, body)
+    view = request_view(decided, caller)
+    if body.remember is not None and body.kind in (DecisionKind.APPROVE, DecisionKind.EDIT):
+        view = view.model_copy(update={"still_asks": still_asking(state.queue.evaluate(decided.call))})
+    return json_body(view)
 
 
 def json_body(model: BaseModel) -> Response:
@@ -271,7 +277,7 @@ def _check_remember_scope(caller: Caller, request: ApprovalRequest, this_agent_o
     "/requests/{request_id}/links",
     response_model=LinksOut,
     tags=["requests"],
-    responses={code: _ERRORS[code] for code in (403, 404, 409)},
+    responses={code: ERRORS[code] for code in (403, 404, 409)},
 )
 def make_links(
     request_id: str,
@@ -292,7 +298,7 @@ def make_links(
     )
 
 
-@router.get("/requests/{request_id}/events", response_model=list[Event], tags=["audit"], responses={404: _ERRORS[404]})
+@router.get("/requests/{request_id}/events", response_model=list[Event], tags=["audit"], responses={404: ERRORS[404]})
 def request_events(request_id: str, state: StateDep, caller: CallerDep) -> list[Event]:
     """The audit trail of one request: submitted, decided (with an edit's diff), applied, then ran or not_run.
 
@@ -309,7 +315,7 @@ def list_rules(state: StateDep, caller: CallerDep, include_revoked: bool = False
     return RulesOut(items=state.queue.rules(include_revoked=include_revoked))
 
 
-@router.post("/rules", response_model=StandingRule, status_code=201, tags=["rules"], responses={403: _ERRORS[403]})
+@router.post("/rules", response_model=StandingRule, status_code=201, tags=["rules"], responses={403: ERRORS[403]})
 def add_rule(body: RuleIn, state: StateDep, caller: CallerDep) -> StandingRule:
     """Add a standing rule; the policy consults it in every adapter from now on."""
     rule = state.queue.new_rule(**body.rule_fields(), created_by=caller.reviewer.name)
@@ -325,7 +331,7 @@ def add_rule(body: RuleIn, state: StateDep, caller: CallerDep) -> StandingRule:
     "/rules/{rule_id}",
     response_model=StandingRule,
     tags=["rules"],
-    responses={code: _ERRORS[code] for code in (403, 404, 409)},
+    responses={code: ERRORS[code] for code in (403, 404, 409)},
 )
 def revoke_rule(rule_id: str, state: StateDep, caller: CallerDep) -> StandingRule:
     """Revoke a standing rule; it stops applying at once."""

@@ -23,6 +23,7 @@ import crossgate.server.agui_api as agui_api
 import crossgate.server.api as api
 import crossgate.server.linkpages as linkpages
 import crossgate.server.pages as pages
+import crossgate.server.review_api as review_api
 import crossgate.server.stream as stream
 from crossgate.authority.keys import TrustedKeys
 from crossgate.credentials import Credentials
@@ -113,6 +114,7 @@ def create_app(
     # in order. No path of it matches one under /api/agent/v1 (the agents' own), so the order is free.
     app.include_router(api.router)
     app.include_router(admin_api.router)
+    app.include_router(review_api.router)
     app.include_router(agent_api.router)
     app.include_router(agui_api.router)
     app.include_router(stream.router)

@@ -15,6 +15,8 @@ from crossgate.model import (
     DecisionKind,
     Edit,
     JsonObject,
+    ParkedRun,
+    ParkedRunStatus,
     Reject,
     Remember,
     RememberMatch,
@@ -105,6 +107,11 @@ class RequestOut(ApprovalRequest):
         default=None,
         description="For a remembered decision: which later calls its standing rule covers, in words "
         '(`delete_ticket with exactly {"id": "t3"}, forever`).',
+    )
+    still_asks: str | None = Field(
+        default=None,
+        description="In the answer to a remembered approve or edit: the policy rule that still asks for calls "
+        "like this one (a rule marked `rememberable: false`; `default` when none matched), else null.",
     )
 
 
@@ -220,3 +227,48 @@ class WhoAmI(BaseModel):
 
 
 DECISION_KINDS = tuple(k.value for k in DecisionKind)
+
+
+class CancelIn(_In):
+    """Close a pending request without a decision; the model reads ``reason`` as the call's rejection."""
+
+    reason: str | None = Field(default=None, description="What the model reads (default: crossgate's own words).")
+
+
+class ParkedRunOut(BaseModel):
+    """A parked run as reviewers see it: everything but the SDK state, which is the resumer's alone."""
+
+    id: str
+    framework: str
+    run: str
+    request_ids: tuple[str, ...]
+    metadata: JsonObject = Field(default_factory=dict)
+    status: ParkedRunStatus
+    created_at: datetime
+    updated_at: datetime
+    lease_owner: str | None = None
+    lease_until: datetime | None = None
+    attempts: int = 0
+    outcome: str | None = None
+    state_bytes: int = Field(description="The size of the stored SDK state in bytes; 0 once pruned.")
+
+    @classmethod
+    def of(cls, parked: ParkedRun) -> ParkedRunOut:
+        """``parked`` without its state."""
+        fields = parked.model_dump(exclude={"state"})
+        return cls.model_validate({**fields, "state_bytes": len(parked.state.encode())})
+
+
+class ParkedRunsOut(BaseModel):
+    items: list[ParkedRunOut]
+
+
+class ParkedRunDetail(BaseModel):
+    """One parked run, each of its requests, and the ids of those applied whose outcome was never recorded."""
+
+    parked_run: ParkedRunOut
+    requests: list[RequestOut]
+    applied_without_outcome: list[str] = Field(
+        description="Calls marked applied with no outcome recorded: a kill between the mark and the tool; "
+        "each may or may not have run (never twice)."
+    )
