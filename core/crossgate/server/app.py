@@ -34,6 +34,7 @@ from crossgate.server.feed import ChangeFeed
 from crossgate.server.links import LinkSigner
 from crossgate.server.settings import ServerSettings
 from crossgate.server.state import ServerState
+from crossgate.server.tracecontext import TraceContext
 from crossgate.server.webhooks import Notifier
 
 log = logging.getLogger(__name__)
@@ -94,6 +95,7 @@ def create_app(
     app.state.agent_api = agent_api.AgentApi(queue)
     app.state.agent_registry = aap.state.aap.registry  # agent credentials: the file's services and AAP instances
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(TraceContext)
     app.add_exception_handler(CrossgateError, _error_response)
     app.add_exception_handler(ValidationError, _error_response)
     app.add_exception_handler(RequestValidationError, _validation_response)
