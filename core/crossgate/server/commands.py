@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import math
+import os
 import secrets
 import sys
 from pathlib import Path
@@ -111,6 +112,13 @@ def serve(
             help="Sign the audit log's head this often, when it moved (needs the authority's key).",
         ),
     ] = DEFAULT_CHECKPOINT_SECONDS,
+    metrics_token_env: Annotated[
+        str | None,
+        typer.Option(
+            metavar="NAME",
+            help="Environment variable holding the bearer token GET /metrics requires. [default: loopback only]",
+        ),
+    ] = None,
 ) -> None:
     """Run the review server: HTTP API, live stream and the reviewer web page.
 
@@ -126,6 +134,7 @@ def serve(
         ServerSettings,
         WebhookTarget,
         load_config,
+        metrics_token,
         reviewer,
         reviewers_from_env,
         secret_from_env,
@@ -146,6 +155,8 @@ def serve(
     fmt: Literal["json", "slack"] = "slack" if webhook_format == "slack" else "json"
     extra = tuple(WebhookTarget(url=url, format=fmt) for url in webhook or ())
     fields["webhooks"] = (*fields.get("webhooks", ()), *extra)
+    if metrics_token_env is not None:
+        fields["metrics_token_sha256"] = metrics_token(os.environ, metrics_token_env, "--metrics-token-env: ")
     limits = fields.pop("limits", None)
     settings = ServerSettings(**fields)
     authority = server_authority(authority_dir)
