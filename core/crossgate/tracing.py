@@ -41,6 +41,9 @@ ARGUMENTS_ENV = "CROSSGATE_TRACE_ARGUMENTS"
 TRACER_NAME = "crossgate"
 _OFF: AbstractContextManager[None] = nullcontext()
 _PROPAGATOR = TraceContextTextMapPropagator() if _API else None
+_UNKNOWN = object()
+_PROVIDER_FROM_ENV = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
+_DEFAULT_PROVIDERS = (trace.ProxyTracerProvider, trace.NoOpTracerProvider) if _API else ()
 
 Attributes = dict[str, str | int | float | bool]
 AttributeValues = Mapping[str, str | int | float | bool]
@@ -48,7 +51,17 @@ AttributeValues = Mapping[str, str | int | float | bool]
 
 def enabled() -> bool:
     """True once an OpenTelemetry SDK (any tracer provider but the API's default) is configured."""
-    return _API and not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+    if not _API:
+        return False
+    # The API's global, read directly: ``get_tracer_provider()`` looks the environment up on every call,
+    # which would cost the allow path microseconds. With the provider named in the environment (the
+    # API then loads it on first use), or a future API without the global, the public function decides.
+    provider = getattr(trace, "_TRACER_PROVIDER", _UNKNOWN)
+    if provider is None and not _PROVIDER_FROM_ENV:
+        return False
+    if provider is None or provider is _UNKNOWN:
+        provider = trace.get_tracer_provider()
+    return not isinstance(provider, _DEFAULT_PROVIDERS)
 
 
 def call_attributes(call: ToolCall) -> Attributes:
@@ -144,9 +157,21 @@ def span(
     return _span(name, {**described, **(attributes or {})}, parent)
 
 
+_tracer_of: tuple[Any, Any] | None = None
+
+
+def _tracer() -> Any:
+    """crossgate's tracer from the current provider, made once per provider (the SDK's is not cheap to make)."""
+    global _tracer_of
+    provider = trace.get_tracer_provider()
+    if _tracer_of is None or _tracer_of[0] is not provider:
+        _tracer_of = (provider, provider.get_tracer(TRACER_NAME))
+    return _tracer_of[1]
+
+
 @contextmanager
 def _span(name: str, attributes: AttributeValues, parent: str | None) -> Iterator[Any]:
-    tracer = trace.get_tracer(TRACER_NAME)
+    tracer = _tracer()
     context, links = None, []
     if parent is not None and (stored := _extract({TRACEPARENT: parent})) is not None:
         current = trace.get_current_span().get_span_context()
@@ -169,8 +194,7 @@ def record_span(name: str, *, parent: str, start: datetime, end: datetime, attri
     """
     if not enabled() or (context := _extract({TRACEPARENT: parent})) is None:
         return
-    tracer = trace.get_tracer(TRACER_NAME)
-    started = tracer.start_span(name, context=context, attributes=attributes, start_time=_nanos(start))
+    started = _tracer().start_span(name, context=context, attributes=attributes, start_time=_nanos(start))
     started.end(end_time=max(_nanos(end), _nanos(start)))
 
 

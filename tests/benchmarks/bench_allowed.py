@@ -218,8 +218,8 @@ async def measure_tracing(runs: int, calls: int, folder: Path) -> list[tuple[str
             ("LangGraph ToolNode + gated_tool_wrapper", toolnode_runs),
         ):
             provider, exporter = sdk_provider()
-            gated = make(queue, calls)[1]
-            off, on = await paired(gated, traced(gated, provider), runs)
+            gated, gated_too = make(queue, calls)[1], make(queue, calls)[1]  # each its own graph and threads
+            off, on = await paired(gated, traced(gated_too, provider), runs)
             added, ratio, _ = figures(off, on, calls)
             rows.append((label, added, ratio, exporter.spans // (WARMUP + runs)))
     finally:
