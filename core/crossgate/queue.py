@@ -604,10 +604,7 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
                     await waiter.wait_async(self._wait_budget(request, timeout))
             finally:
                 self._waits.unregister(request_id, waiter)
-            waited = self._after_wait(request_id)
-            if span is not None:
-                tracing.set_attributes(span, tracing.waited_attributes(waited))
-            return waited
+            return self._after_wait(request_id, span)
 
     def wait_blocking(self, request_id: str, timeout: float | None = None) -> ApprovalRequest:
         """The blocking form of :meth:`wait`, for threads without an event loop."""
@@ -622,10 +619,7 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
                     waiter.wait_blocking(self._wait_budget(request, timeout))
             finally:
                 self._waits.unregister(request_id, waiter)
-            waited = self._after_wait(request_id)
-            if span is not None:
-                tracing.set_attributes(span, tracing.waited_attributes(waited))
-            return waited
+            return self._after_wait(request_id, span)
 
     def _wait_budget(self, request: ApprovalRequest, timeout: float | None) -> float | None:
         if request.expires_at is None:
@@ -633,11 +627,14 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
         until_expiry = max(0.0, (request.expires_at - self.now()).total_seconds())
         return until_expiry if timeout is None else min(timeout, until_expiry)
 
-    def _after_wait(self, request_id: str) -> ApprovalRequest:
+    def _after_wait(self, request_id: str, span: object) -> ApprovalRequest:
+        """The request as the wait left it (expired here if it reached its expiry), told to the wait's span."""
         request = self.get(request_id)
         if request.is_open and request.expires_at is not None and request.expires_at <= self.now():
             self._close(request, RequestStatus.EXPIRED, EXPIRY_MESSAGE, actor="crossgate")
             request = self.get(request_id)
+        if span is not None:
+            tracing.set_attributes(span, tracing.waited_attributes(request))
         return request
 
     @property

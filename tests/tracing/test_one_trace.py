@@ -81,41 +81,37 @@ def assert_one_trace(spans: list[dict[str, Any]], parked: list[dict[str, Any]], 
     assert by_id[apply["parent_id"]]["name"].startswith("crossgate.") or apply["parent_id"] == resume["span_id"]
 
 
-@pytest.mark.slow
-def test_an_openai_run_parked_decided_and_resumed_is_one_trace(
-    server: tuple[str, ReviewQueue], exporter: InMemorySpanExporter, tmp_path: Path
+def park_decide_resume(
+    url: str, queue: ReviewQueue, exporter: InMemorySpanExporter, tmp_path: Path, framework: str, start: list[str]
 ) -> None:
-    url, queue = server
+    """Park in one process, decide on the server, resume in another; check the spans make one trace."""
     tickets = TicketStore(tmp_path / "tickets.db")
     tickets.seed()
-    common = ["--db", url, "--tickets", str(tickets.path), "--workdir", str(tmp_path)]
-    first = run_traced(tmp_path / "parked.json", "openai", "start", [*common, "--run", "traced", "t3"])
+    paths = {"tickets": str(tickets.path), "workdir": str(tmp_path), "db": url}
+    args = [paths.get(a, a) for a in start]
+    first = run_traced(tmp_path / "parked.json", framework, "start", args)
     [request_id] = first["request_ids"]
     decide_on_the_server(url, request_id)
-    done = run_traced(tmp_path / "resumed.json", "openai", "resume", [*common, first["parked_run"]])
+    resume = [*args[:-1], first["parked_run"]] if framework == "langgraph" else [*args[:6], first["parked_run"]]
+    done = run_traced(tmp_path / "resumed.json", framework, "resume", resume)
     assert done == {"finished": "traced"}
     assert queue.get(request_id).status is RequestStatus.APPLIED
     parked = json.loads((tmp_path / "parked.json").read_text())
     resumed = json.loads((tmp_path / "resumed.json").read_text())
     server_spans = [span_record(s) for s in exporter.get_finished_spans() if s.name.startswith("crossgate.")]
     assert_one_trace([*parked, *server_spans, *resumed], parked, resumed)
+
+
+@pytest.mark.slow
+def test_an_openai_run_parked_decided_and_resumed_is_one_trace(
+    server: tuple[str, ReviewQueue], exporter: InMemorySpanExporter, tmp_path: Path
+) -> None:
+    start = ["--db", "db", "--tickets", "tickets", "--workdir", "workdir", "--run", "traced", "t3"]
+    park_decide_resume(*server, exporter, tmp_path, "openai", start)
 
 
 @pytest.mark.slow
 def test_a_langgraph_run_parked_decided_and_resumed_is_one_trace(
     server: tuple[str, ReviewQueue], exporter: InMemorySpanExporter, tmp_path: Path
 ) -> None:
-    url, queue = server
-    tickets = TicketStore(tmp_path / "tickets.db")
-    tickets.seed()
-    common = [url, str(tickets.path), str(tmp_path)]
-    first = run_traced(tmp_path / "parked.json", "langgraph", "start", [*common, "t3"])
-    [request_id] = first["request_ids"]
-    decide_on_the_server(url, request_id)
-    done = run_traced(tmp_path / "resumed.json", "langgraph", "resume", [*common, first["parked_run"]])
-    assert done == {"finished": "traced"}
-    assert queue.get(request_id).status is RequestStatus.APPLIED
-    parked = json.loads((tmp_path / "parked.json").read_text())
-    resumed = json.loads((tmp_path / "resumed.json").read_text())
-    server_spans = [span_record(s) for s in exporter.get_finished_spans() if s.name.startswith("crossgate.")]
-    assert_one_trace([*parked, *server_spans, *resumed], parked, resumed)
+    park_decide_resume(*server, exporter, tmp_path, "langgraph", ["db", "tickets", "workdir", "t3"])

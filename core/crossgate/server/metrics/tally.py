@@ -11,8 +11,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from prometheus_client.utils import floatToGoString
-
 from crossgate.model import Event, EventKind
 from crossgate.queue import REFUSED_MESSAGE
 from crossgate.stores.base import Store
@@ -43,7 +41,7 @@ class DecisionTimes:
         pairs, running = [], 0
         for bound, count in zip((*DECISION_BUCKETS, float("inf")), self.buckets, strict=True):
             running += count
-            pairs.append((floatToGoString(bound), running))
+            pairs.append(("+Inf" if bound == float("inf") else repr(float(bound)), running))
         return pairs
 
 
