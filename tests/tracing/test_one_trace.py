@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,32 +17,10 @@ import httpx
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from crossgate import Policy, PolicyRule, RequestStatus, ReviewQueue, VerdictKind, open_store
-from crossgate.server import ServerSettings
-from crossgate.server.app import create_app
-from crossgate.server.settings import agent_token, reviewer
+from crossgate import RequestStatus, ReviewQueue
 from crossgate.testing import TicketStore
-from tests.conformance.harness import TOOL
-from tests.server.live import live_server
+from tests.tracing.conftest import AGENT, ANN
 from tests.tracing.traced import ROOT_SPAN, command, span_record
-
-ANN = "ann-reviewer-token-01"
-AGENT = "ticket-agent-token-0001"
-POLICY = Policy(
-    rules=(PolicyRule(name="ask-deletes", verdict=VerdictKind.ASK, tool=TOOL, reason="Deleting cannot be undone."),),
-    default=VerdictKind.ALLOW,
-)
-
-
-@pytest.fixture
-def server(tmp_path: Path, exporter: InMemorySpanExporter) -> Iterator[tuple[str, ReviewQueue]]:
-    queue = ReviewQueue(open_store(str(tmp_path / "crossgate.db")), POLICY)
-    settings = ServerSettings(
-        reviewers=(reviewer("ann", ANN),), agents=(agent_token("ticket-agent", AGENT),), secret=b"s" * 32
-    )
-    with live_server(create_app(queue, settings)) as url:
-        yield url, queue
-    queue.close()
 
 
 def run_traced(out: Path, framework: str, action: str, args: list[str]) -> dict[str, Any]:
