@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 
 import pytest
 from opentelemetry import trace
@@ -93,3 +95,18 @@ def test_with_no_sdk_configured_nothing_is_traced_or_stored() -> None:
     [submitted] = queue.events(request_id=request.id)
     assert tracing.TRACEPARENT not in submitted.payload
     assert tracing.span("crossgate.evaluate", call=call()).__enter__() is None
+
+
+@pytest.mark.slow
+def test_without_the_otel_extra_crossgate_gates_calls_and_traces_nothing() -> None:
+    code = (
+        "import sys; sys.modules['opentelemetry'] = None\n"
+        "from crossgate import MemoryStore, ReviewQueue, ToolCall, tracing\n"
+        "q = ReviewQueue(MemoryStore())\n"
+        "r = q.submit(ToolCall(framework='langgraph', tool='t', args={})).request\n"
+        "assert r is not None and not tracing.enabled() and tracing.current_traceparent() is None\n"
+        "assert tracing.span('x').__enter__() is None\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.stdout.strip() == "ok", done.stderr
