@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -11,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from crossgate import Approve, MemoryStore, Policy, PolicyRule, Reject, ReviewQueue, ToolCall, VerdictKind
+from crossgate import Approve, MemoryStore, Policy, PolicyRule, Reject, ReviewQueue, ToolCall, VerdictKind, open_store
 from crossgate.limits import InputLimits
 from crossgate.model import ParkedRunStatus, RequestStatus
 from crossgate.server import ServerSettings
@@ -19,6 +20,7 @@ from crossgate.server.app import create_app
 from crossgate.server.metrics.route import NO_TOKEN, NOT_LOOPBACK
 from crossgate.server.settings import WebhookTarget, hash_token, reviewer
 from tests.support.clock import FakeClock
+from tests.support.postgres import database_url
 
 ANN = "ann-reviewer-token-01"
 METRICS_TOKEN = "metrics-token-000001"
@@ -156,17 +158,24 @@ def test_after_a_scripted_day_every_value_is_what_the_store_says() -> None:
     assert by("crossgate_deliveries_total", values, "target_kind").get(("webhook",), 0) == 0
 
 
-def test_two_servers_on_one_store_report_the_same_counts() -> None:
-    store = MemoryStore()
-    first, second = ReviewQueue(store, POLICY), ReviewQueue(store, POLICY)
-    request = first.submit(call("langgraph", "delete_ticket", 1)).request
-    assert request is not None
-    first.decide(request.id, Approve(), reviewer="ann", channel="cli")
-    second.submit(call("langgraph", "delete_user", 2))
-    apps = [create_app(q, settings(webhooks=())) for q in (first, second)]
-    a, b = scrape(TestClient(apps[0], client=LOOPBACK)), scrape(TestClient(apps[1], client=LOOPBACK))
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_two_servers_on_one_store_report_the_same_counts(kind: str, tmp_path: Path) -> None:
+    with database_url(kind, tmp_path) as url:
+        first, second = ReviewQueue(open_store(url), POLICY), ReviewQueue(open_store(url), POLICY)
+        try:
+            request = first.submit(call("langgraph", "delete_ticket", 1)).request
+            assert request is not None
+            first.decide(request.id, Approve(), reviewer="ann", channel="cli")
+            second.submit(call("langgraph", "delete_user", 2))  # recorded by the other server
+            apps = [create_app(q, settings(webhooks=())) for q in (first, second)]
+            a, b = scrape(TestClient(apps[0], client=LOOPBACK)), scrape(TestClient(apps[1], client=LOOPBACK))
+        finally:
+            first.close()
+            second.close()
     for name in ("crossgate_decisions_total", "crossgate_requests_pending", "crossgate_time_to_decision_seconds_count"):
-        assert a[name] == b[name] and a[name], name
+        assert a[name] == b[name], name
+    assert by("crossgate_requests_pending", a, "framework", "tool") == {("langgraph", "delete_user"): 1}
+    assert by("crossgate_decisions_total", b, "channel", "kind") == {("cli", "approve"): 1}
 
 
 def test_a_scrape_from_another_host_is_refused_without_a_token() -> None:
