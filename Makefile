@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 ADAPTERS := adapters/openai/pyproject.toml adapters/claude/pyproject.toml adapters/langgraph/pyproject.toml adapters/pydantic-ai/pyproject.toml
-EDITABLES := -e "core[server,postgres]" -e adapters/openai -e adapters/claude -e "adapters/langgraph[langchain,postgres]" -e adapters/pydantic-ai
+EDITABLES := -e "core[server,postgres,otel]" -e adapters/openai -e adapters/claude -e "adapters/langgraph[langchain,postgres]" -e adapters/pydantic-ai
 
 TS       := adapters/typescript
 TS_STAMP := $(TS)/node_modules/.package-lock.json

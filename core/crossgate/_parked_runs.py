@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import JsonValue
 
-from crossgate import lifecycle
+from crossgate import lifecycle, tracing
 from crossgate._queue_base import QueueBase, clip_text
 from crossgate.clock import new_id
 from crossgate.errors import AdapterError, ConfigurationError, ConflictError, NotFoundError, ParkedRunClaimedError
@@ -65,6 +65,8 @@ class ParkedRunsMixin(QueueBase):
         for request_id in request_ids:
             if request_id not in fresh:
                 self.get(request_id)
+        if (traceparent := tracing.current_traceparent()) is not None:  # the resume, anywhere, joins this trace
+            metadata = {**(metadata or {}), tracing.TRACEPARENT: traceparent}
         now = self.now()
         parked = ParkedRun(
             id=new_id("park"),
@@ -78,8 +80,10 @@ class ParkedRunsMixin(QueueBase):
         )
         payload: JsonObject = {"parked_run": parked.id, "requests": list(parked.request_ids)}
         event = self._event("run_parked", run=run, channel=framework, payload=payload)
-        submitted = [(r, self._submitted_event(r)) for r in new_requests]
-        self.store.insert_parked_run(parked, event, submitted)
+        attributes = {"crossgate.parked_run.id": parked.id, "crossgate.framework": framework, "crossgate.run": run}
+        with tracing.span("crossgate.park", attributes=attributes):
+            submitted = [(r, self._submitted_event(r)) for r in new_requests]
+            self.store.insert_parked_run(parked, event, submitted)
         return parked
 
     def get_parked(self, parked_id: str) -> ParkedRun:

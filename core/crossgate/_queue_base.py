@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from crossgate import tracing
 from crossgate.clock import Clock
 from crossgate.errors import NotFoundError
 from crossgate.limits import DEFAULT_LIMITS, InputLimits
@@ -95,6 +96,8 @@ class QueueBase:
     def _submitted_event(self, request: ApprovalRequest) -> NewEvent:
         call = request.call
         payload = {**call_payload(call), "fingerprint": request.fingerprint, "reason": request.reason}
+        if (traceparent := tracing.current_traceparent()) is not None:  # a decision and a resume join this trace
+            payload[tracing.TRACEPARENT] = traceparent
         return self._event("submitted", request, actor=request.requested_by, channel=call.framework, payload=payload)
 
     def _event(

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from crossgate import tracing
 from crossgate._approvals import ApprovalsMixin
 from crossgate._parked_runs import ParkedRunsMixin
 from crossgate._policies import PoliciesMixin
@@ -128,9 +129,13 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
 
         A deny, with the refusal as the reason, while the store's current policy version does not verify.
         """
-        version = self.store.rules_version()
-        policy = self._policies.at(version)[0]
-        return policy.evaluate(call, self._active_rules(version), now=self.now())
+        with tracing.span("crossgate.evaluate", call=call) as span:
+            version = self.store.rules_version()
+            policy = self._policies.at(version)[0]
+            verdict = policy.evaluate(call, self._active_rules(version), now=self.now())
+            if span is not None:
+                tracing.set_attributes(span, tracing.verdict_attributes(verdict))
+            return verdict
 
     def _active_rules(self, version: int | None = None) -> StandingRuleIndex:
         # The version is read before the rules: a rule added in between is cached under the older
@@ -166,20 +171,23 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
         :meth:`evaluate` returned for this very call a moment ago (an SDK that asks whether a call needs
         approval before it runs the tool): it is taken instead of evaluating the call a second time.
         """
-        submission = self.prepare(
-            call,
-            args_schema=args_schema,
-            description=description,
-            requested_by=requested_by,
-            capabilities=capabilities,
-            request_id=request_id,
-            timeout_seconds=timeout_seconds,
-            verdict=verdict,
-        )
-        if submission.request is not None and not submission.stored:
-            self.store.insert_request(submission.request, self._submitted_event(submission.request))
-            return Submission(submission.verdict, submission.request)
-        return submission
+        with tracing.span("crossgate.submit", call=call) as span:
+            submission = self.prepare(
+                call,
+                args_schema=args_schema,
+                description=description,
+                requested_by=requested_by,
+                capabilities=capabilities,
+                request_id=request_id,
+                timeout_seconds=timeout_seconds,
+                verdict=verdict,
+            )
+            if span is not None:
+                tracing.set_attributes(span, tracing.submission_attributes(submission.verdict, submission.request))
+            if submission.request is not None and not submission.stored:
+                self.store.insert_request(submission.request, self._submitted_event(submission.request))
+                return Submission(submission.verdict, submission.request)
+            return submission
 
     def prepare(
         self,
@@ -311,6 +319,28 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
         """
         self.limits.check_decision(decision)
         request = self.get(request_id)
+        attributes = tracing.decision_attributes(decision.kind, channel, reviewer_kind.value)
+        with tracing.span(
+            "crossgate.decide", request=request, attributes=attributes, parent=self._traceparent(request)
+        ):
+            return self._decide(request, decision, reviewer=reviewer, channel=channel, reviewer_kind=reviewer_kind)
+
+    def _traceparent(self, request: ApprovalRequest) -> str | None:
+        """The trace context stored with the request's ``submitted`` event (read only while tracing is on)."""
+        if not tracing.enabled():
+            return None
+        events = self.store.list_events(request_id=request.id, limit=1)
+        return tracing.stored_context(events[0].payload) if events else None
+
+    def _decide(
+        self,
+        request: ApprovalRequest,
+        decision: AnyDecision,
+        *,
+        reviewer: str,
+        channel: str,
+        reviewer_kind: ReviewerKind,
+    ) -> ApprovalRequest:
         now = self.now()
         check_open(request, now)
         check_decision(request, decision, reviewer)
@@ -398,6 +428,13 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
             request = request_id
         else:
             request = self.get(request_id.id if isinstance(request_id, ApprovalRequest) else request_id)
+        with tracing.span("crossgate.apply", request=request) as span:
+            applied = self._mark_applied(request, args, actor)
+            if span is not None:
+                tracing.set_attributes(span, {"crossgate.request.status": applied.status.value})
+            return applied
+
+    def _mark_applied(self, request: ApprovalRequest, args: JsonObject | None, actor: str | None) -> ApprovalRequest:
         request_id = request.id
         if request.is_applied:
             raise AlreadyAppliedError(f"request {request_id} was already applied; nothing runs twice")
@@ -480,6 +517,8 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
         call (``request_id`` given) is committed before this returns: a run taken over after a crash tells
         the model what that call did from it, and ``crossgate runs show`` lists the calls without one.
         """
+        if tracing.enabled():
+            tracing.outcome_span(request_id, call, ran=ran, failed=error is not None)
         payload: JsonObject = {"ran": bool(ran), "result": clip_text(_text(result)), "error": clip_text(_text(error))}
         if call is not None:
             payload.update(call_payload(call))
@@ -550,28 +589,30 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
         request = self.get(request_id)
         if not request.is_open:
             return request
-        waiter = self._waits.register(request_id, asyncio.get_running_loop())
-        try:
-            request = self.get(request_id)
-            if request.is_open:
-                await waiter.wait_async(self._wait_budget(request, timeout))
-        finally:
-            self._waits.unregister(request_id, waiter)
-        return self._after_wait(request_id)
+        with tracing.span("crossgate.wait", request=request) as span:
+            waiter = self._waits.register(request_id, asyncio.get_running_loop())
+            try:
+                request = self.get(request_id)
+                if request.is_open:
+                    await waiter.wait_async(self._wait_budget(request, timeout))
+            finally:
+                self._waits.unregister(request_id, waiter)
+            return self._after_wait(request_id, span)
 
     def wait_blocking(self, request_id: str, timeout: float | None = None) -> ApprovalRequest:
         """The blocking form of :meth:`wait`, for threads without an event loop."""
         request = self.get(request_id)
         if not request.is_open:
             return request
-        waiter = self._waits.register(request_id, None)
-        try:
-            request = self.get(request_id)
-            if request.is_open:
-                waiter.wait_blocking(self._wait_budget(request, timeout))
-        finally:
-            self._waits.unregister(request_id, waiter)
-        return self._after_wait(request_id)
+        with tracing.span("crossgate.wait", request=request) as span:
+            waiter = self._waits.register(request_id, None)
+            try:
+                request = self.get(request_id)
+                if request.is_open:
+                    waiter.wait_blocking(self._wait_budget(request, timeout))
+            finally:
+                self._waits.unregister(request_id, waiter)
+            return self._after_wait(request_id, span)
 
     def _wait_budget(self, request: ApprovalRequest, timeout: float | None) -> float | None:
         if request.expires_at is None:
@@ -579,11 +620,14 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
         until_expiry = max(0.0, (request.expires_at - self.now()).total_seconds())
         return until_expiry if timeout is None else min(timeout, until_expiry)
 
-    def _after_wait(self, request_id: str) -> ApprovalRequest:
+    def _after_wait(self, request_id: str, span: object) -> ApprovalRequest:
+        """The request as the wait left it (expired here if it reached its expiry), told to the wait's span."""
         request = self.get(request_id)
         if request.is_open and request.expires_at is not None and request.expires_at <= self.now():
             self._close(request, RequestStatus.EXPIRED, EXPIRY_MESSAGE, actor="crossgate")
             request = self.get(request_id)
+        if span is not None:
+            tracing.set_attributes(span, tracing.waited_attributes(request))
         return request
 
     @property

@@ -14,6 +14,9 @@ allow path, against the same run without crossgate:
   pauses, but runs its machinery on every turn).
 
 crossgate runs once per store: default SQLite (``full``), SQLite ``decisions``, and the memory store.
+Every one of those runs has tracing off (no OpenTelemetry SDK configured, the default); a last table
+pairs the OpenAI and ToolNode paths with tracing off against the same paths with an SDK configured
+(``tests/benchmarks/tracing_switch.py``).
 Each pair runs alternately (the order flips every run) and the figures are paired medians: the median
 over runs of (crossgate run - bare run) / calls, and the median of the per-run ratios. Not collected by pytest.
 """
@@ -47,6 +50,7 @@ from crossgate_langgraph import crossgate_middleware, gated_tool_wrapper
 from crossgate_langgraph.testing import ScriptedChatModel, tool_call
 from crossgate_openai import Gate
 from tests.adapters.openai.scripted import Call, PlannedModel
+from tests.benchmarks.tracing_switch import sdk_provider, traced
 
 Run = Callable[[int], Awaitable[None]]
 STORES = {"full": "sqlite:///{folder}/full.db", "decisions": "sqlite:///{folder}/decisions.db?durability=decisions"}
@@ -200,6 +204,29 @@ async def measure(runs: int, calls: int, stores: list[str], folder: Path) -> lis
     return rows
 
 
+async def measure_tracing(runs: int, calls: int, folder: Path) -> list[tuple[str, float, float, int]]:
+    """The allow path with tracing off (no SDK) against on (an SDK, spans dropped), default SQLite store.
+
+    Rows: (path, µs/call tracing adds, run ratio on/off, spans per run). Off is what every other figure
+    of this benchmark measures.
+    """
+    rows: list[tuple[str, float, float, int]] = []
+    queue = ReviewQueue(open_store(STORES["full"].format(folder=folder)), policy())
+    try:
+        for label, make in (
+            ("OpenAI Gate.run", openai_runs),
+            ("LangGraph ToolNode + gated_tool_wrapper", toolnode_runs),
+        ):
+            provider, exporter = sdk_provider()
+            gated, gated_too = make(queue, calls)[1], make(queue, calls)[1]  # each its own graph and threads
+            off, on = await paired(gated, traced(gated_too, provider), runs)
+            added, ratio, _ = figures(off, on, calls)
+            rows.append((label, added, ratio, exporter.spans // (WARMUP + runs)))
+    finally:
+        queue.close()
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
     """Measure every adapter's allow path on every store and print µs added per call and the run ratio."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
@@ -214,11 +241,16 @@ def main(argv: list[str] | None = None) -> None:
     set_tracing_disabled(True)
     with tempfile.TemporaryDirectory() as folder:
         rows = asyncio.run(measure(args.runs, args.calls, stores, Path(folder)))
+        tracing = asyncio.run(measure_tracing(args.runs, args.calls, Path(folder)))
     print(f"allowed calls: {args.calls} per run, {args.runs} paired runs after {WARMUP} warm-up (paired medians)")
     print(f"{'path':<42}{'store':<11}{'µs/call added':>14}{'ratio':>8}{'bare run ms':>13}")
     for label, store, added, ratio, bare_ms in rows:
         print(f"{label:<42}{store:<11}{added:>14.0f}{ratio:>8.2f}{bare_ms:>13.2f}")
     print("target: < 50 µs added per allowed call, run ratio <= 1.05")
+    print("tracing on (an OpenTelemetry SDK, spans dropped) against off (no SDK), full store, paired medians")
+    print(f"{'path':<42}{'µs/call added':>14}{'ratio':>8}{'spans/run':>11}")
+    for label, added, ratio, spans in tracing:
+        print(f"{label:<42}{added:>14.0f}{ratio:>8.2f}{spans:>11}")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ Both sides use the same scripted model and the same tool, and the same pause, st
   outcome, finish). That is six store writes; crossgate runs once per SQLite durability (``full``: three
   synced commits, the parked run with its request, the decision and the applied mark, while the claim,
   the outcome and the finish commit unsynced; ``decisions``: two, the decision and the applied mark;
-  ``normal``: none) and once on the memory store.
+  ``normal``: none) and once on the memory store; ``crossgate_traced`` is the SQLite one with an
+  OpenTelemetry SDK configured (spans dropped, ``tracing_switch``), every other variant has tracing off.
 
 The two alternate in one process, so machine noise hits both alike. Not collected by pytest.
 """
@@ -38,6 +39,7 @@ from crossgate import Approve, Policy, PolicyRule, ReviewQueue, VerdictKind, ope
 from crossgate.runs import Finished, Parked
 from crossgate_openai import Gate
 from tests.adapters.openai.scripted import PlannedModel, delete_call
+from tests.benchmarks.tracing_switch import sdk_provider, traced
 
 WARMUP = 10
 
@@ -124,6 +126,7 @@ VARIANTS = {
     "crossgate_decisions": "crossgate (SQLite, decisions)",
     "crossgate_normal": "crossgate (SQLite, normal)",
     "crossgate_memory": "crossgate (memory store)",
+    "crossgate_traced": "crossgate (SQLite store), tracing on",
 }
 
 
@@ -135,6 +138,7 @@ async def measure(iterations: int, folder: Path, only: list[str] | None = None) 
         "crossgate_decisions": crossgate_round_trip(f"sqlite:///{folder / 'decisions.db'}?durability=decisions"),
         "crossgate_normal": crossgate_round_trip(f"sqlite:///{folder / 'normal.db'}?durability=normal"),
         "crossgate_memory": crossgate_round_trip("memory:"),
+        "crossgate_traced": traced(crossgate_round_trip(str(folder / "traced.db")), sdk_provider()[0]),
     }
     if only:
         variants = {name: variants[name] for name in only}
@@ -175,6 +179,9 @@ def main(argv: list[str] | None = None) -> None:
             continue
         ratio = rows[name][1] / rows[base][1]
         print(f"{VARIANTS[name]} / {VARIANTS[base]} (median): {ratio:.3f}  adds {100 * (ratio - 1):+.1f}%")
+    if "crossgate" in rows and "crossgate_traced" in rows:
+        ratio = rows["crossgate_traced"][1] / rows["crossgate"][1]
+        print(f"tracing on / off, crossgate (SQLite store) (median): {ratio:.3f}  adds {100 * (ratio - 1):+.1f}%")
     print("target: crossgate (SQLite store) / SDK native adds < +10%")
 
 

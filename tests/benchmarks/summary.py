@@ -38,6 +38,13 @@ def allowed_calls(runs: int, folder: Path) -> None:
         print(f"   {label.strip():<46}{added:>8.0f} µs/call{ratio:>8.2f}×")
 
 
+def tracing_cost(runs: int, folder: Path) -> None:
+    rows = asyncio.run(bench_allowed.measure_tracing(runs, 10, folder))
+    print(f"1b. tracing on (OpenTelemetry SDK, spans dropped) vs off (no SDK: every figure here), {runs} paired runs")
+    for label, added, ratio, spans in rows:
+        print(f"   {label:<46}{added:>8.0f} µs/call{ratio:>8.2f}×  ({spans} spans a run)")
+
+
 def policy_evaluation() -> None:
     script = ROOT / "tests" / "benchmarks" / "bench_policy.py"
     print("2. policy evaluation (goal at 1,000 rules: p50 < 20 µs, p99 < 100 µs)")
@@ -79,7 +86,7 @@ def server() -> None:
 
 
 def round_trip(trips: int, folder: Path) -> None:
-    variants = ["native", "native_saved", "crossgate", "crossgate_decisions", "crossgate_memory"]
+    variants = ["native", "native_saved", "crossgate", "crossgate_decisions", "crossgate_memory", "crossgate_traced"]
     samples = asyncio.run(bench_openai.measure(trips, folder, variants))
     base = statistics.median(samples["native_saved"])
     print(f"4. gated round trip vs the SDK's native one with its state in SQLite FULL ({trips} each; goal <= 1.10×)")
@@ -92,6 +99,9 @@ def round_trip(trips: int, folder: Path) -> None:
     label = bench_openai.VARIANTS
     print(f"   no disk: {label['crossgate_memory']:<37}{memory * 1000:>8.2f} ms{memory / native:>8.2f}×")
     print(f"   no disk: {label['native']:<37}{native * 1000:>8.2f} ms")
+    traced = statistics.median(samples["crossgate_traced"])
+    crossgate = statistics.median(samples["crossgate"])
+    print(f"   tracing: {label['crossgate_traced']:<37}{traced * 1000:>8.2f} ms{traced / crossgate:>8.2f}× off")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -103,6 +113,7 @@ def main(argv: list[str] | None = None) -> None:
     set_tracing_disabled(True)
     with tempfile.TemporaryDirectory() as folder:
         allowed_calls(args.runs, Path(folder))
+        tracing_cost(args.runs, Path(folder))
         policy_evaluation()
         server()
         round_trip(args.trips, Path(folder))

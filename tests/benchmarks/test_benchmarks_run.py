@@ -16,13 +16,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 CASES = {
-    "bench_allowed": (["--runs", "2", "--calls", "2"], {}, "µs/call added"),
+    "bench_allowed": (["--runs", "2", "--calls", "2"], {}, "spans/run"),
     "summary": (
         ["--runs", "2", "--trips", "3"],
         {"CG_BENCH_SECONDS": "1", "CG_BENCH_CLIENTS": "2", "CG_BENCH_BACKLOG": "5", "CG_BENCH_ROWS": "sqlite-racing"},
         "server vs bare",
     ),
-    "bench_openai": (["5"], {}, "crossgate (SQLite store) / SDK native"),
+    "bench_openai": (["5"], {}, "tracing on / off"),
     "bench_stores": ([], {"CG_BENCH_REQUESTS": "10", "CG_BENCH_WAKE_ROUNDS": "10"}, "wake-up latency"),
     "bench_scale": (
         [],

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
+from crossgate import tracing
 from crossgate.adapter._crossing import store_call
+from crossgate.clock import utc_now
 from crossgate.model import ParkedRun, ParkedRunStatus
 from crossgate.runs import Finished, Parked
 
@@ -39,11 +41,24 @@ async def resume_leased(
     the lease, so another resumer takes the run over once it runs out.
     """
     claimed = await store_call(queue.claim_parked, parked, owner=owner, lease_seconds=lease_seconds)
-    try:
-        outcome = await body(claimed)
-    except Exception as exc:
-        failure = f"{type(exc).__name__}: {exc}"
-        await store_call(queue.finish_parked, claimed, owner=owner, status=ParkedRunStatus.FAILED, outcome=failure)
-        raise
-    await store_call(queue.finish_parked, claimed, owner=owner, outcome=resumed_summary(outcome))
-    return outcome
+    parent = tracing.stored_context(claimed.metadata)
+    attributes: tracing.Attributes = {
+        "crossgate.parked_run.id": claimed.id,
+        "crossgate.framework": claimed.framework,
+        "crossgate.run": claimed.run,
+    }
+    if parent is not None:  # nobody held the wait's span open while the run was parked: record it now
+        tracing.record_span(
+            "crossgate.wait", parent=parent, start=claimed.created_at, end=utc_now(), attributes=attributes
+        )
+    with tracing.span(
+        "crossgate.resume", attributes={**attributes, "crossgate.attempts": claimed.attempts}, parent=parent
+    ):
+        try:
+            outcome = await body(claimed)
+        except Exception as exc:
+            failure = f"{type(exc).__name__}: {exc}"
+            await store_call(queue.finish_parked, claimed, owner=owner, status=ParkedRunStatus.FAILED, outcome=failure)
+            raise
+        await store_call(queue.finish_parked, claimed, owner=owner, outcome=resumed_summary(outcome))
+        return outcome

@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from crossgate import tracing
 from crossgate.remote._errors import ServerUnavailableError, error_for
 
 RETRIED_STATUSES = frozenset({502, 503, 504})
@@ -40,6 +41,7 @@ class Exchange:
 
     def request(self, client: httpx.Client | httpx.AsyncClient, key: str | None) -> httpx.Request:
         headers = {**(self.headers or {}), **({"Idempotency-Key": key} if key else {})}
+        tracing.inject(headers)  # the server's spans join the agent's trace (W3C traceparent)
         extensions = {} if self.timeout is None else {"timeout": httpx.Timeout(self.timeout, connect=5.0).as_dict()}
         return client.build_request(
             self.method,

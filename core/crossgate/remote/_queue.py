@@ -16,6 +16,7 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
+from crossgate import tracing
 from crossgate.errors import ConfigurationError
 from crossgate.model import (
     ALL_DECISIONS,
@@ -227,6 +228,13 @@ class RemoteQueue:
         Each poll holds at most 30 s on the server; a dropped connection (a server restart) is retried for
         ``retry_seconds``, and the wait goes on where it was.
         """
+        with tracing.span("crossgate.wait", attributes={"crossgate.request.id": request_id}) as span:
+            waited = await self._wait(request_id, timeout)
+            if span is not None:
+                tracing.set_attributes(span, tracing.waited_attributes(waited))
+            return waited
+
+    async def _wait(self, request_id: str, timeout: float | None) -> ApprovalRequest:
         deadline = None if timeout is None else time.monotonic() + timeout
         path = f"/requests/{quote(request_id, safe='')}"
         async with httpx.AsyncClient(

@@ -18,10 +18,12 @@ if TYPE_CHECKING:
 
 
 def require_server_extra() -> None:
-    """Raise ImportError with the install hint unless fastapi, uvicorn, httpx and sse-starlette import."""
+    """Raise ImportError with the install hint unless fastapi, uvicorn, httpx, sse-starlette and
+    prometheus_client import."""
     try:
         import fastapi  # noqa: F401
         import httpx  # noqa: F401
+        import prometheus_client  # noqa: F401
         import sse_starlette  # noqa: F401
         import uvicorn  # noqa: F401
     except ImportError as exc:

@@ -22,6 +22,7 @@ import crossgate.server.agent_api as agent_api
 import crossgate.server.agui_api as agui_api
 import crossgate.server.api as api
 import crossgate.server.linkpages as linkpages
+import crossgate.server.metrics as metrics
 import crossgate.server.pages as pages
 import crossgate.server.review_api as review_api
 import crossgate.server.stream as stream
@@ -36,8 +37,10 @@ from crossgate.server.bodies import BodyLimit
 from crossgate.server.errors import error_body, http_error_body
 from crossgate.server.feed import ChangeFeed
 from crossgate.server.links import LinkSigner
+from crossgate.server.metrics import Metrics
 from crossgate.server.settings import ServerSettings
 from crossgate.server.state import ServerState
+from crossgate.server.tracecontext import TraceContext
 from crossgate.server.webhooks import Notifier
 from crossgate.stores.credentials import CredentialStore
 
@@ -77,6 +80,7 @@ def create_app(
         signer=LinkSigner(settings.secret),
         feed=ChangeFeed(queue, sweep_seconds=settings.sweep_seconds),
     )
+    state.metrics = Metrics(queue)
     state.notifier = Notifier(state, transport=webhook_transport)
     aap = create_aap_app(state, webhook_transport=webhook_transport)
 
@@ -105,6 +109,7 @@ def create_app(
     app.state.agent_api = agent_api.AgentApi(queue)
     app.state.agent_registry = aap.state.aap.registry  # agent credentials: the file's services and AAP instances
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(TraceContext)
     app.add_exception_handler(CrossgateError, _error_response)
     app.add_exception_handler(ValidationError, _error_response)
     app.add_exception_handler(RequestValidationError, _validation_response)
@@ -120,6 +125,7 @@ def create_app(
     app.include_router(stream.router)
     app.include_router(linkpages.router)
     app.include_router(pages.router)
+    app.include_router(metrics.router)
     app.mount(AAP_PATH, aap_asgi(aap), name="aap")  # the AAP v1 provider: docs/agents-over-http.md
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app

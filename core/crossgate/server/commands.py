@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import math
+import os
 import secrets
 import sys
 from pathlib import Path
@@ -132,6 +133,13 @@ def serve(
             "--authority-dir say otherwise. [default: ~/.local/share/crossgate]",
         ),
     ] = None,
+    metrics_token_env: Annotated[
+        str | None,
+        typer.Option(
+            metavar="NAME",
+            help="Environment variable holding the bearer token GET /metrics requires. [default: loopback only]",
+        ),
+    ] = None,
 ) -> None:
     """Run the review server: HTTP API, live stream and the reviewer web page.
 
@@ -145,11 +153,13 @@ def serve(
     import uvicorn
 
     from crossgate.server.app import create_app
-    from crossgate.server.settings import ServerSettings, reviewer
+    from crossgate.server.settings import ServerSettings, metrics_token, reviewer
 
     if webhook_format not in ("json", "slack"):
         raise typer.BadParameter("use json or slack", param_hint="'--webhook-format'")
     fields, limits = _settings_fields(tokens, host, port, base_url, webhook, webhook_format)
+    if metrics_token_env is not None:
+        fields["metrics_token_sha256"] = metrics_token(os.environ, metrics_token_env, "--metrics-token-env: ")
     state = ctx.obj if isinstance(ctx.obj, CliContext) else CliContext()
     data = data_directory(data_dir)
     target = resolve_db(db or state.db) if (db or state.db) else data_database(data)

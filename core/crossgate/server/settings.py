@@ -4,6 +4,7 @@ Reviewers come from a TOML or YAML file (``--tokens``) or from ``$CROSSGATE_TOKE
 
     # reviewers.toml
     secret_env = "CROSSGATE_SECRET"          # optional: where the link-signing secret lives
+    metrics_token_env = "METRICS_TOKEN"      # optional: /metrics then needs this bearer token (else: loopback only)
 
     [[reviewers]]
     name = "alice"
@@ -257,7 +258,8 @@ class ServerSettings:
     aap_registry_path: str | None = None
     """Where the AAP provider journals its instances, credentials and idempotency keys (the tokens file's
     ``aap_registry``); None keeps them in the server process only."""
-    """Let AAP receivers be plain-HTTP loopback or private addresses: for tests and closed networks only."""
+    metrics_token_sha256: str | None = None
+    """The sha256 of the bearer token ``/metrics`` requires (see :func:`hash_token`); None: loopback clients only."""
 
     def __post_init__(self) -> None:
         names = [r.name for r in self.reviewers]
@@ -337,6 +339,7 @@ def load_config(path: Path, env: Mapping[str, str] | None = None) -> dict[str, A
         "base_url",
         "link_reviewer",
         "limits",
+        "metrics_token_env",
         *WEBHOOK_TUNING,
     }
     if unknown:
@@ -358,6 +361,8 @@ def load_config(path: Path, env: Mapping[str, str] | None = None) -> dict[str, A
             kwargs[key] = _positive(data[key], kind, f"{path}: {key}")
     if "limits" in data:
         kwargs["limits"] = _limits(data["limits"], path)
+    if "metrics_token_env" in data:
+        kwargs["metrics_token_sha256"] = metrics_token(env, str(data["metrics_token_env"]), f"{path}: ")
     secret_env = data.get("secret_env")
     if secret_env:
         secret = env.get(str(secret_env))
@@ -384,6 +389,16 @@ def reviewers_from_env(env: Mapping[str, str] | None = None) -> tuple[Reviewer, 
             raise ConfigurationError(f"${TOKENS_ENV} entries look like name:token; got {name!r}")
         found.append(reviewer(name.strip(), token.strip()))
     return tuple(found)
+
+
+def metrics_token(env: Mapping[str, str], name: str, where: str = "") -> str:
+    """The digest of the metrics token in ``$name``; ConfigurationError when it is unset or short."""
+    token = env.get(name, "")
+    if not token:
+        raise ConfigurationError(f"{where}the metrics token is read from ${name}, which is not set")
+    if len(token) < 16:
+        raise ConfigurationError(f"{where}the metrics token in ${name} is too short (16 characters at least)")
+    return hash_token(token)
 
 
 def secret_from_env(env: Mapping[str, str] | None = None) -> bytes | None:

@@ -16,6 +16,7 @@ from crossgate.server.links import LINKABLE_DECISIONS, LinkClaims, LinkSigner
 from crossgate.server.settings import ServerSettings
 
 if TYPE_CHECKING:
+    from crossgate.server.metrics import Metrics
     from crossgate.server.webhooks import Notifier
 
 
@@ -29,6 +30,7 @@ class ServerState:
     signer: LinkSigner
     feed: ChangeFeed
     notifier: Notifier | None = None
+    metrics: Metrics | None = None
 
     def sign_links(self, request: ApprovalRequest, reviewer: str, expires: datetime) -> dict[DecisionKind, str]:
         """Signed link URLs for each linkable decision the request allows.

@@ -82,6 +82,11 @@ def delivery_id(url: str, seq: int) -> str:
     return f"{target_digest(url)[:16]}:{seq}"
 
 
+def target_kind(target: WebhookTarget) -> str:
+    """The ``target_kind`` label of a target's delivery metrics: ``slack`` for a Slack-format body, else ``webhook``."""
+    return "slack" if target.format == "slack" else "webhook"
+
+
 def _label(url: str) -> str:
     """A target as logs show it: host and digest, not the path or query, which may carry a token."""
     return f"{urlsplit(url).netloc or '?'} [{target_digest(url)[:16]}]"
@@ -212,7 +217,7 @@ class Notifier:
                 self._in_flight += 1
                 self._idle.clear()
                 try:
-                    if not await self._deliver(target, event.seq, body):
+                    if not await self._deliver(target, event, body):
                         return  # stopped between retries: the next server sends it, under the same id
                     advanced = await lease.advance(event.seq)
                 finally:
@@ -248,7 +253,7 @@ class Notifier:
             log.exception("crossgate could not build a notification for event %s", event.seq)
             return None
 
-    async def _deliver(self, target: WebhookTarget, seq: int, body: bytes) -> bool:
+    async def _deliver(self, target: WebhookTarget, event: Event, body: bytes) -> bool:
         """Post ``body`` with retries; count it delivered, or failed once the attempts run out.
 
         True when the event is done with (delivered, or given up on); False if the server began
@@ -257,19 +262,25 @@ class Notifier:
         headers = {
             "content-type": "application/json",
             "user-agent": "crossgate-webhooks",
-            DELIVERY_HEADER: delivery_id(target.url, seq),
+            DELIVERY_HEADER: delivery_id(target.url, event.seq),
         }
         if target.secret:
             digest = hmac.new(target.secret.encode(), body, hashlib.sha256).hexdigest()
             headers["x-crossgate-signature"] = f"sha256={digest}"
         attempts = self._settings.webhook_attempts
         problem = "no attempts configured"
+        kind = target_kind(target)
+        recorded = self._state.metrics.delivery if self._state.metrics is not None else None
         for attempt in range(1, attempts + 1):
             self._counts["attempts"] += 1
+            if recorded is not None:
+                recorded.attempted(kind)
             try:
                 response = await self._client.post(target.url, content=body, headers=headers)
                 if response.status_code < 300:
                     self._counts["delivered"] += 1
+                    if recorded is not None:
+                        recorded.delivered(kind, (self._state.queue.now() - event.at).total_seconds())
                     return True
                 problem = f"HTTP {response.status_code}"
             except httpx.HTTPError as exc:
@@ -281,10 +292,12 @@ class Notifier:
                     await asyncio.wait_for(self._stopping.wait(), delay)
                     return False
         self._counts["failed"] += 1
+        if recorded is not None:
+            recorded.failed(kind)
         log.warning(
             "crossgate gave up on webhook %s for event %s after %d attempts (%s); moving past it",
             _label(target.url),
-            seq,
+            event.seq,
             attempts,
             problem,
         )

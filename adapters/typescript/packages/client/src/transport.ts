@@ -21,6 +21,12 @@ export interface TransportOptions {
   attemptTimeoutMs?: number;
   /** The fetch to use; default the global one. */
   fetch?: typeof fetch;
+  /**
+   * The current W3C `traceparent` (for instance from `@opentelemetry/api`'s `propagation.inject`), read
+   * once per exchange and sent with it, so the server's spans join the agent's trace. Nothing is sent
+   * while it returns undefined or a value that is not a traceparent.
+   */
+  traceparent?: () => string | undefined;
 }
 
 export interface Exchange {
@@ -42,6 +48,7 @@ export interface Reply {
 }
 
 const RETRY_STATUSES = new Set([502, 503, 504]);
+const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
 export class Transport {
   readonly baseUrl: string;
@@ -49,6 +56,7 @@ export class Transport {
   readonly attemptTimeoutMs: number;
   readonly #token: string;
   readonly #fetch: typeof fetch;
+  readonly #traceparent: (() => string | undefined) | undefined;
 
   constructor(options: TransportOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
@@ -56,6 +64,7 @@ export class Transport {
     this.deadlineMs = options.deadlineMs ?? 30_000;
     this.attemptTimeoutMs = options.attemptTimeoutMs ?? 15_000;
     this.#fetch = options.fetch ?? globalThis.fetch;
+    this.#traceparent = options.traceparent;
   }
 
   /** The reply to `exchange` (any 2xx or 304), or the ApiError its error body describes. */
@@ -67,6 +76,8 @@ export class Transport {
       ...exchange.headers,
     };
     if (exchange.idempotencyKey !== undefined) headers['idempotency-key'] = exchange.idempotencyKey;
+    const traceparent = this.#traceparent?.();
+    if (traceparent !== undefined && TRACEPARENT.test(traceparent)) headers.traceparent = traceparent;
     let payload: string | undefined;
     if (exchange.body !== undefined) {
       headers['content-type'] = 'application/json';
