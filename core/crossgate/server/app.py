@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Protocol
 
 import httpx
 from fastapi import FastAPI, Request
@@ -68,6 +69,7 @@ def create_app(
     )
     state.notifier = Notifier(state, transport=webhook_transport)
     aap = create_aap_app(state, webhook_transport=webhook_transport)
+    channels = _channels(state)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -75,9 +77,13 @@ def create_app(
         assert state.notifier is not None
         await state.notifier.start()
         await aap.state.notifier.start()
+        for channel in channels:
+            await channel.start()
         try:
             yield
         finally:
+            for channel in channels:
+                await channel.stop()
             await aap.state.notifier.stop()
             await state.notifier.stop()
             await state.feed.stop()
@@ -91,6 +97,14 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.crossgate = state
+    app.state.channels = channels
+    if settings.slack is not None:
+        from crossgate.server.slack.interactions import SlackApp
+        from crossgate.server.slack.relay import SlackRelay
+        from crossgate.server.slack.verify import SlackVerifier
+
+        relay = next(c for c in channels if isinstance(c, SlackRelay))
+        app.state.slack = SlackApp(relay, SlackVerifier(settings.slack.signing_secret))
     app.state.agent_api = agent_api.AgentApi(queue)
     app.state.agent_registry = aap.state.aap.registry  # agent credentials: the file's services and AAP instances
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
@@ -106,10 +120,29 @@ def create_app(
     app.include_router(agui_api.router)
     app.include_router(stream.router)
     app.include_router(linkpages.router)
+    if settings.slack is not None:
+        from crossgate.server.slack.interactions import router as slack_router
+
+        app.include_router(slack_router)
     app.include_router(pages.router)
     app.mount(AAP_PATH, aap_asgi(aap), name="aap")  # the AAP v1 provider: docs/agents-over-http.md
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app
+
+
+class _Channel(Protocol):
+    async def start(self) -> None: ...
+    async def stop(self) -> None: ...
+
+
+def _channels(state: ServerState) -> list[_Channel]:
+    """The configured channels besides webhooks: the Slack app and the e-mail notifier (imported only then)."""
+    channels: list[_Channel] = []
+    if state.settings.slack is not None:
+        from crossgate.server.slack.relay import SlackRelay
+
+        channels.append(SlackRelay(state, state.settings.slack))
+    return channels
 
 
 async def _error_response(request: Request, exc: Exception) -> Response:

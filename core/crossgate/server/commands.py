@@ -89,6 +89,20 @@ def serve(
     base_url: Annotated[str | None, typer.Option(help="Address that links in notifications use.")] = None,
     webhook: Annotated[list[str] | None, typer.Option(metavar="URL", help="Notify this URL; repeatable.")] = None,
     webhook_format: Annotated[str, typer.Option(help="json or slack, for --webhook.")] = "json",
+    slack_channel: Annotated[
+        str | None,
+        typer.Option(
+            metavar="CHANNEL_ID",
+            help="Run the Slack app, posting to this channel id; the bot token and signing secret come from "
+            "--slack-*-file or $CROSSGATE_SLACK_BOT_TOKEN and $CROSSGATE_SLACK_SIGNING_SECRET.",
+        ),
+    ] = None,
+    slack_bot_token_file: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="File holding the Slack bot token (xoxb-…).")
+    ] = None,
+    slack_signing_secret_file: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="File holding the Slack app's signing secret.")
+    ] = None,
     open_browser: Annotated[bool, typer.Option("--open", help="Open the review page in a browser.")] = False,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
     authority_dir: Annotated[
@@ -146,6 +160,12 @@ def serve(
     fmt: Literal["json", "slack"] = "slack" if webhook_format == "slack" else "json"
     extra = tuple(WebhookTarget(url=url, format=fmt) for url in webhook or ())
     fields["webhooks"] = (*fields.get("webhooks", ()), *extra)
+    if slack_channel is not None:
+        if "slack" in fields:
+            raise typer.BadParameter("the --tokens file has a [slack] table already", param_hint="'--slack-channel'")
+        fields["slack"] = _slack_from_options(slack_channel, slack_bot_token_file, slack_signing_secret_file)
+    elif slack_bot_token_file or slack_signing_secret_file:
+        raise typer.BadParameter("give the channel too", param_hint="'--slack-channel'")
     limits = fields.pop("limits", None)
     settings = ServerSettings(**fields)
     authority = server_authority(authority_dir)
@@ -179,6 +199,33 @@ def serve(
     finally:
         if timer is not None:
             timer.stop()
+
+
+def _slack_from_options(channel: str, token_file: Path | None, secret_file: Path | None) -> Any:
+    """The Slack app's settings from ``crossgate serve``'s options: secrets from files or the environment."""
+    import os
+
+    from crossgate.server.channels.config import (
+        SLACK_BOT_TOKEN_ENV,
+        SLACK_SIGNING_SECRET_ENV,
+        SlackSettings,
+        read_secret_file,
+    )
+
+    token = (
+        read_secret_file(token_file, "--slack-bot-token-file") if token_file else os.environ.get(SLACK_BOT_TOKEN_ENV)
+    )
+    secret = (
+        read_secret_file(secret_file, "--slack-signing-secret-file")
+        if secret_file
+        else os.environ.get(SLACK_SIGNING_SECRET_ENV)
+    )
+    if not token or not secret:
+        raise ConfigurationError(
+            f"the Slack app needs a bot token and a signing secret: --slack-bot-token-file or ${SLACK_BOT_TOKEN_ENV}, "
+            f"--slack-signing-secret-file or ${SLACK_SIGNING_SECRET_ENV}"
+        )
+    return SlackSettings(channel=channel, bot_token=token, signing_secret=secret)
 
 
 def _checkpoint_timer(queue: ReviewQueue, every: float) -> CheckpointTimer | None:

@@ -40,17 +40,17 @@ def _open_link(state: ServerState, token: str) -> tuple[LinkClaims, Reviewer, Ap
     return claims, reviewer, request
 
 
-def used_message(request: ApprovalRequest) -> str:
-    """Why a link for ``request`` can no longer decide it, naming who settled it and how."""
+def used_message(request: ApprovalRequest, what: str = "link") -> str:
+    """Why a ``what`` (a link, a Slack message) for ``request`` can no longer decide it, naming who settled it and how."""
     decision = request.decision
     if request.status in DECIDED_STATUSES and decision is not None:
         at = decision.decided_at.isoformat(timespec="seconds") if decision.decided_at else "an earlier time"
         return (
-            f"This link can no longer be used: request {request.id} was already decided "
+            f"This {what} can no longer be used: request {request.id} was already decided "
             f"({decision.kind.value} by {decision.reviewer} via {decision.channel} at {at}). "
             "A request is decided once."
         )
-    return f"This link can no longer be used: request {request.id} is {request.status.value}."
+    return f"This {what} can no longer be used: request {request.id} is {request.status.value}."
 
 
 def _page(request: Request, title: str, body: str, status: int = 200) -> HTMLResponse:

@@ -54,6 +54,7 @@ import yaml
 from crossgate.errors import ConfigurationError
 from crossgate.limits import MIB, InputLimits
 from crossgate.model import LEGACY_OUTCOME, ApprovalRequest, StandingRule
+from crossgate.server.channels.config import EmailSettings, SlackSettings, email_settings, slack_settings
 
 TOKENS_ENV = "CROSSGATE_TOKENS"
 SECRET_ENV = "CROSSGATE_SECRET"
@@ -79,6 +80,10 @@ class Reviewer:
     frameworks: tuple[str, ...] = ()
     tools: tuple[str, ...] = ()
     agents: tuple[str, ...] = ()
+    slack_user: str | None = None
+    """The reviewer's Slack user id (``U…``): their clicks in the Slack app decide as this reviewer."""
+    email: str | None = None
+    """Where the e-mail notifier sends this reviewer's signed one-tap links."""
 
     @property
     def unrestricted(self) -> bool:
@@ -136,7 +141,14 @@ def hash_token(token: str) -> str:
 
 
 def reviewer(
-    name: str, token: str, *, frameworks: Sequence[str] = (), tools: Sequence[str] = (), agents: Sequence[str] = ()
+    name: str,
+    token: str,
+    *,
+    frameworks: Sequence[str] = (),
+    tools: Sequence[str] = (),
+    agents: Sequence[str] = (),
+    slack_user: str | None = None,
+    email: str | None = None,
 ) -> Reviewer:
     """Build a reviewer from a plain token."""
     if not name.strip():
@@ -149,6 +161,8 @@ def reviewer(
         frameworks=tuple(frameworks),
         tools=tuple(tools),
         agents=tuple(agents),
+        slack_user=slack_user,
+        email=email,
     )
 
 
@@ -252,7 +266,10 @@ class ServerSettings:
     aap_registry_path: str | None = None
     """Where the AAP provider journals its instances, credentials and idempotency keys (the tokens file's
     ``aap_registry``); None keeps them in the server process only."""
-    """Let AAP receivers be plain-HTTP loopback or private addresses: for tests and closed networks only."""
+    slack: SlackSettings | None = None
+    """The Slack app channel (``[slack]``): interactive messages, decided in Slack."""
+    email: EmailSettings | None = None
+    """The e-mail notifier (``[email]``): signed one-tap links to each reviewer with an ``email``."""
 
     def __post_init__(self) -> None:
         names = [r.name for r in self.reviewers]
@@ -281,12 +298,19 @@ class ServerSettings:
             )
         if len(self.secret) < 16:
             raise ConfigurationError("the link-signing secret needs 16 bytes at least")
+        slack_users = [r.slack_user for r in self.reviewers if r.slack_user]
+        if len(set(slack_users)) != len(slack_users):
+            raise ConfigurationError("a Slack user id is given to two reviewers; each Slack user is one reviewer")
         if isinstance(self.max_body_bytes, bool) or not isinstance(self.max_body_bytes, int) or self.max_body_bytes < 1:
             raise ConfigurationError(f"max_body_bytes must be a positive whole number, got {self.max_body_bytes!r}")
 
     def find_reviewer(self, name: str) -> Reviewer | None:
         """The reviewer with this name, if configured."""
         return next((r for r in self.reviewers if r.name == name), None)
+
+    def slack_reviewer(self, slack_user: str) -> Reviewer | None:
+        """The reviewer whose ``slack_user`` is this Slack user id, if any."""
+        return next((r for r in self.reviewers if r.slack_user and r.slack_user == slack_user), None)
 
 
 WEBHOOK_TUNING: dict[str, type[int] | type[float]] = {
@@ -332,6 +356,8 @@ def load_config(path: Path, env: Mapping[str, str] | None = None) -> dict[str, A
         "base_url",
         "link_reviewer",
         "limits",
+        "slack",
+        "email",
         *WEBHOOK_TUNING,
     }
     if unknown:
@@ -353,6 +379,10 @@ def load_config(path: Path, env: Mapping[str, str] | None = None) -> dict[str, A
             kwargs[key] = _positive(data[key], kind, f"{path}: {key}")
     if "limits" in data:
         kwargs["limits"] = _limits(data["limits"], path)
+    if "slack" in data:
+        kwargs["slack"] = slack_settings(data["slack"], env, path)
+    if "email" in data:
+        kwargs["email"] = email_settings(data["email"], env, path)
     secret_env = data.get("secret_env")
     if secret_env:
         secret = env.get(str(secret_env))
@@ -392,7 +422,7 @@ def _reviewer_entry(entry: Any, env: Mapping[str, str], path: Path) -> Reviewer:
     if not isinstance(entry, dict) or "name" not in entry:
         raise ConfigurationError(f"{path}: each reviewer needs a name")
     name = str(entry["name"])
-    unknown = set(entry) - {"name", "token", "token_env", "frameworks", "tools", "agents"}
+    unknown = set(entry) - {"name", "token", "token_env", "frameworks", "tools", "agents", "slack_user", "email"}
     if unknown:
         raise ConfigurationError(f"{path}: reviewer {name!r} has unknown keys {', '.join(sorted(unknown))}")
     token = entry.get("token")
@@ -408,7 +438,17 @@ def _reviewer_entry(entry: Any, env: Mapping[str, str], path: Path) -> Reviewer:
         frameworks=_strings(entry.get("frameworks"), name, path),
         tools=_strings(entry.get("tools"), name, path),
         agents=_strings(entry.get("agents"), name, path),
+        slack_user=_optional_text(entry.get("slack_user"), f"reviewer {name!r}: slack_user", path),
+        email=_optional_text(entry.get("email"), f"reviewer {name!r}: email", path),
     )
+
+
+def _optional_text(value: Any, what: str, path: Path) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigurationError(f"{path}: {what} must be a non-empty string")
+    return value.strip()
 
 
 def _agent_entry(entry: Any, env: Mapping[str, str], path: Path) -> AgentToken:
