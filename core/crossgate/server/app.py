@@ -142,6 +142,10 @@ def _channels(state: ServerState) -> list[_Channel]:
         from crossgate.server.slack.relay import SlackRelay
 
         channels.append(SlackRelay(state, state.settings.slack))
+    if state.settings.email is not None:
+        from crossgate.server.channels.email import EmailNotifier
+
+        channels.append(EmailNotifier(state, state.settings.email))
     return channels
 
 

@@ -319,6 +319,7 @@ WEBHOOK_TUNING: dict[str, type[int] | type[float]] = {
     "webhook_timeout_seconds": float,
     "webhook_lease_seconds": float,
     "max_body_bytes": int,
+    "link_ttl_seconds": float,
 }
 """Top-level keys of the file that tune the server (see :class:`ServerSettings`)."""
 LIMIT_KEYS = ("args_bytes", "message_bytes", "note_bytes")
