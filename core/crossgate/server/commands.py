@@ -88,7 +88,7 @@ def serve(
     ] = None,
     base_url: Annotated[str | None, typer.Option(help="Address that links in notifications use.")] = None,
     webhook: Annotated[list[str] | None, typer.Option(metavar="URL", help="Notify this URL; repeatable.")] = None,
-    webhook_format: Annotated[str, typer.Option(help="json or slack, for --webhook.")] = "json",
+    webhook_format: Annotated[str, typer.Option(help="json, slack or teams, for --webhook.")] = "json",
     slack_channel: Annotated[
         str | None,
         typer.Option(
@@ -145,8 +145,8 @@ def serve(
         secret_from_env,
     )
 
-    if webhook_format not in ("json", "slack"):
-        raise typer.BadParameter("use json or slack", param_hint="'--webhook-format'")
+    if webhook_format not in ("json", "slack", "teams"):
+        raise typer.BadParameter("use json, slack or teams", param_hint="'--webhook-format'")
     fields: dict[str, Any] = load_config(tokens) if tokens else {"reviewers": reviewers_from_env()}
     generated = None
     if not fields["reviewers"]:
@@ -157,7 +157,8 @@ def serve(
     shown_host = host if _is_loopback(host) or host not in ("0.0.0.0", "::") else "127.0.0.1"
     address = f"http://[{shown_host}]:{port}" if ":" in shown_host else f"http://{shown_host}:{port}"
     fields["base_url"] = base_url or fields.get("base_url") or address
-    fmt: Literal["json", "slack"] = "slack" if webhook_format == "slack" else "json"
+    formats: dict[str, Literal["json", "slack", "teams"]] = {"json": "json", "slack": "slack", "teams": "teams"}
+    fmt = formats[webhook_format]
     extra = tuple(WebhookTarget(url=url, format=fmt) for url in webhook or ())
     fields["webhooks"] = (*fields.get("webhooks", ()), *extra)
     if slack_channel is not None:

@@ -29,7 +29,7 @@ Reviewers come from a TOML or YAML file (``--tokens``) or from ``$CROSSGATE_TOKE
 
     [[webhooks]]
     url = "http://127.0.0.1:9000/hooks/crossgate"
-    format = "slack"                         # or "json"
+    format = "slack"                         # or "json", or "teams" (an Adaptive Card for a Teams workflow)
     events = ["submitted", "decided", "expired", "cancelled"]   # the default; list fewer to filter, or add
                                              # approved, applied, ran, not_run ("executed" means ran and not_run)
 
@@ -199,7 +199,7 @@ class WebhookTarget:
     """Where notifications go, in which body format, for which event kinds."""
 
     url: str
-    format: Literal["json", "slack"] = "json"
+    format: Literal["json", "slack", "teams"] = "json"
     events: tuple[str, ...] = NOTIFIED_EVENTS
     secret: str | None = None
     """When set, JSON deliveries carry ``X-Crossgate-Signature: sha256=<HMAC of the body>``."""
@@ -484,8 +484,8 @@ def _webhook_entry(entry: Any, path: Path) -> WebhookTarget:
     if not isinstance(entry, dict) or not entry.get("url"):
         raise ConfigurationError(f"{path}: each webhook needs a url")
     fmt = entry.get("format", "json")
-    if fmt not in ("json", "slack"):
-        raise ConfigurationError(f"{path}: webhook format must be json or slack, got {fmt!r}")
+    if fmt not in ("json", "slack", "teams"):
+        raise ConfigurationError(f"{path}: webhook format must be json, slack or teams, got {fmt!r}")
     escalate_after = entry.get("escalate_after")
     if escalate_after is not None and (isinstance(escalate_after, bool) or not isinstance(escalate_after, int | float)):
         raise ConfigurationError(f"{path}: webhook escalate_after must be a number of seconds, got {escalate_after!r}")

@@ -45,6 +45,7 @@ import httpx
 
 from crossgate.display import suspicious_call, visible, visible_lines, warning_text
 from crossgate.model import ApprovalRequest, DecisionKind, Event, EventKind, RequestStatus, event_kind, is_outcome
+from crossgate.server.channels.teams import adaptive_card_message
 from crossgate.server.delivery import CursorLease
 from crossgate.server.settings import WebhookTarget
 from crossgate.server.state import ServerState
@@ -325,20 +326,10 @@ def json_body(state: ServerState, event: Event, request: ApprovalRequest, *, esc
     }
 
 
-def slack_body(
-    state: ServerState, event: Event, request: ApprovalRequest, *, escalated: bool = False
-) -> dict[str, Any]:
-    """A body a Slack-compatible incoming webhook accepts: ``text`` plus Block Kit ``blocks``.
-
-    People read it, so hidden characters in the tool, the arguments and the names are written as
-    escapes (``crossgate.display``); the JSON body keeps the exact values.
-    """
+def summary(state: ServerState, event: Event, request: ApprovalRequest, *, escalated: bool = False) -> str:
+    """What ``event`` did to ``request``, in one line people read (hidden characters as escapes)."""
     call = request.call
-    links = _links(state, request)
     who = f"{call.framework}" + (f" · {call.agent}" if call.agent else "")
-    args = visible_lines(json.dumps(call.args, indent=2, ensure_ascii=False))
-    if len(args) > 2500:
-        args = args[:2500] + "\n…"
     if escalated:
         waited = _duration((state.queue.now() - request.created_at).total_seconds())
         text = f"Still waiting for a reviewer after {waited}: {who} asks to run {call.tool}: {request.reason}"
@@ -363,7 +354,23 @@ def slack_body(
     else:
         decision = request.decision.kind.value if request.decision else event.kind
         text = f"{call.tool} from {who}: {decision} by {event.actor} via {event.channel}"
-    text = visible(text)
+    return visible(text)
+
+
+def slack_body(
+    state: ServerState, event: Event, request: ApprovalRequest, *, escalated: bool = False
+) -> dict[str, Any]:
+    """A body a Slack-compatible incoming webhook accepts: ``text`` plus Block Kit ``blocks``.
+
+    People read it, so hidden characters in the tool, the arguments and the names are written as
+    escapes (``crossgate.display``); the JSON body keeps the exact values.
+    """
+    call = request.call
+    links = _links(state, request)
+    args = visible_lines(json.dumps(call.args, indent=2, ensure_ascii=False))
+    if len(args) > 2500:
+        args = args[:2500] + "\n…"
+    text = summary(state, event, request, escalated=escalated)
     where = visible(f"request `{request.id}` · run `{call.run}`")
     blocks: list[dict[str, Any]] = [
         {"type": "section", "text": {"type": "mrkdwn", "text": f"*{text}*"}},
@@ -387,7 +394,15 @@ def slack_body(
     return {"text": text, "blocks": blocks}
 
 
-_BODIES = {"json": json_body, "slack": slack_body}
+def teams_body(
+    state: ServerState, event: Event, request: ApprovalRequest, *, escalated: bool = False
+) -> dict[str, Any]:
+    """A body a Microsoft Teams workflow webhook posts to its channel: one Adaptive Card with signed links."""
+    text = summary(state, event, request, escalated=escalated)
+    return adaptive_card_message(request, text, _links(state, request))
+
+
+_BODIES = {"json": json_body, "slack": slack_body, "teams": teams_body}
 
 
 def _duration(seconds: float) -> str:
