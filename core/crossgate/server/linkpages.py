@@ -16,6 +16,7 @@ import anyio
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
+from crossgate.display import suspicious_call, warning_text
 from crossgate.errors import ConflictError, InvalidDecisionError
 from crossgate.model import DECIDED_STATUSES, ApprovalRequest, Approve, DecisionKind, Reject
 from crossgate.server import views
@@ -65,16 +66,25 @@ async def confirm(token: str, request: Request) -> Response:
     call = target.call
     pretty = json.dumps(call.args, indent=2, ensure_ascii=False)
     if claims.decision is DecisionKind.APPROVE:
-        form = '<button class="primary" type="submit">Approve this call</button>'
+        form = '<button class="primary confirm" type="submit">Approve this call</button>'
     else:
         form = (
-            '<label>Message to the agent <span class="muted">(required)</span>'
+            '<label>Message to the agent <span class="muted">(required; the model reads it)</span>'
             '<textarea name="message" rows="3" required maxlength="4000"></textarea></label>'
-            '<button class="danger" type="submit">Reject this call</button>'
+            '<button class="danger confirm" type="submit">Reject this call</button>'
         )
-    body = f"""<section class="card"><h1>{views.e(claims.decision.value.capitalize())}: <span class="tool">{views.e(call.tool)}</span></h1>
-<p>{views.framework_badge(call.framework)} {views.e(call.agent or "")} · run <code>{views.e(call.run or "—")}</code></p>
-<p class="reason">{views.e(target.reason)}</p><pre class="json">{views.e(pretty)}</pre>
+    findings = suspicious_call(call)
+    warning = f'<p class="notice" role="alert">⚠ Warning: {views.e(warning_text(findings))}</p>' if findings else ""
+    description = f'<p class="description">{views.e(target.description)}</p>' if target.description else ""
+    expires = (
+        f' · expires <time datetime="{target.expires_at.isoformat()}">{target.expires_at.isoformat(timespec="minutes")}</time>'
+        if target.expires_at
+        else ""
+    )
+    body = f"""<section class="card confirm-card"><h1>{views.e(claims.decision.value.capitalize())}: <span class="tool">{views.e(call.tool)}</span></h1>
+<p class="confirm-who">{views.framework_badge(call.framework)} {views.e(call.agent or "")} · run <code>{views.e(call.run or "—")}</code>{expires}</p>
+<p class="reason"><span class="muted">Why a person must decide:</span> {views.e(target.reason)}</p>{description}{warning}
+<pre class="json confirm-args">{views.e(pretty)}</pre>
 <p class="muted">Signed for {views.e(reviewer.name)}. The decision is recorded under that name, channel “link”.</p>
 <form method="post" class="link-form">{form}</form></section>"""
     return _page(request, "Decide by link", body)
