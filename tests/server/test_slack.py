@@ -6,6 +6,7 @@ interactions signed as Slack signs them. Every refusal is checked to leave the r
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from crossgate import MemoryStore, ReviewQueue
+from crossgate import Approve, MemoryStore, ReviewQueue
 from crossgate.model import DecisionKind, RequestStatus
 from crossgate.server.app import create_app
 from crossgate.server.channels.config import SlackSettings
@@ -284,16 +285,24 @@ async def test_respond_only_where_allowed_and_remember_with_scope(queue: ReviewQ
             scopes = [o["value"] for o in view["blocks"][0]["element"]["options"]]
             assert scopes == ["once", "run", "session", "forever"]
             covers = [o["text"]["text"] for o in view["blocks"][1]["element"]["options"]]
-            assert covers[1] == "every call of delete_ticket, whatever its arguments, forever"
+            assert covers == ["only these exact arguments", "every call of delete_ticket"]
+            assert view["blocks"][2]["element"]["options"][0]["text"]["text"] == "only for agent support"
             values = {
                 "scope": {"value": {"selected_option": {"value": "run"}}},
                 "match": {"value": {"selected_option": {"value": "tool"}}},
+                "agent": {"value": {"selected_options": [{"value": "yes"}]}},
             }
             assert (await post(http, submission(SLACK_USERS["alice"], view, values))).status_code == 200
             decision = queue.get(narrow.id).decision
             assert decision is not None and decision.remember is not None
-            assert (decision.remember.scope.value, decision.remember.match.value) == ("run", "tool")
+            remember = decision.remember
+            assert (remember.scope.value, remember.match.value, remember.this_agent_only) == ("run", "tool", True)
             assert any(rule.created_by == "alice" for rule in queue.rules())
+            covered = (
+                "Remembered: every call of delete_ticket, whatever its arguments, by agent support, "
+                "for the rest of run run-1."
+            )
+            await until(lambda: any(covered in texts(u["blocks"]) for u in fake.of("chat.update")))
 
 
 async def test_decided_on_the_page_expired_or_cancelled_updates_the_message(queue: ReviewQueue) -> None:
@@ -343,16 +352,14 @@ async def test_escalation_replies_in_the_thread(queue: ReviewQueue) -> None:
         async with slack_server(queue, fake, escalate_after=0.5):
             waiting = submit(queue, args={"id": "t1"})
             decided = submit(queue, args={"id": "t2"})
-            queue.decide(decided.id, __import__("crossgate").Approve(), reviewer="alice")
+            queue.decide(decided.id, Approve(), reviewer="alice")
             await until(lambda: any("thread_ts" in m for m in fake.of("chat.postMessage")))
-            time_left = time.monotonic() + 1.0
-            while time.monotonic() < time_left:
-                await __import__("asyncio").sleep(0.05)
+            await asyncio.sleep(1.0)  # the decided request's escalation is due too, and must not come
             replies = [m for m in fake.of("chat.postMessage") if "thread_ts" in m]
             assert len(replies) == 1
             assert replies[0]["thread_ts"] == "1700000001.000100"
             assert "Still waiting for a reviewer" in replies[0]["text"]
-            assert waiting.id
+            assert queue.get(waiting.id).status is RequestStatus.PENDING
 
 
 async def test_four_eyes_need_two_slack_reviewers_and_the_message_says_so() -> None:
@@ -377,3 +384,31 @@ async def test_four_eyes_need_two_slack_reviewers_and_the_message_says_so() -> N
             assert queue.get(request.id).status is RequestStatus.DECIDED
             await until(lambda: "*Approved* by lena via slack" in texts(fake.of("chat.update")[-1]["blocks"]))
     queue.close()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db(request: pytest.FixtureRequest, tmp_path: Any) -> Any:
+    from tests.support.postgres import database_url
+
+    with database_url(request.param, tmp_path) as url:
+        yield url
+
+
+async def test_a_restarted_server_updates_the_message_the_last_one_posted(db: str) -> None:
+    from crossgate import open_store
+
+    first = ReviewQueue(open_store(db), POLICY)
+    with fake_slack() as fake:
+        async with slack_server(first, fake):
+            request = submit(first)
+            await until(lambda: len(fake.of("chat.postMessage")) == 1)
+        first.close()
+        later = ReviewQueue(open_store(db), POLICY)  # another process on the same database
+        later.decide(request.id, Approve(), reviewer="alice", channel="cli")  # while no server runs
+        async with slack_server(later, fake):
+            await until(lambda: len(fake.of("chat.update")) == 1)
+        update = fake.of("chat.update")[0]
+        assert update["ts"] == "1700000001.000100"
+        assert "*Approved* by alice via cli" in texts(update["blocks"])
+        assert len(fake.of("chat.postMessage")) == 1
+        later.close()

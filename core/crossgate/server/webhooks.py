@@ -46,7 +46,7 @@ import httpx
 from crossgate.display import suspicious_call, visible, visible_lines, warning_text
 from crossgate.model import ApprovalRequest, DecisionKind, Event, EventKind, RequestStatus, event_kind, is_outcome
 from crossgate.server.channels.teams import adaptive_card_message
-from crossgate.server.delivery import CursorLease
+from crossgate.server.delivery import CursorLease, wait_until_due
 from crossgate.server.settings import WebhookTarget
 from crossgate.server.state import ServerState
 from crossgate.stores.cursors import DeliveryCursors, delivery_cursors
@@ -202,7 +202,9 @@ class Notifier:
                 if event_kind(event) not in target.events or event.request_id is None:
                     lease.skip(event.seq)
                     continue
-                if target.escalate_after is not None and not await self._until_due(event, target.escalate_after):
+                if target.escalate_after is not None and not await wait_until_due(
+                    event, target.escalate_after, self._state.queue.now(), self._stopping
+                ):
                     return  # stopping: the event stays due for the next server
                 body = await anyio.to_thread.run_sync(self._body, target, event)
                 if body is None:
@@ -223,16 +225,6 @@ class Notifier:
                 if not advanced:
                     log.warning("crossgate lost the lease on webhook %s to another server", _label(target.url))
                     return
-
-    async def _until_due(self, event: Event, after: float) -> bool:
-        """Wait until ``event`` is ``after`` seconds old; False if the server began stopping first."""
-        delay = (event.at + timedelta(seconds=after) - self._state.queue.now()).total_seconds()
-        if delay <= 0:
-            return True
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stopping.wait(), delay)
-            return False
-        return True
 
     def _read(self, after: int) -> list[Event]:
         return self._state.queue.events(after=after, limit=READ_BATCH)

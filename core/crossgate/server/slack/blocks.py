@@ -11,6 +11,7 @@ import json
 from datetime import datetime
 from typing import Any
 
+from crossgate.coverage import decision_coverage
 from crossgate.display import suspicious_call, visible, visible_lines, warning_text
 from crossgate.model import ApprovalRequest, DecisionKind, Event, EventKind, RequestStatus, event_kind
 
@@ -95,7 +96,10 @@ def status_text(request: ApprovalRequest, events: list[Event], now: datetime) ->
     text = f"{verb} by {shown(decision.reviewer or '?')} via {shown(decision.channel or '?')}"
     if decision.decided_at is not None:
         text += f" {_when(decision.decided_at)}"
-    return f"{text}. {_ran_text(request, events)}"
+    text = f"{text}. {_ran_text(request, events)}"
+    if covers := decision_coverage(request):
+        text += f"\nRemembered: {shown(covers)}."
+    return text
 
 
 def _ran_text(request: ApprovalRequest, events: list[Event]) -> str:

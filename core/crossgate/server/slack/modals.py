@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from crossgate.coverage import remember_coverage
+from crossgate.coverage import remember_scopes
 from crossgate.decisions import validate_args
 from crossgate.display import suspicious_call, visible
 from crossgate.errors import InvalidArgumentsError
@@ -102,38 +102,25 @@ def edit_blocks(request: ApprovalRequest) -> list[Block]:
 
 
 def remember_blocks(request: ApprovalRequest) -> list[Block]:
-    """Scope and coverage of the standing rule an approval would leave, each option saying what it covers."""
+    """The remember form: how long the standing rule stands, which later calls it covers, and for which agent.
+
+    The options are the page's; the message says afterwards, in words, what the rule covers.
+    """
     call = request.call
-    scopes = [(RememberScope.ONCE, "Just this once")]
-    if call.run:
-        scopes.append((RememberScope.RUN, "For the rest of this run"))
-    if call.session_key:
-        scopes.append((RememberScope.SESSION, "For this session"))
-    scopes.append((RememberScope.FOREVER, "From now on"))
-    scope_options = [_option(s.value, label) for s, label in scopes]
-    covers = [
-        _option(m.value, remember_coverage(call, Remember(scope=RememberScope.FOREVER, match=m))[:75])
-        for m in (RememberMatch.EXACT, RememberMatch.TOOL)
+    scopes = [_option(s.value, label) for s, label in remember_scopes(call)]
+    covers = [_option(RememberMatch.EXACT.value, "only these exact arguments")]
+    covers.append(_option(RememberMatch.TOOL.value, f"every call of {visible(call.tool)}"[:75]))
+    blocks = [
+        _radio("scope", "Remember", scopes),
+        _radio("match", "Covers", covers),
     ]
-    return [
-        {
-            "type": "input",
-            "block_id": "scope",
-            "label": _plain("Remember"),
-            "element": {
-                "type": "radio_buttons",
-                "action_id": VALUE,
-                "options": scope_options,
-                "initial_option": scope_options[0],
-            },
-        },
-        {
-            "type": "input",
-            "block_id": "match",
-            "label": _plain("Covers"),
-            "element": {"type": "radio_buttons", "action_id": VALUE, "options": covers, "initial_option": covers[0]},
-        },
-    ]
+    if call.agent:
+        agent = _option("yes", f"only for agent {visible(call.agent)}"[:75])
+        element = {"type": "checkboxes", "action_id": VALUE, "options": [agent]}
+        blocks.append(
+            {"type": "input", "block_id": "agent", "optional": True, "label": _plain("Agent"), "element": element}
+        )
+    return blocks
 
 
 def decision_of(callback_id: str, view: dict[str, Any], request: ApprovalRequest, fingerprint: str) -> AnyDecision:
@@ -154,7 +141,9 @@ def decision_of(callback_id: str, view: dict[str, Any], request: ApprovalRequest
     if callback_id == REMEMBER:
         scope = RememberScope(_selected(values, "scope") or RememberScope.ONCE.value)
         match = RememberMatch(_selected(values, "match") or RememberMatch.EXACT.value)
-        return Approve(remember=Remember(scope=scope, match=match), fingerprint=fingerprint)
+        agent_only = bool(values.get("agent", {}).get(VALUE, {}).get("selected_options"))
+        remember = Remember(scope=scope, match=match, this_agent_only=agent_only)
+        return Approve(remember=remember, fingerprint=fingerprint)
     raise FormError("", f"unknown form {callback_id!r}")
 
 
@@ -238,6 +227,11 @@ def _view(callback_id: str, request: ApprovalRequest, title: str, submit: str, b
         "close": _plain("Cancel"),
         "blocks": blocks,
     }
+
+
+def _radio(block: str, label: str, options: list[Block]) -> Block:
+    element = {"type": "radio_buttons", "action_id": VALUE, "options": options, "initial_option": options[0]}
+    return {"type": "input", "block_id": block, "label": _plain(label), "element": element}
 
 
 def _text_input(block: str, label: str, *, initial: str | None = None) -> Block:
