@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -88,3 +89,44 @@ def test_serve_without_the_slack_secrets_says_where_they_come_from(tmp_path: Pat
     assert result.returncode != 0
     assert "--slack-bot-token-file or $CROSSGATE_SLACK_BOT_TOKEN" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.slow
+def test_serve_runs_the_slack_app_with_secrets_from_files(tmp_path: Path) -> None:
+    import subprocess
+    import time
+
+    import httpx
+
+    from tests.server.demo_loader import ROOT
+    from tests.server.slack_fake import signed
+    from tests.server.test_commands import CLI, free_port
+
+    (tmp_path / "token").write_text(BOT_TOKEN, encoding="utf-8")
+    (tmp_path / "secret").write_text(SIGNING_SECRET, encoding="utf-8")
+    port = free_port()
+    args = [*CLI, "--db", "memory:", "serve", "--port", str(port), "--log-level", "warning"]
+    args += ["--slack-channel", "C0REVIEWS", "--slack-bot-token-file", str(tmp_path / "token")]
+    args += ["--slack-signing-secret-file", str(tmp_path / "secret")]
+    env = {**os.environ, "CROSSGATE_TOKENS": "ops:ops-token-123"}
+    process = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"{base}/api/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert process.poll() is None and time.monotonic() < deadline, "serve did not come up"
+            time.sleep(0.2)
+        closed = {"type": "view_closed", "user": {"id": "U0ALICE"}}
+        body, headers = signed(closed)
+        assert httpx.post(f"{base}/slack/interactions", content=body, headers=headers).status_code == 200
+        body, headers = signed(closed, secret="another-apps-signing-secret")
+        forged = httpx.post(f"{base}/slack/interactions", content=body, headers=headers)
+        assert forged.status_code == 401
+    finally:
+        process.terminate()
+        process.communicate(timeout=20)
