@@ -336,9 +336,13 @@ async def test_slack_down_then_up_posts_from_the_cursor_and_the_request_stays_pe
             assert queue.get(request.id).status is RequestStatus.PENDING
             page = await http.get("/api/requests", headers=auth("alice"))
             assert [r["id"] for r in page.json()["items"]] == [request.id]
+            health = (await http.get("/api/health")).json()["channels"]["slack"]
+            assert health["retries"] >= 3 and health["delivered"] == 0
             fake.down = False
             await until(lambda: len(fake.of("chat.postMessage")) == 1)
             assert queue.get(request.id).status is RequestStatus.PENDING
+            health = (await http.get("/api/health")).json()["channels"]["slack"]
+            assert (health["delivered"], health["failed"]) == (1, 0)
         # a restart goes on from the stored cursor and the stored message reference: nothing posted twice
         async with slack_server(queue, fake) as http:
             await post(http, click(SLACK_USERS["alice"], "approve", value(request)))

@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Protocol
 
 import httpx
 from fastapi import FastAPI, Request
@@ -30,6 +29,7 @@ from crossgate.queue import ReviewQueue
 from crossgate.server.aap.routes import AAP_PATH, aap_asgi, create_aap_app, fallback_response, owns
 from crossgate.server.access import Authenticator
 from crossgate.server.bodies import BodyLimit
+from crossgate.server.channels import Channel
 from crossgate.server.errors import error_body, http_error_body
 from crossgate.server.feed import ChangeFeed
 from crossgate.server.links import LinkSigner
@@ -69,7 +69,7 @@ def create_app(
     )
     state.notifier = Notifier(state, transport=webhook_transport)
     aap = create_aap_app(state, webhook_transport=webhook_transport)
-    channels = _channels(state)
+    channels = state.channels = _channels(state)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -97,7 +97,6 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.crossgate = state
-    app.state.channels = channels
     if settings.slack is not None:
         from crossgate.server.slack.interactions import SlackApp
         from crossgate.server.slack.relay import SlackRelay
@@ -130,14 +129,9 @@ def create_app(
     return app
 
 
-class _Channel(Protocol):
-    async def start(self) -> None: ...
-    async def stop(self) -> None: ...
-
-
-def _channels(state: ServerState) -> list[_Channel]:
+def _channels(state: ServerState) -> list[Channel]:
     """The configured channels besides webhooks: the Slack app and the e-mail notifier (imported only then)."""
-    channels: list[_Channel] = []
+    channels: list[Channel] = []
     if state.settings.slack is not None:
         from crossgate.server.slack.relay import SlackRelay
 

@@ -47,6 +47,9 @@ class EmailNotifier:
             retry_seconds=settings.retry_seconds,
         )
 
+    def stats(self) -> dict[str, dict[str, int]]:
+        return {"email": self.follower.stats()}
+
     async def start(self) -> None:
         await self.follower.start()
 

@@ -68,6 +68,10 @@ class LogFollower:
         self._idle.set()
         self.counts: Counter[str] = Counter()
 
+    def stats(self) -> dict[str, int]:
+        """Events handed over, tries again while the channel was unavailable, and events given up on."""
+        return {k: self.counts[k] for k in ("delivered", "retries", "failed")}
+
     async def start(self) -> None:
         """Start following; a cursor new to the store starts at the log's current head."""
         cursors = delivery_cursors(self._state.queue.store)

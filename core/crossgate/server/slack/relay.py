@@ -93,6 +93,10 @@ class SlackRelay:
                 )
             )
 
+    def stats(self) -> dict[str, dict[str, int]]:
+        """The message follower's counters under ``slack``, the escalations' under ``slack-escalation``."""
+        return dict(zip(("slack", "slack-escalation"), (f.stats() for f in self.followers), strict=False))
+
     async def start(self) -> None:
         for follower in self.followers:
             await follower.start()
