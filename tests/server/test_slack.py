@@ -416,3 +416,36 @@ async def test_a_restarted_server_updates_the_message_the_last_one_posted(db: st
         assert "*Approved* by alice via cli" in texts(update["blocks"])
         assert len(fake.of("chat.postMessage")) == 1
         later.close()
+
+
+def test_edit_form_reads_numbers_and_booleans_and_refuses_what_the_schema_refuses(queue: ReviewQueue) -> None:
+    from crossgate.server.slack.modals import FormError, edit_blocks, edited_args
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string"},
+            "limit": {"type": "integer", "maximum": 10},
+            "hard": {"type": "boolean"},
+        },
+        "required": ["id"],
+    }
+    request = submit(queue, args={"id": "t1", "limit": 3, "hard": False}, schema=schema)
+    kinds = {b["block_id"]: b["element"]["type"] for b in edit_blocks(request)}
+    assert kinds == {"arg:id": "plain_text_input", "arg:limit": "number_input", "arg:hard": "static_select"}
+
+    def typed(limit: str, hard: str) -> dict[str, Any]:
+        return {
+            "arg:id": {"value": {"value": "t1"}},
+            "arg:limit": {"value": {"value": limit}},
+            "arg:hard": {"value": {"selected_option": {"value": hard}}},
+        }
+
+    assert edited_args(typed("5", "true"), request) == {"id": "t1", "limit": 5, "hard": True}
+    with pytest.raises(FormError) as too_many:
+        edited_args(typed("50", "false"), request)
+    assert too_many.value.block == "arg:limit" and "maximum of 10" in str(too_many.value)
+    with pytest.raises(FormError) as not_a_number:
+        edited_args(typed("five", "false"), request)
+    assert not_a_number.value.block == "arg:limit"
+    assert queue.get(request.id).status is RequestStatus.PENDING

@@ -173,7 +173,9 @@ def edited_args(values: dict[str, Any], request: ApprovalRequest) -> dict[str, A
     try:
         validate_args(args, request.args_schema)
     except InvalidArgumentsError as exc:
-        raise FormError(block, str(exc)[:150]) from None
+        # the error says where ("… at limit: …"): mark that argument's input when the form has one
+        where = next((f"arg:{name}" for name, _, _ in fields or () if f" at {name}:" in str(exc)), block)
+        raise FormError(where, str(exc)[:150]) from None
     if args == request.call.args:
         raise FormError(block, "Nothing changed: approve the call instead, or change an argument.")
     return args
