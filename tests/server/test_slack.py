@@ -398,6 +398,7 @@ def db(request: pytest.FixtureRequest, tmp_path: Any) -> Any:
         yield url
 
 
+@pytest.mark.slow
 async def test_a_restarted_server_updates_the_message_the_last_one_posted(db: str) -> None:
     from crossgate import open_store
 
