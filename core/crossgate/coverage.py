@@ -27,6 +27,17 @@ def remember_coverage(
     return f"{_calls(call, remember, call.args if args is None else args, edited)}, {_how_long(call, remember)}"
 
 
+def remember_scopes(call: ToolCall) -> list[tuple[RememberScope, str]]:
+    """The scopes a decision on ``call`` may be remembered for, each with the label every form shows."""
+    scopes = [(RememberScope.ONCE, "Just this once")]
+    if call.run:
+        scopes.append((RememberScope.RUN, "For the rest of this run"))
+    if call.session_key:
+        scopes.append((RememberScope.SESSION, "For this session"))
+    scopes.append((RememberScope.FOREVER, "From now on"))
+    return scopes
+
+
 def decision_coverage(request: ApprovalRequest) -> str | None:
     """What the standing rule remembered with ``request``'s decision covers; None when nothing was remembered."""
     decision = request.decision

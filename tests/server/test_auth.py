@@ -195,7 +195,7 @@ def test_tokens_from_toml_yaml_and_env(tmp_path: Path) -> None:
         ("reviewers:\n  - name: a\n    token: short\n", "too short"),
         ("reviewers:\n  - name: a\n    token_env: NOPE\n", "not set"),
         ("reviewers:\n  - name: a\n    token: aaaaaaaaaa\n    colour: red\n", "unknown keys"),
-        ("webhooks:\n  - url: http://x\n    format: xml\n", "json or slack"),
+        ("webhooks:\n  - url: http://x\n    format: xml\n", "json, slack or teams"),
         ("webhooks:\n  - url: http://x/t0k3n\n    events: [submitted, expire]\n", r"r.yaml: webhook 'x': .*'expire'"),
         ("webhooks:\n  - url: http://x\n    events: []\n", "got none"),
         ("webhooks:\n  - url: http://x\n    events: decided\n", "events must be a list"),

@@ -114,6 +114,7 @@ def health(state: StateDep) -> HealthOut:
         head=queue.store.audit_head()[0],
         pending=len(queue.pending()),
         notifications=state.notifier.stats() if state.notifier else {},
+        channels={name: counts for channel in state.channels for name, counts in channel.stats().items()},
     )
 
 

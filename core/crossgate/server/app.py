@@ -34,6 +34,7 @@ from crossgate.queue import ReviewQueue
 from crossgate.server.aap.routes import AAP_PATH, aap_asgi, create_aap_app, fallback_response, owns
 from crossgate.server.access import Authenticator
 from crossgate.server.bodies import BodyLimit
+from crossgate.server.channels import Channel
 from crossgate.server.errors import error_body, http_error_body
 from crossgate.server.feed import ChangeFeed
 from crossgate.server.links import LinkSigner
@@ -83,6 +84,7 @@ def create_app(
     state.metrics = Metrics(queue)
     state.notifier = Notifier(state, transport=webhook_transport)
     aap = create_aap_app(state, webhook_transport=webhook_transport)
+    channels = state.channels = _channels(state)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -90,9 +92,13 @@ def create_app(
         assert state.notifier is not None
         await state.notifier.start()
         await aap.state.notifier.start()
+        for channel in channels:
+            await channel.start()
         try:
             yield
         finally:
+            for channel in channels:
+                await channel.stop()
             await aap.state.notifier.stop()
             await state.notifier.stop()
             await state.feed.stop()
@@ -106,6 +112,13 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.crossgate = state
+    if settings.slack is not None:
+        from crossgate.server.slack.interactions import SlackApp
+        from crossgate.server.slack.relay import SlackRelay
+        from crossgate.server.slack.verify import SlackVerifier
+
+        relay = next(c for c in channels if isinstance(c, SlackRelay))
+        app.state.slack = SlackApp(relay, SlackVerifier(settings.slack.signing_secret))
     app.state.agent_api = agent_api.AgentApi(queue)
     app.state.agent_registry = aap.state.aap.registry  # agent credentials: the file's services and AAP instances
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
@@ -124,11 +137,29 @@ def create_app(
     app.include_router(agui_api.router)
     app.include_router(stream.router)
     app.include_router(linkpages.router)
+    if settings.slack is not None:
+        from crossgate.server.slack.interactions import router as slack_router
+
+        app.include_router(slack_router)
     app.include_router(pages.router)
     app.include_router(metrics.router)
     app.mount(AAP_PATH, aap_asgi(aap), name="aap")  # the AAP v1 provider: docs/agents-over-http.md
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app
+
+
+def _channels(state: ServerState) -> list[Channel]:
+    """The configured channels besides webhooks: the Slack app and the e-mail notifier (imported only then)."""
+    channels: list[Channel] = []
+    if state.settings.slack is not None:
+        from crossgate.server.slack.relay import SlackRelay
+
+        channels.append(SlackRelay(state, state.settings.slack))
+    if state.settings.email is not None:
+        from crossgate.server.channels.email import EmailNotifier
+
+        channels.append(EmailNotifier(state, state.settings.email))
+    return channels
 
 
 async def _error_response(request: Request, exc: Exception) -> Response:

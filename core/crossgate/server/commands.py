@@ -98,7 +98,21 @@ def serve(
     ] = None,
     base_url: Annotated[str | None, typer.Option(help="Address that links in notifications use.")] = None,
     webhook: Annotated[list[str] | None, typer.Option(metavar="URL", help="Notify this URL; repeatable.")] = None,
-    webhook_format: Annotated[str, typer.Option(help="json or slack, for --webhook.")] = "json",
+    webhook_format: Annotated[str, typer.Option(help="json, slack or teams, for --webhook.")] = "json",
+    slack_channel: Annotated[
+        str | None,
+        typer.Option(
+            metavar="CHANNEL_ID",
+            help="Run the Slack app, posting to this channel id; the bot token and signing secret come from "
+            "--slack-*-file or $CROSSGATE_SLACK_BOT_TOKEN and $CROSSGATE_SLACK_SIGNING_SECRET.",
+        ),
+    ] = None,
+    slack_bot_token_file: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="File holding the Slack bot token (xoxb-…).")
+    ] = None,
+    slack_signing_secret_file: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="File holding the Slack app's signing secret.")
+    ] = None,
     open_browser: Annotated[bool, typer.Option("--open", help="Open the review page in a browser.")] = False,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
     authority_dir: Annotated[
@@ -155,9 +169,15 @@ def serve(
     from crossgate.server.app import create_app
     from crossgate.server.settings import ServerSettings, metrics_token, reviewer
 
-    if webhook_format not in ("json", "slack"):
-        raise typer.BadParameter("use json or slack", param_hint="'--webhook-format'")
+    if webhook_format not in ("json", "slack", "teams"):
+        raise typer.BadParameter("use json, slack or teams", param_hint="'--webhook-format'")
     fields, limits = _settings_fields(tokens, host, port, base_url, webhook, webhook_format)
+    if slack_channel is not None:
+        if "slack" in fields:
+            raise typer.BadParameter("the --tokens file has a [slack] table already", param_hint="'--slack-channel'")
+        fields["slack"] = _slack_from_options(slack_channel, slack_bot_token_file, slack_signing_secret_file)
+    elif slack_bot_token_file or slack_signing_secret_file:
+        raise typer.BadParameter("give the channel too", param_hint="'--slack-channel'")
     if metrics_token_env is not None:
         fields["metrics_token_sha256"] = metrics_token(os.environ, metrics_token_env, "--metrics-token-env: ")
     state = ctx.obj if isinstance(ctx.obj, CliContext) else CliContext()
@@ -228,7 +248,8 @@ def _settings_fields(
     if "secret" not in fields and (secret := secret_from_env()) is not None:
         fields["secret"] = secret
     fields["base_url"] = base_url or fields.get("base_url") or _address(host, port)
-    fmt: Literal["json", "slack"] = "slack" if webhook_format == "slack" else "json"
+    formats: dict[str, Literal["json", "slack", "teams"]] = {"json": "json", "slack": "slack", "teams": "teams"}
+    fmt = formats[webhook_format]
     extra = tuple(WebhookTarget(url=url, format=fmt) for url in webhook or ())
     fields["webhooks"] = (*fields.get("webhooks", ()), *extra)
     return fields, fields.pop("limits", None)
@@ -325,6 +346,31 @@ def _finite(value: float) -> float:
     if not math.isfinite(value):  # click's range lets NaN through: every comparison with it is false
         raise typer.BadParameter(f"must be a number of seconds, got {value}")
     return value
+
+
+def _slack_from_options(channel: str, token_file: Path | None, secret_file: Path | None) -> Any:
+    """The Slack app's settings from ``crossgate serve``'s options: secrets from files or the environment."""
+    from crossgate.server.channels.config import (
+        SLACK_BOT_TOKEN_ENV,
+        SLACK_SIGNING_SECRET_ENV,
+        SlackSettings,
+        read_secret_file,
+    )
+
+    token = (
+        read_secret_file(token_file, "--slack-bot-token-file") if token_file else os.environ.get(SLACK_BOT_TOKEN_ENV)
+    )
+    secret = (
+        read_secret_file(secret_file, "--slack-signing-secret-file")
+        if secret_file
+        else os.environ.get(SLACK_SIGNING_SECRET_ENV)
+    )
+    if not token or not secret:
+        raise ConfigurationError(
+            f"the Slack app needs a bot token and a signing secret: --slack-bot-token-file or ${SLACK_BOT_TOKEN_ENV}, "
+            f"--slack-signing-secret-file or ${SLACK_SIGNING_SECRET_ENV}"
+        )
+    return SlackSettings(channel=channel, bot_token=token, signing_secret=secret)
 
 
 def worker(

@@ -9,12 +9,14 @@ the stored seq. See ``DeliveryCursors.claim_delivery_cursor`` for the rules.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import anyio
 
 from crossgate.clock import utc_now
+from crossgate.model import Event
 from crossgate.stores.cursors import DeliveryCursor, DeliveryCursors
 
 log = logging.getLogger(__name__)
@@ -86,3 +88,14 @@ class CursorLease:
     async def release(self) -> None:
         """Give the lease up, so another server need not wait for it to run out."""
         await anyio.to_thread.run_sync(self._store.release_delivery_cursor, self.name, self.owner)
+
+
+async def wait_until_due(event: Event, after: float, now: datetime, stopping: asyncio.Event) -> bool:
+    """Wait until ``event`` is ``after`` seconds old (an escalation's delay); False if ``stopping`` came first."""
+    delay = (event.at + timedelta(seconds=after) - now).total_seconds()
+    if delay <= 0:
+        return True
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stopping.wait(), delay)
+        return False
+    return True

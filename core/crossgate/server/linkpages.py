@@ -16,6 +16,7 @@ import anyio
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
+from crossgate.display import suspicious_call, warning_text
 from crossgate.errors import ConflictError, InvalidDecisionError
 from crossgate.model import DECIDED_STATUSES, ApprovalRequest, Approve, DecisionKind, Reject
 from crossgate.server import views
@@ -40,17 +41,17 @@ def _open_link(state: ServerState, token: str) -> tuple[LinkClaims, Reviewer, Ap
     return claims, reviewer, request
 
 
-def used_message(request: ApprovalRequest) -> str:
-    """Why a link for ``request`` can no longer decide it, naming who settled it and how."""
+def used_message(request: ApprovalRequest, what: str = "link") -> str:
+    """Why a ``what`` (a link, a Slack message) for ``request`` can no longer decide it, naming who settled it and how."""
     decision = request.decision
     if request.status in DECIDED_STATUSES and decision is not None:
         at = decision.decided_at.isoformat(timespec="seconds") if decision.decided_at else "an earlier time"
         return (
-            f"This link can no longer be used: request {request.id} was already decided "
+            f"This {what} can no longer be used: request {request.id} was already decided "
             f"({decision.kind.value} by {decision.reviewer} via {decision.channel} at {at}). "
             "A request is decided once."
         )
-    return f"This link can no longer be used: request {request.id} is {request.status.value}."
+    return f"This {what} can no longer be used: request {request.id} is {request.status.value}."
 
 
 def _page(request: Request, title: str, body: str, status: int = 200) -> HTMLResponse:
@@ -65,16 +66,25 @@ async def confirm(token: str, request: Request) -> Response:
     call = target.call
     pretty = json.dumps(call.args, indent=2, ensure_ascii=False)
     if claims.decision is DecisionKind.APPROVE:
-        form = '<button class="primary" type="submit">Approve this call</button>'
+        form = '<button class="primary confirm" type="submit">Approve this call</button>'
     else:
         form = (
-            '<label>Message to the agent <span class="muted">(required)</span>'
+            '<label>Message to the agent <span class="muted">(required; the model reads it)</span>'
             '<textarea name="message" rows="3" required maxlength="4000"></textarea></label>'
-            '<button class="danger" type="submit">Reject this call</button>'
+            '<button class="danger confirm" type="submit">Reject this call</button>'
         )
-    body = f"""<section class="card"><h1>{views.e(claims.decision.value.capitalize())}: <span class="tool">{views.e(call.tool)}</span></h1>
-<p>{views.framework_badge(call.framework)} {views.e(call.agent or "")} · run <code>{views.e(call.run or "—")}</code></p>
-<p class="reason">{views.e(target.reason)}</p><pre class="json">{views.e(pretty)}</pre>
+    findings = suspicious_call(call)
+    warning = f'<p class="notice" role="alert">⚠ Warning: {views.e(warning_text(findings))}</p>' if findings else ""
+    description = f'<p class="description">{views.e(target.description)}</p>' if target.description else ""
+    expires = (
+        f' · expires <time datetime="{target.expires_at.isoformat()}">{target.expires_at.isoformat(timespec="minutes")}</time>'
+        if target.expires_at
+        else ""
+    )
+    body = f"""<section class="card confirm-card"><h1>{views.e(claims.decision.value.capitalize())}: <span class="tool">{views.e(call.tool)}</span></h1>
+<p class="confirm-who">{views.framework_badge(call.framework)} {views.e(call.agent or "")} · run <code>{views.e(call.run or "—")}</code>{expires}</p>
+<p class="reason"><span class="muted">Why a person must decide:</span> {views.e(target.reason)}</p>{description}{warning}
+<pre class="json confirm-args">{views.e(pretty)}</pre>
 <p class="muted">Signed for {views.e(reviewer.name)}. The decision is recorded under that name, channel “link”.</p>
 <form method="post" class="link-form">{form}</form></section>"""
     return _page(request, "Decide by link", body)

@@ -175,6 +175,9 @@ class HealthOut(BaseModel):
     head: int
     pending: int
     notifications: dict[str, int]
+    channels: dict[str, dict[str, int]] = {}
+    """Per channel (``slack``, ``slack-escalation``, ``email``): events ``delivered``, ``retries`` while it
+    was unavailable, and ``failed`` (given up on)."""
 
 
 class AuditOut(BaseModel):

@@ -31,7 +31,7 @@ Reviewers come from a TOML or YAML file (``--tokens``) or from ``$CROSSGATE_TOKE
 
     [[webhooks]]
     url = "http://127.0.0.1:9000/hooks/crossgate"
-    format = "slack"                         # or "json"
+    format = "slack"                         # or "json", or "teams" (an Adaptive Card for a Teams workflow)
     events = ["submitted", "decided", "expired", "cancelled"]   # the default; list fewer to filter, or add
                                              # approved, applied, ran, not_run ("executed" means ran and not_run)
 
@@ -56,6 +56,7 @@ from crossgate.credentials import hash_token as hash_token  # kept here for the 
 from crossgate.errors import ConfigurationError
 from crossgate.limits import MIB, InputLimits
 from crossgate.model import LEGACY_OUTCOME, ApprovalRequest, StandingRule
+from crossgate.server.channels.config import EmailSettings, SlackSettings, email_settings, slack_settings
 
 TOKENS_ENV = "CROSSGATE_TOKENS"
 SECRET_ENV = "CROSSGATE_SECRET"
@@ -83,6 +84,10 @@ class Reviewer:
     agents: tuple[str, ...] = ()
     admin: bool = False
     """May add, rotate and revoke stored credentials over the admin API (``/api/admin``)."""
+    slack_user: str | None = None
+    """The reviewer's Slack user id (``U…``): their clicks in the Slack app decide as this reviewer."""
+    email: str | None = None
+    """Where the e-mail notifier sends this reviewer's signed one-tap links."""
 
     @property
     def unrestricted(self) -> bool:
@@ -142,6 +147,8 @@ def reviewer(
     tools: Sequence[str] = (),
     agents: Sequence[str] = (),
     admin: bool = False,
+    slack_user: str | None = None,
+    email: str | None = None,
 ) -> Reviewer:
     """Build a reviewer from a plain token."""
     if not name.strip():
@@ -155,6 +162,8 @@ def reviewer(
         tools=tuple(tools),
         agents=tuple(agents),
         admin=admin,
+        slack_user=slack_user,
+        email=email,
     )
 
 
@@ -191,7 +200,7 @@ class WebhookTarget:
     """Where notifications go, in which body format, for which event kinds."""
 
     url: str
-    format: Literal["json", "slack"] = "json"
+    format: Literal["json", "slack", "teams"] = "json"
     events: tuple[str, ...] = NOTIFIED_EVENTS
     secret: str | None = None
     """When set, JSON deliveries carry ``X-Crossgate-Signature: sha256=<HMAC of the body>``."""
@@ -260,6 +269,10 @@ class ServerSettings:
     ``aap_registry``); None keeps them in the server process only."""
     metrics_token_sha256: str | None = None
     """The sha256 of the bearer token ``/metrics`` requires (see :func:`hash_token`); None: loopback clients only."""
+    slack: SlackSettings | None = None
+    """The Slack app channel (``[slack]``): interactive messages, decided in Slack."""
+    email: EmailSettings | None = None
+    """The e-mail notifier (``[email]``): signed one-tap links to each reviewer with an ``email``."""
 
     def __post_init__(self) -> None:
         names = [r.name for r in self.reviewers]
@@ -288,12 +301,19 @@ class ServerSettings:
             )
         if len(self.secret) < 16:
             raise ConfigurationError("the link-signing secret needs 16 bytes at least")
+        slack_users = [r.slack_user for r in self.reviewers if r.slack_user]
+        if len(set(slack_users)) != len(slack_users):
+            raise ConfigurationError("a Slack user id is given to two reviewers; each Slack user is one reviewer")
         if isinstance(self.max_body_bytes, bool) or not isinstance(self.max_body_bytes, int) or self.max_body_bytes < 1:
             raise ConfigurationError(f"max_body_bytes must be a positive whole number, got {self.max_body_bytes!r}")
 
     def find_reviewer(self, name: str) -> Reviewer | None:
         """The reviewer with this name, if configured."""
         return next((r for r in self.reviewers if r.name == name), None)
+
+    def slack_reviewer(self, slack_user: str) -> Reviewer | None:
+        """The reviewer whose ``slack_user`` is this Slack user id, if any."""
+        return next((r for r in self.reviewers if r.slack_user and r.slack_user == slack_user), None)
 
 
 WEBHOOK_TUNING: dict[str, type[int] | type[float]] = {
@@ -302,6 +322,7 @@ WEBHOOK_TUNING: dict[str, type[int] | type[float]] = {
     "webhook_timeout_seconds": float,
     "webhook_lease_seconds": float,
     "max_body_bytes": int,
+    "link_ttl_seconds": float,
 }
 """Top-level keys of the file that tune the server (see :class:`ServerSettings`)."""
 LIMIT_KEYS = ("args_bytes", "message_bytes", "note_bytes")
@@ -340,6 +361,8 @@ def load_config(path: Path, env: Mapping[str, str] | None = None) -> dict[str, A
         "link_reviewer",
         "limits",
         "metrics_token_env",
+        "slack",
+        "email",
         *WEBHOOK_TUNING,
     }
     if unknown:
@@ -363,6 +386,10 @@ def load_config(path: Path, env: Mapping[str, str] | None = None) -> dict[str, A
         kwargs["limits"] = _limits(data["limits"], path)
     if "metrics_token_env" in data:
         kwargs["metrics_token_sha256"] = metrics_token(env, str(data["metrics_token_env"]), f"{path}: ")
+    if "slack" in data:
+        kwargs["slack"] = slack_settings(data["slack"], env, path)
+    if "email" in data:
+        kwargs["email"] = email_settings(data["email"], env, path)
     secret_env = data.get("secret_env")
     if secret_env:
         secret = env.get(str(secret_env))
@@ -413,6 +440,7 @@ def _reviewer_entry(entry: Any, env: Mapping[str, str], path: Path) -> Reviewer:
         raise ConfigurationError(f"{path}: each reviewer needs a name")
     name = str(entry["name"])
     unknown = set(entry) - {"name", "token", "token_env", "frameworks", "tools", "agents", "admin"}
+    unknown = set(entry) - {"name", "token", "token_env", "frameworks", "tools", "agents", "slack_user", "email"}
     if unknown:
         raise ConfigurationError(f"{path}: reviewer {name!r} has unknown keys {', '.join(sorted(unknown))}")
     token = entry.get("token")
@@ -429,7 +457,17 @@ def _reviewer_entry(entry: Any, env: Mapping[str, str], path: Path) -> Reviewer:
         tools=_strings(entry.get("tools"), name, path),
         agents=_strings(entry.get("agents"), name, path),
         admin=_flag(entry.get("admin", False), f"{path}: reviewer {name!r}: admin"),
+        slack_user=_optional_text(entry.get("slack_user"), f"reviewer {name!r}: slack_user", path),
+        email=_optional_text(entry.get("email"), f"reviewer {name!r}: email", path),
     )
+
+
+def _optional_text(value: Any, what: str, path: Path) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigurationError(f"{path}: {what} must be a non-empty string")
+    return value.strip()
 
 
 def _agent_entry(entry: Any, env: Mapping[str, str], path: Path) -> AgentToken:
@@ -464,8 +502,8 @@ def _webhook_entry(entry: Any, path: Path) -> WebhookTarget:
     if not isinstance(entry, dict) or not entry.get("url"):
         raise ConfigurationError(f"{path}: each webhook needs a url")
     fmt = entry.get("format", "json")
-    if fmt not in ("json", "slack"):
-        raise ConfigurationError(f"{path}: webhook format must be json or slack, got {fmt!r}")
+    if fmt not in ("json", "slack", "teams"):
+        raise ConfigurationError(f"{path}: webhook format must be json, slack or teams, got {fmt!r}")
     escalate_after = entry.get("escalate_after")
     if escalate_after is not None and (isinstance(escalate_after, bool) or not isinstance(escalate_after, int | float)):
         raise ConfigurationError(f"{path}: webhook escalate_after must be a number of seconds, got {escalate_after!r}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -16,6 +16,7 @@ from crossgate.server.links import LINKABLE_DECISIONS, LinkClaims, LinkSigner
 from crossgate.server.settings import ServerSettings
 
 if TYPE_CHECKING:
+    from crossgate.server.channels import Channel
     from crossgate.server.metrics import Metrics
     from crossgate.server.webhooks import Notifier
 
@@ -31,6 +32,8 @@ class ServerState:
     feed: ChangeFeed
     notifier: Notifier | None = None
     metrics: Metrics | None = None
+    channels: list[Channel] = field(default_factory=list)
+    """The Slack app and the e-mail notifier, when configured."""
 
     def sign_links(self, request: ApprovalRequest, reviewer: str, expires: datetime) -> dict[DecisionKind, str]:
         """Signed link URLs for each linkable decision the request allows.

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
-from crossgate.coverage import remember_coverage
+from crossgate.coverage import remember_coverage, remember_scopes
 from crossgate.display import visible_lines, visible_parts
 from crossgate.model import (
     ApprovalRequest,
@@ -279,12 +279,7 @@ _PANES = {
 
 def _remember_fieldset(request: ApprovalRequest) -> str:
     call = request.call
-    scopes = [(RememberScope.ONCE, "Just this once")]
-    if call.run:
-        scopes.append((RememberScope.RUN, "For the rest of this run"))
-    if call.session_key:
-        scopes.append((RememberScope.SESSION, "For this session"))
-    scopes.append((RememberScope.FOREVER, "From now on"))
+    scopes = remember_scopes(call)
     options = "".join(f'<option value="{s.value}">{label}</option>' for s, label in scopes)
     agent = (
         f'<label class="inline"><input type="checkbox" name="this_agent_only"> only for agent {e(call.agent)}</label>'

@@ -45,7 +45,8 @@ import httpx
 
 from crossgate.display import suspicious_call, visible, visible_lines, warning_text
 from crossgate.model import ApprovalRequest, DecisionKind, Event, EventKind, RequestStatus, event_kind, is_outcome
-from crossgate.server.delivery import CursorLease
+from crossgate.server.channels.teams import adaptive_card_message
+from crossgate.server.delivery import CursorLease, wait_until_due
 from crossgate.server.settings import WebhookTarget
 from crossgate.server.state import ServerState
 from crossgate.stores.cursors import DeliveryCursors, delivery_cursors
@@ -206,7 +207,9 @@ class Notifier:
                 if event_kind(event) not in target.events or event.request_id is None:
                     lease.skip(event.seq)
                     continue
-                if target.escalate_after is not None and not await self._until_due(event, target.escalate_after):
+                if target.escalate_after is not None and not await wait_until_due(
+                    event, target.escalate_after, self._state.queue.now(), self._stopping
+                ):
                     return  # stopping: the event stays due for the next server
                 body = await anyio.to_thread.run_sync(self._body, target, event)
                 if body is None:
@@ -227,16 +230,6 @@ class Notifier:
                 if not advanced:
                     log.warning("crossgate lost the lease on webhook %s to another server", _label(target.url))
                     return
-
-    async def _until_due(self, event: Event, after: float) -> bool:
-        """Wait until ``event`` is ``after`` seconds old; False if the server began stopping first."""
-        delay = (event.at + timedelta(seconds=after) - self._state.queue.now()).total_seconds()
-        if delay <= 0:
-            return True
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stopping.wait(), delay)
-            return False
-        return True
 
     def _read(self, after: int) -> list[Event]:
         return self._state.queue.events(after=after, limit=READ_BATCH)
@@ -338,20 +331,10 @@ def json_body(state: ServerState, event: Event, request: ApprovalRequest, *, esc
     }
 
 
-def slack_body(
-    state: ServerState, event: Event, request: ApprovalRequest, *, escalated: bool = False
-) -> dict[str, Any]:
-    """A body a Slack-compatible incoming webhook accepts: ``text`` plus Block Kit ``blocks``.
-
-    People read it, so hidden characters in the tool, the arguments and the names are written as
-    escapes (``crossgate.display``); the JSON body keeps the exact values.
-    """
+def summary(state: ServerState, event: Event, request: ApprovalRequest, *, escalated: bool = False) -> str:
+    """What ``event`` did to ``request``, in one line people read (hidden characters as escapes)."""
     call = request.call
-    links = _links(state, request)
     who = f"{call.framework}" + (f" · {call.agent}" if call.agent else "")
-    args = visible_lines(json.dumps(call.args, indent=2, ensure_ascii=False))
-    if len(args) > 2500:
-        args = args[:2500] + "\n…"
     if escalated:
         waited = _duration((state.queue.now() - request.created_at).total_seconds())
         text = f"Still waiting for a reviewer after {waited}: {who} asks to run {call.tool}: {request.reason}"
@@ -376,7 +359,23 @@ def slack_body(
     else:
         decision = request.decision.kind.value if request.decision else event.kind
         text = f"{call.tool} from {who}: {decision} by {event.actor} via {event.channel}"
-    text = visible(text)
+    return visible(text)
+
+
+def slack_body(
+    state: ServerState, event: Event, request: ApprovalRequest, *, escalated: bool = False
+) -> dict[str, Any]:
+    """A body a Slack-compatible incoming webhook accepts: ``text`` plus Block Kit ``blocks``.
+
+    People read it, so hidden characters in the tool, the arguments and the names are written as
+    escapes (``crossgate.display``); the JSON body keeps the exact values.
+    """
+    call = request.call
+    links = _links(state, request)
+    args = visible_lines(json.dumps(call.args, indent=2, ensure_ascii=False))
+    if len(args) > 2500:
+        args = args[:2500] + "\n…"
+    text = summary(state, event, request, escalated=escalated)
     where = visible(f"request `{request.id}` · run `{call.run}`")
     blocks: list[dict[str, Any]] = [
         {"type": "section", "text": {"type": "mrkdwn", "text": f"*{text}*"}},
@@ -400,7 +399,15 @@ def slack_body(
     return {"text": text, "blocks": blocks}
 
 
-_BODIES = {"json": json_body, "slack": slack_body}
+def teams_body(
+    state: ServerState, event: Event, request: ApprovalRequest, *, escalated: bool = False
+) -> dict[str, Any]:
+    """A body a Microsoft Teams workflow webhook posts to its channel: one Adaptive Card with signed links."""
+    text = summary(state, event, request, escalated=escalated)
+    return adaptive_card_message(request, text, _links(state, request))
+
+
+_BODIES = {"json": json_body, "slack": slack_body, "teams": teams_body}
 
 
 def _duration(seconds: float) -> str:
