@@ -137,11 +137,15 @@ export class Gate {
       leaseSeconds: this.#options.leaseSeconds ?? 300,
       body: async () => {
         const snapshot = await this.#snapshot(config);
-        const pending = new Set(snapshot.tasks.flatMap((t) => t.interrupts.map((i) => i.id)));
-        if (snapshot.createdAt === undefined || !state.interrupts.every((id) => pending.has(id))) {
+        const pending = snapshot.tasks.flatMap((t) => t.interrupts);
+        // The same requests, not necessarily the same interrupt ids: a resume that found a request still
+        // pending paused the node again, with a new interrupt for the same requests.
+        const parkedIds = new Set(stored.request_ids);
+        const ours = pending.length > 0 && pending.every((i) => requestIdsOf(i.value).length > 0 && requestIdsOf(i.value).every((id) => parkedIds.has(id)));
+        if (snapshot.createdAt === undefined || !ours) {
           throw new ConflictError(`thread ${state.thread} moved on since it parked (or never started): nothing was resumed`, 409, 'thread_moved');
         }
-        const resume = Object.fromEntries(state.interrupts.map((id) => [id, DECIDED]));
+        const resume = Object.fromEntries(pending.map((i) => [i.id ?? '', DECIDED]));
         const strict = { ...config, configurable: { ...config.configurable, __pregel_strict_resume: true } };
         return this.#settle(await this.#options.graph.invoke(new Command({ resume }), strict), config, gate, options.wait ?? 0);
       },
