@@ -11,12 +11,10 @@ import { join } from 'node:path';
 
 import { ConfigurationError } from './errors.js';
 
-/** A supported range: versions `>= min` and below the next major `below`. */
+/** A supported range, as the package's `peerDependencies` states it: `>=min <below` (both `x.y.z`). */
 export interface PeerRange {
-  /** The lowest supported version, as `x.y.z`. */
   readonly min: string;
-  /** The first major that is not supported. */
-  readonly below: number;
+  readonly below: string;
 }
 
 /** The version of `name` that a module at `importer` (an `import.meta.url`) resolves, or null if none. */
@@ -43,12 +41,14 @@ export function requirePeer(pkg: string, name: string, range: PeerRange, importe
 function inRange(version: string, range: PeerRange): boolean {
   const have = parts(version);
   const min = parts(range.min);
-  if (have === null || min === null) return false;
-  if (have[0] >= range.below) return false;
-  for (let i = 0; i < 3; i++) {
-    if (have[i]! !== min[i]!) return have[i]! > min[i]!;
-  }
-  return true;
+  const below = parts(range.below);
+  if (have === null || min === null || below === null) return false;
+  return compare(have, min) >= 0 && compare(have, below) < 0;
+}
+
+function compare(a: readonly number[], b: readonly number[]): number {
+  for (let i = 0; i < 3; i++) if (a[i]! !== b[i]!) return a[i]! - b[i]!;
+  return 0;
 }
 
 function parts(version: string): [number, number, number] | null {

@@ -2,4 +2,4 @@
 
 import { requirePeer } from '@crossgate/client';
 
-requirePeer('@crossgate/langchain', 'langchain', { min: '1.5.14', below: 2 }, import.meta.url);
+requirePeer('@crossgate/langchain', 'langchain', { min: '1.5.14', below: '2.0.0' }, import.meta.url);
