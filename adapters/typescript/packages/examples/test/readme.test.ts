@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { startServer, type LiveServer } from '@crossgate/testing';
+import { cliEnv, startMessagesApi, startServer, type LiveServer } from '@crossgate/testing';
 
 import { publishable, runWithReviewer, snippets } from './snippets.js';
 
@@ -36,7 +36,10 @@ for (const name of publishable(PACKAGES)) {
       mkdirSync(folder, { recursive: true });
       const file = join(folder, `readme-snippet-${snippet.index + 1}.mjs`);
       writeFileSync(file, snippet.code);
-      const ran = await runWithReviewer(server, file, folder);
+      // The Claude CLI's offline model: the scripted Messages API, and a home inside the folder.
+      const api = name === 'claude-agent-sdk' ? await startMessagesApi(folder) : null;
+      const env = api === null ? {} : cliEnv(api.baseUrl, join(folder, 'cli'));
+      const ran = await runWithReviewer(server, file, folder, env).finally(() => api?.stop());
       assert.equal(ran.status, 0, `${ran.stdout}\n${ran.stderr}`);
       assert.doesNotMatch(ran.stderr, /Error/, ran.stderr);
       assert.match(ran.stdout, /finished/, 'each snippet prints the status it ends with');

@@ -44,8 +44,8 @@ export interface Ran {
 }
 
 /** Run `file` with node in `cwd`, approving each request it leaves pending on `server`, until it exits. */
-export async function runWithReviewer(server: LiveServer, file: string, cwd: string, timeoutMs = 120_000): Promise<Ran> {
-  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...server.agentEnv };
+export async function runWithReviewer(server: LiveServer, file: string, cwd: string, extraEnv: Record<string, string> = {}, timeoutMs = 120_000): Promise<Ran> {
+  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...extraEnv, ...server.agentEnv };
   const child = spawn(process.execPath, [file], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
