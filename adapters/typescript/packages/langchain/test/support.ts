@@ -17,7 +17,7 @@ import { crossgateMiddleware, type InterruptOn } from '@crossgate/langchain';
 export { ScriptedModel, toolResults } from '@crossgate/testing/langchain';
 export type { ScriptedCall } from '@crossgate/testing/langchain';
 
-export const REJECTION = 'Keep t1 for the audit. Do not retry.';
+export { REJECTION } from '@crossgate/testing/langchain';
 
 export function deleteTool(tickets: TicketStore) {
   return tool(async ({ id }: { id: string }) => tickets.delete(id), {

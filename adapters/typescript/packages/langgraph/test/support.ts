@@ -11,7 +11,7 @@ import { z } from 'zod';
 
 import { gatedToolNode, requestApproval } from '@crossgate/langgraph';
 
-export const REJECTION = 'Keep t1 for the audit. Do not retry.';
+export { REJECTION } from '@crossgate/testing/langchain';
 
 export const seedCalls: ScriptedCall[] = [
   { id: 'call_t3', name: 'delete_ticket', args: { id: 't3' } },
