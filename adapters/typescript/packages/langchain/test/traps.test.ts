@@ -12,6 +12,8 @@ import { after, before, describe, test } from 'node:test';
 
 import { ConflictError, type Parked } from '@crossgate/client';
 import { startServer, TicketStore, type LiveServer } from '@crossgate/testing';
+import { AIMessage, type BaseMessage } from '@langchain/core/messages';
+import type { ChatResult } from '@langchain/core/outputs';
 import { Command, MemorySaver } from '@langchain/langgraph';
 import { createAgent, humanInTheLoopMiddleware } from 'langchain';
 
@@ -78,6 +80,21 @@ describe('the bare SDK', () => {
     assert.equal(racing.tickets.deleteRuns('t1'), 2);
   });
 });
+
+/** Deletes t3 as `call_x`, then, once it read that result, asks again under the same call id for t1. */
+class ReusedIdModel extends ScriptedModel {
+  constructor() {
+    super([{ id: 'call_x', name: 'delete_ticket', args: { id: 't3' } }]);
+  }
+
+  override async _generate(messages: BaseMessage[]): Promise<ChatResult> {
+    const turns = messages.filter((m) => AIMessage.isInstance(m) && (m as AIMessage).tool_calls?.length).length;
+    if (turns !== 1 || Object.keys(toolResults(messages)).length !== 1) return super._generate(messages);
+    this.prompts.push(messages);
+    const message = new AIMessage({ content: '', tool_calls: [{ id: 'call_x', name: 'delete_ticket', args: { id: 't1' }, type: 'tool_call' }] });
+    return { generations: [{ text: '', message }] };
+  }
+}
 
 describe('through crossgate', () => {
   let server: LiveServer;
@@ -158,5 +175,19 @@ describe('through crossgate', () => {
     await Promise.allSettled([agent.invoke(decisions(approve, approve), cfg('direct')), agent.invoke(decisions(approve, approve), cfg('direct'))]);
     assert.equal(tickets.deleteRuns('t3'), 1);
     assert.equal(tickets.deleteRuns('t1'), 1);
+  });
+
+  test('a tool call id the model uses again for other arguments is refused: the request was reviewed for the first ones', async () => {
+    const tickets = freshTickets();
+    const client = server.client();
+    const model = new ReusedIdModel();
+    const { agent } = seedAgent(client, tickets, join(server.dir, 'reused.db'), model);
+    const gate = new Gate({ client, graph: agent, agent: 'tickets', authority: server.pin ?? undefined });
+    const outcome = (await gate.run({ messages: [{ role: 'user', content: 'Delete t3.' }] }, { thread: 'reused' })) as Parked;
+    await server.decide(callRequestId('reused', 'call_x'), { kind: 'approve' });
+    const done = await gate.resume(outcome.parkedRun);
+    assert.equal(done.status, 'finished');
+    assert.deepEqual(tickets.ids(), ['t1', 't2'], 't3 deleted once; t1 never');
+    assert.match(JSON.stringify(model.prompts.at(-1)?.map((m) => m.content)), /crossgate did not run delete_ticket/);
   });
 });

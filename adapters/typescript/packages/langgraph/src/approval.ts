@@ -9,6 +9,7 @@ import {
   applyDecision,
   type DecisionKind,
   denyMessage,
+  fingerprintRefusal,
   type JsonObject,
   type VerifiedClient,
 } from '@crossgate/client';
@@ -46,13 +47,21 @@ export async function requestApproval(client: VerifiedClient, tool: string, args
   if (!validated.ok) return { kind: 'reject', message: INVALID(tool, validated.problem) };
   const call = neutralCall(ctx, FRAMEWORK, tool, validated.args, callId);
   const allowed = options.allowedDecisions ?? CAPABILITIES;
-  const submission = await client.submit(call, {
-    request_id: callRequestId(ctx.run, callId),
-    capabilities: CAPABILITIES.filter((d) => allowed.includes(d)),
-    args_schema: inputJsonSchema(options.argsSchema),
-    requested_by: ctx.requestedBy,
-    description: options.description ?? null,
-  });
+  let submission;
+  try {
+    submission = await client.submit(call, {
+      request_id: callRequestId(ctx.run, callId),
+      capabilities: CAPABILITIES.filter((d) => allowed.includes(d)),
+      args_schema: inputJsonSchema(options.argsSchema),
+      requested_by: ctx.requestedBy,
+      description: options.description ?? null,
+    });
+  } catch (error) {
+    // The node computed other arguments on a re-run: the request was reviewed for the first ones.
+    const refusal = fingerprintRefusal(tool, error);
+    if (refusal === null) throw error;
+    return { kind: 'reject', message: refusal };
+  }
   if (submission.request === null) {
     if (submission.verdict.kind === 'allow') return { kind: 'approve', args: validated.args };
     return { kind: 'reject', message: denyMessage(tool, submission.verdict) };

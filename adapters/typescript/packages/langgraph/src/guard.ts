@@ -36,11 +36,8 @@ export interface GuardedCall {
   readonly schema?: unknown;
 }
 
-/** What the guard returns where the tool's own result would go. */
-export type ToolOutput = ToolMessage | { readonly lg_name?: string };
-
 /** Run `call` through `body` (given the arguments to run) only if crossgate allows it now. */
-export async function guardedRun<T extends ToolOutput>(
+export async function guardedRun<T>(
   client: VerifiedClient,
   call: GuardedCall,
   body: (args: JsonObject) => Promise<T>,
@@ -70,7 +67,7 @@ export async function guardedRun<T extends ToolOutput>(
   const ran = (await runRecorded(client, request, args, body, { call: neutral, summary })).result!;
   if (request.decision?.kind !== 'edit' || !(ran instanceof ToolMessage)) return ran;
   const content = `${EDIT_NOTICE} Executed instead: ${call.name} with arguments ${JSON.stringify(args)}.\n\nTool response:\n${text(ran.content)}`;
-  return new ToolMessage({ content, name: call.name, tool_call_id: call.id, status: ran.status ?? 'success' }) as T | ToolMessage;
+  return new ToolMessage({ content, name: call.name, tool_call_id: call.id, status: ran.status ?? 'success' });
 }
 
 async function find(client: VerifiedClient, id: string): Promise<ApprovalRequest | null> {

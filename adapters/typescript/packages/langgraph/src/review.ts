@@ -17,6 +17,7 @@ import {
   type ApprovalRequest,
   denyMessage,
   type DecisionKind,
+  fingerprintRefusal,
   isOpen,
   type JsonObject,
   requestId,
@@ -82,7 +83,16 @@ export async function reviewCalls(client: VerifiedClient, calls: readonly Propos
       reviewed.push({ call, run: false, message, status: 'error' });
       continue;
     }
-    const submission = await client.submit(neutralCall(ctx, options.framework, call.name, validated.args, call.id), submitOptions(ctx, call));
+    let submission;
+    try {
+      submission = await client.submit(neutralCall(ctx, options.framework, call.name, validated.args, call.id), submitOptions(ctx, call));
+    } catch (error) {
+      // A tool call id seen before with other arguments: its request was reviewed for those, not these.
+      const refusal = fingerprintRefusal(call.name, error);
+      if (refusal === null) throw error;
+      reviewed.push({ call, run: false, message: refusal, status: 'error' });
+      continue;
+    }
     if (submission.request !== null) {
       asked.push({ index: reviewed.length, call, args: validated.args, request: submission.request });
       reviewed.push({ call, run: true });
