@@ -72,6 +72,7 @@ interface GraphConfig {
 interface ParkedState {
   v: 1;
   thread: string;
+  /** The interrupt ids it paused on, for the record: a resume answers the ones pending then (same requests). */
   interrupts: string[];
 }
 
@@ -146,6 +147,7 @@ export class Gate {
           throw new ConflictError(`thread ${state.thread} moved on since it parked (or never started): nothing was resumed`, 409, 'thread_moved');
         }
         const resume = Object.fromEntries(pending.map((i) => [i.id ?? '', DECIDED]));
+        // LangGraph's (internal) strict resume: an id that is not pending is refused, not taken as the answer.
         const strict = { ...config, configurable: { ...config.configurable, __pregel_strict_resume: true } };
         return this.#settle(await this.#options.graph.invoke(new Command({ resume }), strict), config, gate, options.wait ?? 0);
       },
