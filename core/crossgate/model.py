@@ -23,10 +23,12 @@ FRAMEWORKS = (
     "mastra",
     "openai-agents-ts",
     "claude-agent-sdk-ts",
+    "langgraph-ts",
+    "langchain-ts",
 )
 """Frameworks the bundled adapters report: the names a policy rule's ``frameworks`` may use (any other name,
 such as a typo for one of these, would never match, so a policy naming one is refused). ``aap`` is an agent
-speaking the Agent Approval Protocol to the server; the last four are the TypeScript packages
+speaking the Agent Approval Protocol to the server; the last six are the TypeScript packages
 (adapters/typescript), where an SDK that has a Python adapter too is named with ``-ts``: its calls, requests
 and parked runs (whose state only that package can resume) stay apart from the Python adapter's."""
 
@@ -62,6 +64,8 @@ CONTEXT_KEYS: dict[str, frozenset[str]] = {
     "ai-sdk": frozenset({"requested_by"}),
     "mastra": frozenset({"requested_by"}),
     "openai-agents-ts": frozenset({"requested_by"}),
+    "langgraph-ts": frozenset({"requested_by"}),
+    "langchain-ts": frozenset({"requested_by"}),
     "claude-agent-sdk-ts": frozenset(
         {
             "requested_by",

@@ -154,7 +154,7 @@ def test_an_unknown_framework_is_named_on_one_line(cli: Cli, tmp_path: Path) -> 
     assert result.stderr.strip() == (
         f"crossgate: error: {file}: rules[0] (r): frameworks: unknown framework 'openai' (it would never match); "
         "expected openai-agents, claude-agent-sdk, langgraph, langchain, pydantic-ai, aap, ai-sdk, mastra, "
-        "openai-agents-ts, claude-agent-sdk-ts"
+        "openai-agents-ts, claude-agent-sdk-ts, langgraph-ts, langchain-ts"
     )
 
 

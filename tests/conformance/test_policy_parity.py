@@ -1,5 +1,7 @@
 """One policy, same outcome, in every adapter: a property test over generated policies and calls.
 
+And one LangChain ``interrupt_on`` table, same verdicts in Python and LangChain.js (the last test).
+
 For each adapter's delete-ticket driver (harness.py), hypothesis generates a small policy (rules on a
 few tool names, with ``equals``/``one_of``/``glob`` conditions on the ticket id, verdicts allow, ask
 and deny, and a default), the ticket ids the scripted model asks to delete (strings, and numbers or
@@ -18,6 +20,11 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import json
+import os
+import random
+import shutil
+import subprocess
 import tempfile
 from collections import Counter
 from collections.abc import Sequence
@@ -38,6 +45,8 @@ from crossgate import (
     ToolCall,
     VerdictKind,
 )
+from crossgate.policy.langchain import import_interrupt_on
+from crossgate.policy.loading import policy_from_dict
 from crossgate.runs import Finished
 from crossgate.testing import TicketStore
 from crossgate.testing.driver import TOOL, TicketAgentDriver
@@ -197,3 +206,92 @@ def test_what_runs_is_what_the_policy_allows_on_the_claude_cli() -> None:
         check(driver_class, policy, ids, approve, standing)
 
     prop()
+
+
+# One LangChain table, two languages: Python's ``import_interrupt_on`` and @crossgate/langchain's
+# ``importInterruptOn`` (LangChain.js ``interruptOn``, camelCase) must judge every call alike.
+
+TYPESCRIPT = Path(__file__).resolve().parents[2] / "adapters" / "typescript"
+LANGCHAIN_TS = TYPESCRIPT / "packages" / "langchain" / "dist" / "index.js"
+TABLE_TOOLS = ("write_file", "execute_sql", "read_data", "delete_*", "q?[x]")
+DECISIONS = ("approve", "edit", "reject", "respond")
+
+
+def _tables(count: int, seed: int = 26) -> list[dict[str, Any]]:
+    """The HITL overview's table, then ``count`` random tables over tool names with glob characters."""
+    rng = random.Random(seed)
+    tables: list[dict[str, Any]] = [
+        {
+            "write_file": True,
+            "execute_sql": {
+                "allowed_decisions": ["approve", "reject"],
+                "description": "SQL statements need DBA approval",
+            },
+            "read_data": False,
+        }
+    ]
+    for _ in range(count):
+        table: dict[str, Any] = {}
+        for tool in rng.sample(TABLE_TOOLS, rng.randint(1, len(TABLE_TOOLS))):
+            kind = rng.choice(("true", "false", "config"))
+            if kind == "config":
+                setting: dict[str, Any] = {"allowed_decisions": rng.sample(DECISIONS, rng.randint(1, 4))}
+                if rng.random() < 0.5:
+                    setting["description"] = f"review {tool}"
+                table[tool] = setting
+            else:
+                table[tool] = kind == "true"
+        tables.append(table)
+    return tables
+
+
+def _camel(table: dict[str, Any]) -> dict[str, Any]:
+    """The same table as LangChain.js takes it."""
+    out: dict[str, Any] = {}
+    for tool, setting in table.items():
+        if isinstance(setting, dict):
+            setting = {("allowedDecisions" if k == "allowed_decisions" else k): v for k, v in setting.items()}
+        out[tool] = setting
+    return out
+
+
+def _typescript_rules(tables: list[dict[str, Any]]) -> list[Any]:
+    node = shutil.which("node")
+    if node is None or not LANGCHAIN_TS.is_file():
+        missing = "node" if node is None else f"{LANGCHAIN_TS} (run npm run build in adapters/typescript)"
+        if os.environ.get("CI"):
+            pytest.fail(f"{missing} is missing, so the LangChain.js side of the parity test cannot run in CI")
+        pytest.skip(f"{missing} is missing: the LangChain.js side of the parity test did not run")
+    script = (
+        f"import {{ importInterruptOn }} from {json.dumps(LANGCHAIN_TS.as_uri())};"
+        "const tables = JSON.parse(process.argv[1]);"
+        "console.log(JSON.stringify(tables.map((t) => importInterruptOn(t))));"
+    )
+    done = subprocess.run(
+        [node, "--input-type=module", "-e", script, json.dumps([_camel(t) for t in tables])],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return cast(list[Any], json.loads(done.stdout))
+
+
+def test_one_interrupt_on_table_gives_the_same_verdicts_in_python_and_langchain_js() -> None:
+    tables = _tables(40)
+    typescript = _typescript_rules(tables)
+    calls = [*TABLE_TOOLS, "delete_ticket", "qa[x]", "other"]
+    for table, ts_rules in zip(tables, typescript, strict=True):
+        python = Policy(rules=tuple(import_interrupt_on(table)), default=VerdictKind.ALLOW)
+        from_js = policy_from_dict({"version": 1, "default": "allow", "rules": ts_rules})
+        for tool in calls:
+            py_verdict = python.evaluate(ToolCall(framework="langchain", tool=tool, args={}))
+            js_verdict = from_js.evaluate(ToolCall(framework="langchain-ts", tool=tool, args={}))
+            assert (js_verdict.kind, js_verdict.rule, js_verdict.reason, js_verdict.description) == (
+                py_verdict.kind,
+                py_verdict.rule,
+                py_verdict.reason,
+                py_verdict.description,
+            ), (table, tool)
+            assert js_verdict.allowed_decisions == py_verdict.allowed_decisions, (table, tool)

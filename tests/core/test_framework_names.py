@@ -28,7 +28,7 @@ def typescript_frameworks() -> dict[str, str]:
 
 def test_every_adapter_reports_a_listed_framework_and_the_list_has_no_other() -> None:
     typescript = typescript_frameworks()
-    assert set(typescript) == {"ai-sdk", "mastra", "openai-agents", "claude-agent-sdk"}
+    assert set(typescript) == {"ai-sdk", "mastra", "openai-agents", "claude-agent-sdk", "langgraph", "langchain"}
     python = {OPENAI, CLAUDE, "langgraph", LANGCHAIN, PYDANTIC_AI, AAP}
     assert python | set(typescript.values()) == set(FRAMEWORKS)
     assert len(FRAMEWORKS) == len(set(FRAMEWORKS)) == len(python) + len(typescript), "no two adapters share a name"
@@ -38,6 +38,8 @@ def test_the_sdks_in_both_languages_keep_their_typescript_calls_apart() -> None:
     typescript = typescript_frameworks()
     assert typescript["openai-agents"] == f"{OPENAI}-ts"
     assert typescript["claude-agent-sdk"] == f"{CLAUDE}-ts"
+    assert typescript["langgraph"] == "langgraph-ts"
+    assert typescript["langchain"] == f"{LANGCHAIN}-ts"
 
 
 def test_context_keys_and_page_labels_cover_every_framework() -> None:

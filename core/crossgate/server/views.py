@@ -37,6 +37,8 @@ FRAMEWORK_LABELS = {
     "mastra": "Mastra",
     "openai-agents-ts": "OpenAI Agents (TS)",
     "claude-agent-sdk-ts": "Claude Agent SDK (TS)",
+    "langgraph-ts": "LangGraph (TS)",
+    "langchain-ts": "LangChain (TS)",
 }
 """What the page calls each of ``crossgate.model.FRAMEWORKS`` (a test keeps the two in step)."""
 

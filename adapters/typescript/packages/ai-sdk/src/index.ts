@@ -1,5 +1,7 @@
 /** crossgate for the Vercel AI SDK 7: toolApproval requests reviewed in crossgate's queue. */
 
+import './peer.js';
+
 export { approvalFunction } from './approval.js';
 export type { ApprovalInput, Status } from './approval.js';
 export { CAPABILITIES, DECISION_MAPPING, FRAMEWORK, TAG } from './capabilities.js';

@@ -1,5 +1,7 @@
 /** crossgate for the Claude Agent SDK (TypeScript): every tool call of a session reviewed in crossgate's queue. */
 
+import './peer.js';
+
 export { Binding, hookOutput } from './binding.js';
 export type { BindingOptions } from './binding.js';
 export { callRequestId } from './calls.js';

@@ -36,7 +36,9 @@ export {
 } from './errors.js';
 export type { SignatureReason } from './errors.js';
 export { requestId } from './ids.js';
-export { alreadyAppliedMessage, APPROVAL_LAPSED, DECISION_REFUSED, denyMessage, RULE_REFUSED } from './messages.js';
+export { installedVersion, requirePeer } from './peers.js';
+export type { PeerRange } from './peers.js';
+export { alreadyAppliedMessage, APPROVAL_LAPSED, DECISION_REFUSED, denyMessage, fingerprintRefusal, NOT_REVIEWED, RULE_REFUSED } from './messages.js';
 export * from './model.js';
 export { finished, parked, resumeLeased, resumedSummary } from './runs.js';
 export type { Finished, Parked, RunOutcome } from './runs.js';

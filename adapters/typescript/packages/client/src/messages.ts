@@ -1,5 +1,6 @@
 /** What the model reads when crossgate did not run a call: the same words as the Python adapters. */
 
+import { ApiError } from './errors.js';
 import type { AuditEvent, Verdict } from './model.js';
 
 export const NO_DECISION = (tool: string, request: string) =>
@@ -57,4 +58,10 @@ export function pythonG(value: number): string {
   const strip = (text: string) => (text.includes('.') ? text.replace(/\.?0+$/, '') : text);
   if (exponent < -4 || exponent >= 6) return `${strip(mantissa)}e${exponent < 0 ? '-' : '+'}${String(Math.abs(exponent)).padStart(2, '0')}`;
   return strip(value.toFixed(Math.max(0, 5 - exponent)));
+}
+
+/** The refusal for a request id the server holds for other arguments (422 fingerprint_mismatch), else null. */
+export function fingerprintRefusal(tool: string, error: unknown): string | null {
+  if (error instanceof ApiError && error.code === 'fingerprint_mismatch') return `crossgate did not run ${tool}: ${error.message}`;
+  return null;
 }
