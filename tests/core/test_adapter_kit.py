@@ -34,8 +34,13 @@ from tests.support.clock import FakeClock
 ROOT = Path(__file__).resolve().parents[2]
 ASK = PolicyRule(name="ask-deletes", verdict=VerdictKind.ASK, tool="delete_ticket", apply_within_seconds=60)
 DENY = PolicyRule(name="no-deletes", verdict=VerdictKind.DENY, tool="delete_ticket", reason="deletes are frozen")
-SDKS = ("agents", "claude_agent_sdk", "langgraph", "langchain", "langchain_core", "pydantic_ai")
-ADAPTERS = {"openai": "crossgate_openai", "claude": "crossgate_claude", "langgraph": "crossgate_langgraph"}
+SDKS = ("agents", "agent_framework", "claude_agent_sdk", "langgraph", "langchain", "langchain_core", "pydantic_ai")
+ADAPTERS = {
+    "agent-framework": "crossgate_agent_framework",
+    "claude": "crossgate_claude",
+    "langgraph": "crossgate_langgraph",
+    "openai": "crossgate_openai",
+}
 
 
 def _queue(clock: FakeClock | None = None) -> ReviewQueue:
