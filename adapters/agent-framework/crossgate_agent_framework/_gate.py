@@ -113,7 +113,9 @@ class Gate:
         async def body(_claimed: ParkedRun) -> Outcome:
             return await self._drive(sdk_agent, name, ready.scope, conversation, Message(role="user", contents=answers))
 
-        return await resume_leased(self.queue, ready.parked, owner=self.owner, lease_seconds=self.lease_seconds, body=body)
+        return await resume_leased(
+            self.queue, ready.parked, owner=self.owner, lease_seconds=self.lease_seconds, body=body
+        )
 
     async def _drive(
         self, sdk_agent: Agent[Any], name: str, scope: RunScope, conversation: AgentSession, prompt: str | Message

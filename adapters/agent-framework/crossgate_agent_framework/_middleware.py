@@ -50,16 +50,14 @@ class Gating(FunctionMiddleware):
         self.agent = agent
         self.scope = scope
 
-    async def process(
-        self, context: FunctionInvocationContext, call_next: Callable[[], Awaitable[None]]
-    ) -> None:
+    async def process(self, context: FunctionInvocationContext, call_next: Callable[[], Awaitable[None]]) -> None:
         if not _valid(context):
             await call_next()  # the SDK answers with its own validation error; nothing is judged or run
             return
         try:
             await self._gate(context, call_next)
         except StoreError as exc:
-            raise MiddlewareFailure(str(exc), exc) from exc
+            raise MiddlewareFailure(str(exc)) from exc
 
     async def _gate(self, context: FunctionInvocationContext, call_next: Callable[[], Awaitable[None]]) -> None:
         tool = context.function.name
@@ -115,7 +113,9 @@ class Gating(FunctionMiddleware):
             )
             return await context.function.invoke(arguments=run_args, context=fresh, tool_call_id=request.call.call_id)
 
-        answer = await run_checked(self.queue, request, proposed, body, actor=FRAMEWORK, call=request.call, summary=text)
+        answer = await run_checked(
+            self.queue, request, proposed, body, actor=FRAMEWORK, call=request.call, summary=text
+        )
         context.result = answer.reply
 
     async def _allowed(

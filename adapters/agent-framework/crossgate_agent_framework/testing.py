@@ -39,14 +39,16 @@ class PlannedClient(FunctionInvocationLayer[Any], BaseChatClient[Any]):
         self.plan = [list(turn) for turn in plan]
         self.record = record
 
-    async def _inner_get_response(  # type: ignore[override]
+    async def _inner_get_response(
         self, *, messages: Sequence[Message], stream: bool, options: Any, **kwargs: Any
     ) -> ChatResponse[Any]:
         if self.record is not None:
             _append(self.record, messages)
         turn = sum(any(c.type == "function_call" for c in m.contents) for m in messages if m.role == "assistant")
         if turn < len(self.plan):
-            calls = [Content.from_function_call(call_id=c.call_id, name=c.tool, arguments=c.args) for c in self.plan[turn]]
+            calls = [
+                Content.from_function_call(call_id=c.call_id, name=c.tool, arguments=c.args) for c in self.plan[turn]
+            ]
             return ChatResponse(messages=[Message(role="assistant", contents=calls)], response_id=f"turn-{turn}")
         return ChatResponse(messages=[Message(role="assistant", contents=[FINAL_TEXT])], response_id="final")
 
@@ -58,11 +60,15 @@ def planned_client(plan: Sequence[Sequence[Call]], *, record: Path | None = None
 
 def _append(record: Path, messages: Sequence[Message]) -> None:
     names = {c.call_id: c.name for m in messages for c in m.contents if c.type == "function_call"}
-    lines = [
-        {"tool": names.get(c.call_id), "call_id": c.call_id, "content": _text(c.result)}
-        for c in messages[-1].contents
-        if c.type == "function_result"
-    ] if messages else []
+    lines = (
+        [
+            {"tool": names.get(c.call_id), "call_id": c.call_id, "content": _text(c.result)}
+            for c in messages[-1].contents
+            if c.type == "function_result"
+        ]
+        if messages
+        else []
+    )
     with record.open("a", encoding="utf-8") as out:
         out.writelines(json.dumps(line) + "\n" for line in lines)
 
