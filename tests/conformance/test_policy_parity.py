@@ -10,8 +10,8 @@ arguments allows (an ask runs once approved), and a deny is never lifted: no req
 ``delete_ticket(id: str)`` refuses a number or a bool in every adapter (OpenAI by the tool's JSON
 Schema, LangGraph, LangChain, Pydantic AI and Agent Framework by the tool's pydantic schema), so such a call
 is never judged and never runs (the Claude CLI refuses them too). The in-process drivers (OpenAI, LangGraph,
-LangChain, Pydantic AI, Agent Framework) run a dozen examples each; the Claude driver starts the real CLI for every run and resume,
-so it runs six.
+LangChain, Pydantic AI, Agent Framework) run a dozen examples each; the Claude driver starts the real CLI
+for every run and resume, so it runs six.
 """
 
 from __future__ import annotations
