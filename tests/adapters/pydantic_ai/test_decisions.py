@@ -9,9 +9,9 @@ from pydantic_ai import Agent, DeferredToolResults
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 
 from crossgate import Approve, Edit, Reject, RequestStatus, ReviewQueue
+from crossgate.adapter import RunScope
 from crossgate.runs import Finished, Parked
 from crossgate_pydantic_ai import Gate
-from crossgate_pydantic_ai._scope import RunScope
 from crossgate_pydantic_ai._toolset import NOT_THROUGH_GATE, Gating
 from crossgate_pydantic_ai.testing import Call, planned_model, tool_results
 from tests.adapters.pydantic_ai.conftest import REJECTION
