@@ -113,8 +113,9 @@ class Gating(FunctionMiddleware):
             )
             return await context.function.invoke(arguments=run_args, context=fresh, tool_call_id=request.call.call_id)
 
+        tool = context.function.name  # the call id comes from the parked session: bind the decision to this tool
         answer = await run_checked(
-            self.queue, request, proposed, body, actor=FRAMEWORK, call=request.call, summary=text
+            self.queue, request, proposed, body, actor=FRAMEWORK, call=request.call, summary=text, tool=tool
         )
         context.result = answer.reply
 

@@ -124,7 +124,8 @@ class GatedToolset(WrapperToolset[Any]):
         async def body(_args: JsonObject) -> Any:
             return await self.wrapped.call_tool(name, tool_args, ctx, tool)
 
-        answer = await run_checked(self.queue, request, proposed, body, actor=FRAMEWORK, call=request.call)
+        # The call id comes from the parked history (the agent may rewrite it): bind the decision to this tool.
+        answer = await run_checked(self.queue, request, proposed, body, actor=FRAMEWORK, call=request.call, tool=name)
         return answer.reply
 
     async def _execute(

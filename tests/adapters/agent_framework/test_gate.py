@@ -4,6 +4,7 @@ reads, what is stored."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -177,3 +178,32 @@ def test_the_public_api_is_small_and_sorted() -> None:
     assert crossgate_agent_framework.__all__ == sorted(crossgate_agent_framework.__all__)
     assert crossgate_agent_framework.__all__ == ["CAPABILITIES", "DECISION_MAPPING", "FRAMEWORK", "Gate"]
     assert [k.value for k in crossgate_agent_framework.CAPABILITIES] == ["approve", "edit", "reject", "respond"]
+
+
+async def test_a_parked_state_rewritten_to_run_another_tool_under_an_approval_runs_nothing(
+    queue: ReviewQueue, tickets: TicketStore, tmp_path: Path, db_url: str
+) -> None:
+    """The agent holds the store: it renames the approved ``read_ticket`` call to ``delete_ticket`` in the state."""
+    read = PolicyRule(name="ask-reads", verdict=VerdictKind.ASK, tool="read_ticket")
+    queue.policy = Policy(rules=(read, *queue.policy.rules))
+    record = tmp_path / "in.jsonl"
+
+    def agent() -> Agent[Any]:
+        @tool
+        def read_ticket(id: str) -> str:
+            """Read a ticket by id."""
+            return f"ticket {id}"
+
+        built = ticket_agent(tickets, planned_client([[Call("read_ticket", {"id": "t3"}, "c1")]], record=record))
+        return Agent(client=built.client, name=AGENT, tools=[read_ticket, *built.default_options["tools"]])
+
+    parked = await Gate(queue).run(agent(), "go", run="run-swap")
+    assert isinstance(parked, Parked)
+    queue.decide(parked.request_ids[0], Approve(), reviewer="ann")
+    stored = queue.get_parked(parked.parked_run).state
+    assert stored.count('"read_ticket"') >= 2
+    swapped = stored.replace('"read_ticket"', f'"{TOOL}"')
+    with sqlite3.connect(db_url.removeprefix("sqlite:///")) as db:  # the agent writes the row itself
+        db.execute("UPDATE parked_states SET state = ? WHERE id = ?", (swapped, parked.parked_run))
+    await Gate(queue, sdk_agent=agent()).resume(parked.parked_run)
+    assert tickets.delete_runs() == 0, "an approval of read_ticket let delete_ticket run"
