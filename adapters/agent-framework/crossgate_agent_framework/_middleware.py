@@ -3,6 +3,7 @@
 ``Gating`` is a per-run ``FunctionMiddleware``. The SDK hands it every call of the run after it validated
 the model's arguments against the tool's input model:
 
+- arguments the tool's input model refuses are answered with why, never judged and never handed on.
 - first sight of a call: the policy judges the validated arguments (with the standing rules). Allow runs
   the body through the SDK's pipeline; deny answers the model with the policy's reason; ask answers with
   a ``function_approval_request`` (the SDK's middleware-driven approval), so the run returns with
@@ -37,6 +38,9 @@ NOT_THROUGH_GATE = (
 )
 
 
+INVALID = "crossgate did not run {tool}: its arguments do not fit the tool's input model ({error}). Fix them and retry."
+
+
 def agent_framework_request_id(run: str, agent: str, call_id: str) -> str:
     """The request id of one tool call (``crossgate.adapter.request_id`` with tag ``af``)."""
     return request_id("af", run, agent, call_id)
@@ -51,8 +55,9 @@ class Gating(FunctionMiddleware):
         self.scope = scope
 
     async def process(self, context: FunctionInvocationContext, call_next: Callable[[], Awaitable[None]]) -> None:
-        if not _valid(context):
-            await call_next()  # the SDK answers with its own validation error; nothing is judged or run
+        refused = _invalid(context)
+        if refused is not None:  # never judged, and never handed on: nothing below may run it
+            context.result = INVALID.format(tool=context.function.name, error=refused)
             return
         try:
             await self._gate(context, call_next)
@@ -142,16 +147,16 @@ def _arguments(arguments: BaseModel | Any) -> Any:
     return arguments.model_dump(exclude_unset=True) if isinstance(arguments, BaseModel) else dict(arguments or {})
 
 
-def _valid(context: FunctionInvocationContext) -> bool:
-    """True when the SDK's input model accepts the arguments (it hands invalid ones to middleware to repair)."""
+def _invalid(context: FunctionInvocationContext) -> str | None:
+    """Why the tool's input model refuses the arguments (the SDK hands invalid ones to middleware to repair)."""
     model = context.function.input_model
     if model is None or isinstance(context.arguments, BaseModel):
-        return True
+        return None
     try:
         model.model_validate(dict(context.arguments or {}))
-    except ValidationError:
-        return False
-    return True
+    except ValidationError as exc:
+        return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
+    return None
 
 
 def text(result: Any) -> str:
