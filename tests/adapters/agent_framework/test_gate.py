@@ -22,8 +22,10 @@ from crossgate import (
     RequestStatus,
     ReviewQueue,
     VerdictKind,
+    open_store,
 )
 from crossgate.adapter import RunScope, request_id
+from crossgate.authority import Authority
 from crossgate.runs import Finished, Parked
 from crossgate.testing import TicketStore
 from crossgate.testing.driver import TOOL
@@ -207,3 +209,30 @@ async def test_a_parked_state_rewritten_to_run_another_tool_under_an_approval_ru
         db.execute("UPDATE parked_states SET state = ? WHERE id = ?", (swapped, parked.parked_run))
     await Gate(queue, sdk_agent=agent()).resume(parked.parked_run)
     assert tickets.delete_runs() == 0, "an approval of read_ticket let delete_ticket run"
+
+
+async def test_the_gate_verifies_decisions_with_the_pinned_authority_key(
+    make_queue: Any, tickets: TicketStore, tmp_path: Path, db_url: str
+) -> None:
+    """``Gate(authority=...)``: a decision signed by the authority runs; one written without its key does not."""
+    authority = Authority.generate()
+    reviewer = ReviewQueue(open_store(db_url), make_queue().policy, authority=authority)  # the server's side
+    record = tmp_path / "in.jsonl"
+    client = planned_client([[delete_call("t3")], [delete_call("t1")]], record=record)
+    agent_queue = make_queue()  # the agent's side: no key of its own, only the pin
+    gate = Gate(agent_queue, sdk_agent=ticket_agent(tickets, client), authority=authority.public_key.pin)
+    try:
+        first = await gate.run(ticket_agent(tickets, client), "go", run="run-pin")
+        assert isinstance(first, Parked)
+        reviewer.decide(first.request_ids[0], Approve(), reviewer="ann")
+        second = await gate.resume(first.parked_run)
+        assert isinstance(second, Parked) and tickets.delete_runs("t3") == 1, "the signed approval ran"
+        make_queue().decide(second.request_ids[0], Approve(), reviewer="mallory")  # unsigned, straight to the store
+        done = await gate.resume(second.parked_run)
+        assert isinstance(done, Finished)
+        assert tickets.delete_runs("t1") == 0
+        told = tool_results(record, TOOL)
+        assert told[0] == "deleted ticket t3" and "did not verify against the authority key pinned" in told[1]
+        assert reviewer.get(second.request_ids[0]).status is RequestStatus.CANCELLED
+    finally:
+        reviewer.close()
