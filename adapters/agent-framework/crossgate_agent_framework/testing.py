@@ -59,16 +59,15 @@ def planned_client(plan: Sequence[Sequence[Call]], *, record: Path | None = None
 
 
 def _append(record: Path, messages: Sequence[Message]) -> None:
+    """Record the tool results sent since the model's last turn (the SDK may send them in several messages)."""
     names = {c.call_id: c.name for m in messages for c in m.contents if c.type == "function_call"}
-    lines = (
-        [
-            {"tool": names.get(c.call_id), "call_id": c.call_id, "content": _text(c.result)}
-            for c in messages[-1].contents
-            if c.type == "function_result"
-        ]
-        if messages
-        else []
-    )
+    last_turn = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
+    lines = [
+        {"tool": names.get(c.call_id), "call_id": c.call_id, "content": _text(c.result)}
+        for m in messages[last_turn + 1 :]
+        for c in m.contents
+        if c.type == "function_result"
+    ]
     with record.open("a", encoding="utf-8") as out:
         out.writelines(json.dumps(line) + "\n" for line in lines)
 

@@ -236,3 +236,33 @@ async def test_the_gate_verifies_decisions_with_the_pinned_authority_key(
         assert reviewer.get(second.request_ids[0]).status is RequestStatus.CANCELLED
     finally:
         reviewer.close()
+
+
+async def test_an_allowed_call_beside_an_asked_one_runs_once_and_the_model_reads_both(
+    queue: ReviewQueue, tickets: TicketStore, tmp_path: Path
+) -> None:
+    queue.policy = Policy(rules=queue.policy.rules, default=VerdictKind.ALLOW)
+    record = tmp_path / "in.jsonl"
+    reads: list[str] = []
+
+    def agent() -> Agent[Any]:
+        @tool
+        def read_ticket(id: str) -> str:
+            """Read a ticket by id."""
+            reads.append(id)
+            return f"ticket {id}"
+
+        plan = [[Call("read_ticket", {"id": "t2"}, "r1"), delete_call("t3")]]
+        built = ticket_agent(tickets, planned_client(plan, record=record))
+        return Agent(client=built.client, name=AGENT, tools=[read_ticket, *built.default_options["tools"]])
+
+    parked = await Gate(queue).run(agent(), "go", run="run-mixed")
+    assert isinstance(parked, Parked) and reads == ["t2"]
+    queue.decide(parked.request_ids[0], Approve(), reviewer="ann")
+    assert isinstance(await Gate(queue, sdk_agent=agent()).resume(parked.parked_run), Finished)
+    assert reads == ["t2"], "the allowed call ran once, not again on resume"
+    assert tickets.delete_runs("t3") == 1
+    assert [(line["tool"], line["content"]) for line in read_record(record)] == [
+        ("read_ticket", "ticket t2"),
+        (TOOL, "deleted ticket t3"),
+    ]
