@@ -10,7 +10,7 @@ from typing import Any
 
 from agent_framework import Agent, AgentResponse, AgentSession, Content, Message, MiddlewareFailure
 
-from crossgate import AdapterError, ConfigurationError, ParkedRun, StoreError
+from crossgate import AdapterError, ConfigurationError, CrossgateError, ParkedRun
 from crossgate.adapter import (
     AdapterQueue,
     AuthorityPin,
@@ -123,7 +123,7 @@ class Gate:
         try:
             response = await sdk_agent.run(prompt, session=conversation, middleware=[Gating(self.queue, name, scope)])
         except MiddlewareFailure as exc:
-            if isinstance(exc.__cause__, StoreError):
+            if isinstance(exc.__cause__, CrossgateError):
                 raise exc.__cause__ from None
             raise
         pending = response.user_input_requests

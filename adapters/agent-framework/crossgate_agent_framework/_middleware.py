@@ -13,8 +13,9 @@ the model's arguments against the tool's input model:
   approved (or edited) arguments, and only once ``mark_applied`` accepted them; a second resume from
   the same session is refused there, so nothing runs twice.
 
-A store failure inside the SDK's loop is raised as ``MiddlewareFailure`` (the SDK's fail-closed signal;
-any other exception becomes a tool result the model reads), and the gate raises the ``StoreError`` again.
+A crossgate error inside the SDK's loop (the store failing, a server refusing the agent's credential) is
+raised as ``MiddlewareFailure`` (the SDK's fail-closed signal; any other exception becomes a tool result
+the model reads), and the gate raises the crossgate error again.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from agent_framework import Content, FunctionInvocationContext, FunctionMiddlewa
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 
-from crossgate import ApprovalRequest, FingerprintMismatchError, StoreError, ToolCall, VerdictKind
+from crossgate import ApprovalRequest, CrossgateError, FingerprintMismatchError, ToolCall, VerdictKind
 from crossgate.adapter import AdapterQueue, RunScope, deny_message, find_request, request_id, run_checked, run_recorded
 from crossgate.fingerprint import same_json
 from crossgate.model import JsonObject
@@ -61,7 +62,7 @@ class Gating(FunctionMiddleware):
             return
         try:
             await self._gate(context, call_next)
-        except StoreError as exc:
+        except CrossgateError as exc:  # the SDK would hand any other exception to the model as a tool result
             raise MiddlewareFailure(str(exc)) from exc
 
     async def _gate(self, context: FunctionInvocationContext, call_next: Callable[[], Awaitable[None]]) -> None:

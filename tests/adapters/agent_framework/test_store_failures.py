@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from crossgate import (
     Approve,
+    ConfigurationError,
     Edit,
     ParkedRunStatus,
     Reject,
@@ -94,3 +96,23 @@ async def test_a_decision_that_cannot_be_marked_applied_runs_nothing_and_the_res
     else:
         assert tickets.delete_runs() == 0
         assert told == (REJECTION if isinstance(decision, Reject) else "t3 was archived by hand")
+
+
+async def test_any_crossgate_error_in_the_loop_ends_the_run_instead_of_reaching_the_model(
+    tickets: TicketStore, tmp_path: Path
+) -> None:
+    """The SDK turns a middleware's exception into a tool result; crossgate's own errors end the run instead."""
+
+    class Refusing(ReviewQueue):
+        def prepare(self, *args: Any, **kwargs: Any) -> Any:
+            raise ConfigurationError("the server refused the agent's credential")
+
+    refusing = Refusing(open_store(str(tmp_path / "refusing.db")), ASK_POLICY)
+    record = tmp_path / "in.jsonl"
+    try:
+        with pytest.raises(ConfigurationError, match="refused the agent's credential"):
+            await Gate(refusing).run(ticket_agent(tickets, planned_client([[delete_call("t3")]], record=record)), "go")
+    finally:
+        refusing.close()
+    assert tickets.delete_runs() == 0
+    assert tool_results(record, TOOL) == [], "the model was told nothing about the call"
