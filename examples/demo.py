@@ -52,7 +52,7 @@ from crossgate.stores import open_store
 AUTO_ENV = "CROSSGATE_DEMO_AUTO"
 POLICY = Path(__file__).parent / "policy.yaml"
 EXPECTED_LEFT = ["T-202", "T-303"]
-"""After --auto: T-101 and T-404 approved and deleted, T-202 edited to T-204 (deleted instead), T-303 rejected;
+"""After --auto: T-101, T-404 and T-606 approved and deleted, T-202 edited to T-204 (deleted instead), T-303 rejected;
 the TypeScript agent's T-505 approved and deleted."""
 TYPESCRIPT_SPEC = AgentSpec("typescript", typescript_agent.SDK, "support-ai-sdk", "T-505", "approve")
 """The TypeScript agent: what --auto decides for it (by its framework, ai-sdk)."""
@@ -81,7 +81,7 @@ class DemoReport:
 
     @property
     def as_expected(self) -> bool:
-        expected = ["T-101", "T-204", "T-404"] + (["T-505"] if self.typescript is None else [])
+        expected = ["T-101", "T-204", "T-404", "T-606"] + (["T-505"] if self.typescript is None else [])
         deletes = sorted(self.deletes_run) == expected
         return self.tickets_left == EXPECTED_LEFT and deletes and self.policy_version is not None and not self.audit
 
@@ -376,8 +376,9 @@ def terminal_command(database: Path, authority_dir: Path) -> str:
 
 def _print_report(report: DemoReport, specs: Sequence[AgentSpec]) -> None:
     print("All runs finished:")
+    width = max((len(spec.key) for spec in specs), default=0)
     for spec in specs:
-        print(f"  {spec.key:<11} {report.results[spec.key]}")
+        print(f"  {spec.key:<{width}} {report.results[spec.key]}")
     left = ", ".join(report.tickets_left) or "none"
     print(f"  tickets left: {left}; deletes that ran: {', '.join(report.deletes_run) or 'none'}")
 

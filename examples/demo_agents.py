@@ -95,6 +95,7 @@ SPECS = (
     AgentSpec("claude", "claude-agent-sdk", "support-claude", "T-202", "edit", edit_to="T-204"),
     AgentSpec("langgraph", "langgraph", "support-langgraph", "T-303", "reject"),
     AgentSpec("pydantic-ai", "pydantic-ai", "support-pydantic-ai", "T-404", "approve"),
+    AgentSpec("agent-framework", "agent-framework", "support-agent-framework", "T-606", "approve"),
 )
 TICKETS = (
     ("T-101", "Duplicate of T-100"),
@@ -102,6 +103,7 @@ TICKETS = (
     ("T-204", "Printer on floor 2 (duplicate)"),
     ("T-303", "VPN drops every hour"),
     ("T-404", "Newsletter bounce, duplicate of T-400"),
+    ("T-606", "Password reset mail, duplicate of T-600"),
 )
 
 
@@ -158,6 +160,7 @@ REAL_AGENTS: dict[str, str] = {
     "claude": "demo_sdk_agents:claude_agent",
     "langgraph": "demo_sdk_agents:langgraph_agent",
     "pydantic-ai": "demo_sdk_agents:pydantic_ai_agent",
+    "agent-framework": "demo_sdk_agents:agent_framework_agent",
 }
 """Spec key -> factory ``module:function`` (in examples/) taking (queue, tickets, spec, workdir).
 

@@ -6,6 +6,8 @@
 - LangGraph: ``crossgate_langgraph.Gate`` around a one-node graph that calls ``request_approval``, with a
   SQLite checkpointer.
 - Pydantic AI: ``crossgate_pydantic_ai.Gate`` around an ``Agent`` driven by the SDK's ``FunctionModel``.
+- Microsoft Agent Framework: ``crossgate_agent_framework.Gate`` around an ``Agent`` on a scripted chat client
+  (``crossgate_agent_framework.testing``, on the SDK's own ``BaseChatClient``).
 
 Each factory returns None when its SDK or adapter is not installed; the demo then uses the stand-in.
 """
@@ -248,6 +250,47 @@ class PydanticAIDemoAgent:
         return str(outcome.result.output)
 
 
+class AgentFrameworkDemoAgent:
+    """A triage agent on Microsoft Agent Framework whose ``delete_ticket`` goes through crossgate's middleware."""
+
+    framework = "agent-framework"
+    label = "agent-framework via crossgate_agent_framework (scripted chat client)"
+
+    def __init__(self, queue: ReviewQueue, tickets: DemoTickets, spec: AgentSpec) -> None:
+        from agent_framework import Agent, tool
+
+        from crossgate_agent_framework import Gate
+        from crossgate_agent_framework.testing import Call, planned_client
+
+        @tool
+        def delete_ticket(id: str, reason: str = "") -> str:
+            """Delete a ticket by id. This cannot be undone."""
+            return tickets.delete(id)
+
+        # The scripted client reads its turn from the session, so a process that only resumes needs nothing else.
+        call = Call("delete_ticket", {"id": spec.ticket, "reason": "duplicate"}, f"call_{spec.key}")
+        self.agent: Any = Agent(client=planned_client([[call]]), name=spec.agent, tools=[delete_ticket])
+        self.gate = Gate(queue, sdk_agent=self.agent)
+
+    async def start(self, run: str) -> Finished[object] | Parked:
+        outcome = await self.gate.run(self.agent, "Delete the duplicate ticket.", run=run)
+        return _final(run, outcome, self._text(outcome))
+
+    async def resume(self, parked_run: str) -> Finished[object] | Parked:
+        outcome = await self.gate.resume(parked_run)
+        return _final(outcome.run, outcome, self._text(outcome))
+
+    @staticmethod
+    def _text(outcome: Finished[Any] | Parked) -> str:
+        if not isinstance(outcome, Finished):
+            return ""
+        for message in reversed(outcome.result.messages):  # what the tool returned, as the model saw it
+            for content in message.contents:
+                if content.type == "function_result":
+                    return " ".join(str(getattr(c, "text", c)) for c in content.result or [])
+        return str(outcome.result.text)
+
+
 def openai_agent(queue: ReviewQueue, tickets: DemoTickets, spec: AgentSpec, workdir: Path) -> OpenAIDemoAgent:
     return OpenAIDemoAgent(queue, tickets, spec)
 
@@ -262,3 +305,9 @@ def langgraph_agent(queue: ReviewQueue, tickets: DemoTickets, spec: AgentSpec, w
 
 def pydantic_ai_agent(queue: ReviewQueue, tickets: DemoTickets, spec: AgentSpec, workdir: Path) -> PydanticAIDemoAgent:
     return PydanticAIDemoAgent(queue, tickets, spec)
+
+
+def agent_framework_agent(
+    queue: ReviewQueue, tickets: DemoTickets, spec: AgentSpec, workdir: Path
+) -> AgentFrameworkDemoAgent:
+    return AgentFrameworkDemoAgent(queue, tickets, spec)

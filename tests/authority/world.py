@@ -28,6 +28,7 @@ from crossgate.testing import TicketStore
 from crossgate.testing.adapters import ASK_POLICY
 from crossgate.testing.driver import TOOL, TicketAgentDriver
 from crossgate.testing.postgres import database_url
+from tests.adapters.agent_framework.driver import AgentFrameworkTicketDriver
 from tests.adapters.claude.driver import ClaudeTicketDriver
 from tests.adapters.langgraph.driver import LangChainTicketDriver, LangGraphTicketDriver
 from tests.adapters.openai.driver import OpenAITicketDriver
@@ -39,6 +40,7 @@ DRIVERS: dict[str, type[TicketAgentDriver]] = {
     "langgraph": LangGraphTicketDriver,
     "langchain": LangChainTicketDriver,
     "pydantic-ai": PydanticAITicketDriver,
+    "agent-framework": AgentFrameworkTicketDriver,
 }
 DATABASES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 REFUSAL = "did not verify against the authority key pinned where the tool runs"

@@ -1,4 +1,4 @@
-"""One name per concept across the four adapters' ``Gate``: ``agent`` is a crossgate agent name, never an SDK object.
+"""One name per concept across the adapters' ``Gate``: ``agent`` is a crossgate agent name, never an SDK object.
 
 Each adapter takes its SDK's object under its own explicit name (``options``, ``graphs``/``graph``,
 ``sdk_agent``), so ``agent=`` means the same thing in every adapter.
@@ -11,6 +11,7 @@ import typing
 
 import pytest
 
+import crossgate_agent_framework
 import crossgate_claude
 import crossgate_langgraph
 import crossgate_openai
@@ -18,7 +19,13 @@ import crossgate_pydantic_ai
 from crossgate import ReviewQueue
 from crossgate.stores import MemoryStore
 
-GATES = [crossgate_claude.Gate, crossgate_langgraph.Gate, crossgate_openai.Gate, crossgate_pydantic_ai.Gate]
+GATES = [
+    crossgate_agent_framework.Gate,
+    crossgate_claude.Gate,
+    crossgate_langgraph.Gate,
+    crossgate_openai.Gate,
+    crossgate_pydantic_ai.Gate,
+]
 ENTRY_POINTS = ("__init__", "run", "resume", "install", "add_graph")
 
 
@@ -34,7 +41,11 @@ def test_a_parameter_named_agent_is_always_a_name(gate: type) -> None:
                 assert hints[name] in (str, str | None), f"{gate.__module__}.{member}({name}: {hints[name]})"
 
 
-@pytest.mark.parametrize("gate", [crossgate_openai.Gate, crossgate_pydantic_ai.Gate], ids=["openai", "pydantic_ai"])
+@pytest.mark.parametrize(
+    "gate",
+    [crossgate_openai.Gate, crossgate_pydantic_ai.Gate, crossgate_agent_framework.Gate],
+    ids=["openai", "pydantic_ai", "agent_framework"],
+)
 def test_the_sdk_agent_has_its_own_parameter(gate: type) -> None:
     for member in ("__init__", "run", "resume"):
         params = inspect.signature(getattr(gate, member)).parameters

@@ -34,8 +34,13 @@ from tests.support.clock import FakeClock
 ROOT = Path(__file__).resolve().parents[2]
 ASK = PolicyRule(name="ask-deletes", verdict=VerdictKind.ASK, tool="delete_ticket", apply_within_seconds=60)
 DENY = PolicyRule(name="no-deletes", verdict=VerdictKind.DENY, tool="delete_ticket", reason="deletes are frozen")
-SDKS = ("agents", "claude_agent_sdk", "langgraph", "langchain", "langchain_core", "pydantic_ai")
-ADAPTERS = {"openai": "crossgate_openai", "claude": "crossgate_claude", "langgraph": "crossgate_langgraph"}
+SDKS = ("agents", "agent_framework", "claude_agent_sdk", "langgraph", "langchain", "langchain_core", "pydantic_ai")
+ADAPTERS = {
+    "agent-framework": "crossgate_agent_framework",
+    "claude": "crossgate_claude",
+    "langgraph": "crossgate_langgraph",
+    "openai": "crossgate_openai",
+}
 
 
 def _queue(clock: FakeClock | None = None) -> ReviewQueue:
@@ -96,6 +101,19 @@ def test_a_decision_for_other_arguments_than_the_ones_about_to_run_is_refused() 
     assert not answer.ran and tool.calls == [] and "reviewed for other arguments" in answer.message
     assert queue.get(request.id).status is RequestStatus.DECIDED  # not used up: the right call may still apply it
     assert [e["ran"] for e in _executed(queue, request)] == [False]
+
+
+def test_a_decision_on_another_tools_call_is_refused_for_the_tool_about_to_run() -> None:
+    """An adapter that finds the request by a call id from SDK state says which tool is about to run."""
+    queue, tool = _queue(), Tool()
+    request = queue.decide(_asked(queue).id, Approve(), reviewer="ann")
+    answer = asyncio.run(run_checked(queue, request, {"id": "t3"}, tool, actor="kit", tool="drop_database"))
+    assert not answer.ran and tool.calls == []
+    reviewed = f"request {request.id} was reviewed for delete_ticket, not for drop_database."
+    assert answer.message == f"crossgate did not run drop_database: {reviewed}"
+    assert queue.get(request.id).status is RequestStatus.DECIDED, "the reviewer's decision is not used up"
+    same = asyncio.run(run_checked(queue, request, {"id": "t3"}, tool, actor="kit", tool="delete_ticket"))
+    assert same.ran and tool.calls == [{"id": "t3"}]
 
 
 def test_reject_does_not_run_and_the_model_reads_the_message() -> None:

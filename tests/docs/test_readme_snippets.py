@@ -21,6 +21,7 @@ READMES = [
     pytest.param("adapters/claude/README.md", id="claude", marks=[pytest.mark.slow, pytest.mark.claude_cli]),
     pytest.param("adapters/langgraph/README.md", id="langgraph"),
     pytest.param("adapters/pydantic-ai/README.md", id="pydantic-ai"),
+    pytest.param("adapters/agent-framework/README.md", id="agent-framework"),
 ]
 
 

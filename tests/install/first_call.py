@@ -3,7 +3,7 @@
     python first_call.py SDK start DIR    # run the agent: one delete_ticket call, parked; prints the request id
     python first_call.py SDK resume DIR   # after `crossgate --db DIR/crossgate.db approve ID`: resume it
 
-SDK is openai, claude or langgraph. DIR holds the queue, the policy and the tool's record of what ran.
+SDK is openai, claude, langgraph or agent-framework. DIR holds the queue, the policy and the tool's record of what ran.
 Each line printed is JSON. Standard library and the installed distributions only: no test package.
 """
 
@@ -108,9 +108,28 @@ async def langgraph(queue: ReviewQueue, folder: Path, parked_run: str | None) ->
         return await Gate(queue, graph).resume(parked_run)
 
 
+async def agent_framework(queue: ReviewQueue, folder: Path, parked_run: str | None) -> Finished[Any] | Parked:
+    from agent_framework import Agent, tool
+
+    from crossgate_agent_framework import Gate
+    from crossgate_agent_framework.testing import Call, planned_client
+
+    @tool
+    def delete_ticket(id: str) -> str:
+        """Delete a ticket by id."""
+        return delete(folder, id)
+
+    client = planned_client([[Call("delete_ticket", {"id": "t3"}, "call_t3")]])
+    agent = Agent(client=client, name="Triage", tools=[delete_ticket])
+    if parked_run is None:
+        return await Gate(queue).run(agent, "Delete the spam ticket t3")
+    return await Gate(queue, sdk_agent=agent).resume(parked_run)
+
+
 async def main(sdk: str, step: str, folder: Path) -> None:
     queue = queue_in(folder)
-    runner = {"openai": openai, "claude": claude, "langgraph": langgraph}[sdk]
+    runners = {"openai": openai, "claude": claude, "langgraph": langgraph, "agent-framework": agent_framework}
+    runner = runners[sdk]
     parked_file = folder / "parked_run"
     parked_run = parked_file.read_text(encoding="utf-8") if step == "resume" else None
     outcome = await runner(queue, folder, parked_run)

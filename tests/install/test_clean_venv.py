@@ -4,7 +4,7 @@ Each SDK gets a fresh ``python -m venv`` with nothing but what the documented co
 or by VCS URL with ``#subdirectory=``). In it: the adapter alone is refused (pip cannot find the core),
 the documented command installs, and ``first_call.py`` parks one ``delete_ticket`` call that the venv's
 own ``crossgate approve`` decides, after which the resumed run deletes the ticket. Downloads are kept in
-one pip cache (``$CROSSGATE_TEST_PIP_CACHE``, else ``~/.cache/crossgate-tests/pip``) shared by the three.
+one pip cache (``$CROSSGATE_TEST_PIP_CACHE``, else ``~/.cache/crossgate-tests/pip``) shared by all of them.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[2]
 FIRST_CALL = Path(__file__).with_name("first_call.py")
-SDKS = ("openai", "claude", "langgraph")
+SDKS = ("openai", "claude", "langgraph", "agent-framework")
 PATH_INSTALL = {sdk: f"pip install ./core ./adapters/{sdk}" for sdk in SDKS}
 
 
@@ -84,7 +84,7 @@ def documented_install(sdk: str, tmp_path: Path) -> list[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sdk", [*SDKS[:1], pytest.param("claude", marks=pytest.mark.claude_cli), SDKS[2]])
+@pytest.mark.parametrize("sdk", [SDKS[0], pytest.param("claude", marks=pytest.mark.claude_cli), *SDKS[2:]])
 def test_a_clean_venv_installs_from_source_and_gates_a_first_call(sdk: str, tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     run([sys.executable, "-m", "venv", str(venv)], tmp_path)

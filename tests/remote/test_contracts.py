@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.adapters.agent_framework import test_contract as agent_framework
 from tests.adapters.claude import test_contract as claude
 from tests.adapters.langgraph import test_contract as langgraph
 from tests.adapters.openai import test_contract as openai
@@ -34,4 +35,8 @@ class TestLangChainOverHttp(OverHttp, langgraph.TestLangChainContract):
 
 
 class TestPydanticAIOverHttp(OverHttp, pydantic_ai.TestPydanticAIContract):
+    supports_postgres = False
+
+
+class TestAgentFrameworkOverHttp(OverHttp, agent_framework.TestAgentFrameworkContract):
     supports_postgres = False

@@ -16,8 +16,10 @@ from crossgate import AdapterError, ApprovalRequest, Approve, ConfigurationError
 from crossgate.adapter import (
     AdapterQueue,
     AuthorityPin,
+    RunScope,
     app_context,
     apply_decision,
+    parked_for_resume,
     resume_leased,
     store_call,
     verified_queue,
@@ -26,7 +28,6 @@ from crossgate.clock import new_id
 from crossgate.model import JsonObject
 from crossgate.runs import Finished, Parked
 from crossgate_pydantic_ai._capabilities import FRAMEWORK
-from crossgate_pydantic_ai._scope import RunScope
 from crossgate_pydantic_ai._toolset import Gating
 
 Outcome = Finished[AgentRunResult[Any]] | Parked
@@ -106,31 +107,20 @@ class Gate:
         if sdk_agent is None:
             raise ConfigurationError("resume needs the agent: Gate(queue, sdk_agent=...) or resume(..., sdk_agent=...)")
         name = _agent_name(sdk_agent)
-        parked = self.queue.get_parked(parked_run)
-        if parked.framework != FRAMEWORK:
-            raise ConfigurationError(f"parked run {parked.id} belongs to {parked.framework}, not {FRAMEWORK}")
-        if parked.metadata.get("agent") != name:
-            raise ConfigurationError(f"parked run {parked.id} ran agent {parked.metadata.get('agent')!r}, not {name!r}")
-        self.queue.expire_overdue()
-        requests = [self.queue.get(r) for r in parked.request_ids]
-        if any(r.is_open for r in requests):
-            return Parked(parked.run, parked.id, parked.request_ids)
+        ready = parked_for_resume(self.queue, parked_run, framework=FRAMEWORK, agent=name)
+        if isinstance(ready, Parked):
+            return ready
         # Load before claiming: a history this SDK cannot read must not use up the parked run.
-        history = ModelMessagesTypeAdapter.validate_json(parked.state)
-        meta = parked.metadata
-        context = meta.get("context")
-        scope = RunScope(
-            parked.run,
-            _text(meta.get("session")),
-            _text(meta.get("requested_by")),
-            dict(context) if isinstance(context, dict) else {},
-        )
+        history = ModelMessagesTypeAdapter.validate_json(ready.parked.state)
+        scope, requests = ready.scope, ready.requests
 
         async def body(_claimed: ParkedRun) -> Outcome:
             results = await self._results(requests)
             return await self._drive(sdk_agent, name, scope, history=history, results=results, deps=deps)
 
-        return await resume_leased(self.queue, parked, owner=self.owner, lease_seconds=self.lease_seconds, body=body)
+        return await resume_leased(
+            self.queue, ready.parked, owner=self.owner, lease_seconds=self.lease_seconds, body=body
+        )
 
     async def _results(self, requests: Sequence[ApprovalRequest]) -> DeferredToolResults:
         """The SDK's answer for every parked call.
@@ -198,12 +188,7 @@ class Gate:
             run=scope.run,
             request_ids=[s.request.id for s in asked if s.request is not None],
             state=result.all_messages_json().decode(),
-            metadata={
-                "agent": name,
-                "session": scope.session,
-                "requested_by": scope.requested_by,
-                "context": scope.context,
-            },
+            metadata=scope.metadata(name),
             new_requests=[s.request for s in asked if s.request is not None and not s.stored],
         )
         return Parked(scope.run, parked.id, parked.request_ids)
@@ -219,7 +204,3 @@ def _agent_name(sdk_agent: Agent[Any, Any]) -> str:
     if not sdk_agent.name:
         raise ConfigurationError("give the agent a name (Agent(..., name=...)): parked runs resume by it")
     return sdk_agent.name
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None

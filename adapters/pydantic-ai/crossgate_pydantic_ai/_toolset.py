@@ -27,10 +27,10 @@ from pydantic_ai.toolsets import AbstractToolset, ToolsetTool, WrapperToolset
 from pydantic_core import to_jsonable_python
 
 from crossgate import ApprovalRequest, FingerprintMismatchError, ToolCall, VerdictKind
-from crossgate.adapter import AdapterQueue, find_request, run_checked, run_recorded
+from crossgate.adapter import AdapterQueue, RunScope, deny_message, find_request, run_checked, run_recorded
 from crossgate.model import JsonObject
 from crossgate_pydantic_ai._capabilities import CAPABILITIES, FRAMEWORK
-from crossgate_pydantic_ai._scope import RunScope, deny_message, pydantic_ai_request_id, tool_call
+from crossgate_pydantic_ai._scope import pydantic_ai_request_id
 
 NOT_THROUGH_GATE = (
     "crossgate did not run {tool}: it needs a reviewer's decision, and this call was approved outside "
@@ -61,7 +61,7 @@ class GatedToolset(WrapperToolset[Any]):
     ) -> Any:
         call_id = ctx.tool_call_id or ""
         args: JsonObject = to_jsonable_python(tool_args)
-        call = tool_call(name, self.agent, args, call_id, self.scope)
+        call = self.scope.call(FRAMEWORK, name, self.agent, args, call_id)
         request_id = pydantic_ai_request_id(self.scope.run, self.agent, call_id)
         if ctx.tool_call_approved:
             request = find_request(self.queue, request_id)
@@ -124,7 +124,8 @@ class GatedToolset(WrapperToolset[Any]):
         async def body(_args: JsonObject) -> Any:
             return await self.wrapped.call_tool(name, tool_args, ctx, tool)
 
-        answer = await run_checked(self.queue, request, proposed, body, actor=FRAMEWORK, call=request.call)
+        # The call id comes from the parked history (the agent may rewrite it): bind the decision to this tool.
+        answer = await run_checked(self.queue, request, proposed, body, actor=FRAMEWORK, call=request.call, tool=name)
         return answer.reply
 
     async def _execute(

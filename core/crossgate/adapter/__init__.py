@@ -20,6 +20,10 @@ else it needs is here, and nothing else decides whether a reviewed tool runs:
 - :func:`store_call` is the one crossing from async SDK code into the synchronous queue (inline; see
   its docstring for why).
 - :func:`app_context` checks the app's context for a gate's calls (``Gate(context=)``, ``run(call_context=)``).
+- :class:`RunScope` is one gated run (id, session, who it acts for, app context, the calls it asked), which
+  builds each call's neutral ``ToolCall`` and the parked run's metadata; :func:`parked_for_resume` reads a
+  parked run back for a resume (its framework and agent checked, ``Parked`` while a request is open) and
+  :func:`deny_message` is what the model reads for a policy deny.
 - :class:`AdapterQueue` is exactly what an adapter may call on the queue; type the ``queue`` parameter
   of a ``Gate`` with it. ``ReviewQueue`` implements it, and so will a queue served over HTTP.
 - :func:`verified_queue` puts a gate's queue behind the authority check: ``Gate(authority=...)`` (or
@@ -57,11 +61,14 @@ from crossgate.adapter._ids import request_id
 from crossgate.adapter._lookup import find_request
 from crossgate.adapter._protocol import AdapterQueue
 from crossgate.adapter._resume import resume_leased
+from crossgate.adapter._runs import Resumable, RunScope, deny_message, parked_for_resume
 
 __all__ = [
     "AdapterQueue",
     "Application",
     "AuthorityPin",
+    "Resumable",
+    "RunScope",
     "ToolAnswer",
     "UnverifiedWarning",
     "VerifiedQueue",
@@ -69,7 +76,9 @@ __all__ = [
     "app_context",
     "apply_decision",
     "apply_decision_sync",
+    "deny_message",
     "find_request",
+    "parked_for_resume",
     "pinned_keys",
     "request_id",
     "resume_leased",

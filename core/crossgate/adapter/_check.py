@@ -27,6 +27,7 @@ NO_DECISION = "crossgate did not run {tool}: request {request} is still pending,
 OTHER_ARGUMENTS = (
     "crossgate did not run {tool}: request {request} was reviewed for other arguments than the ones about to run."
 )
+OTHER_TOOL = "crossgate did not run {tool}: request {request} was reviewed for {reviewed}, not for {tool}."
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,9 +62,13 @@ class ToolAnswer(Generic[T]):
 
 
 async def apply_decision(
-    queue: AdapterQueue, request: ApprovalRequest, args: JsonObject | None, *, actor: str
+    queue: AdapterQueue, request: ApprovalRequest, args: JsonObject | None, *, actor: str, tool: str | None = None
 ) -> Application:
     """Decide whether ``request``'s call runs now; ``args`` are the arguments the SDK holds for it.
+
+    ``tool`` is the tool the SDK is about to run, for an adapter that finds the request by a call id read
+    from SDK state (which the agent may rewrite): a decision on another tool's call is refused and
+    nothing runs.
 
     ``args`` must be the ones reviewed, or (an SDK that substitutes an edit itself) the approved ones;
     either way, what may run is ``Application.args``, the approved arguments. ``args`` None skips this
@@ -76,7 +81,12 @@ async def apply_decision(
     which is what the model reads, and nothing runs.
     """
     queue = verified_queue(queue)  # a gate's queue already is one; any other gets this process's pinned keys
-    tool = request.call.tool
+    reviewed = request.call.tool
+    if tool is not None and tool != reviewed:
+        return await _refused(
+            queue, request, OTHER_TOOL.format(tool=tool, request=request.id, reviewed=reviewed), error=True
+        )
+    tool = reviewed
     if args is not None and fingerprint(tool, args) not in (request.fingerprint, request.approved_fingerprint()):
         return await _refused(queue, request, OTHER_ARGUMENTS.format(tool=tool, request=request.id), error=True)
     resolution = request.resolution()
@@ -110,10 +120,10 @@ async def apply_decision(
 
 
 def apply_decision_sync(
-    queue: AdapterQueue, request: ApprovalRequest, args: JsonObject | None, *, actor: str
+    queue: AdapterQueue, request: ApprovalRequest, args: JsonObject | None, *, actor: str, tool: str | None = None
 ) -> Application:
     """:func:`apply_decision` for synchronous SDK code (a sync tool node or middleware hook)."""
-    return drive(apply_decision(queue, request, args, actor=actor))
+    return drive(apply_decision(queue, request, args, actor=actor, tool=tool))
 
 
 async def _refused(queue: AdapterQueue, request: ApprovalRequest, message: str, *, error: bool = False) -> Application:
@@ -133,16 +143,17 @@ async def run_checked(
     actor: str,
     call: ToolCall | None = None,
     summary: Callable[[T], str | None] = str,
+    tool: str | None = None,
 ) -> ToolAnswer[T]:
     """Run ``body`` for a reviewed call only if its decision allows it now; record what happened.
 
     ``args`` are the arguments the model proposed; ``body`` gets the ones to run (the reviewer's, for
-    an edit). Respond answers with the reviewer's content and reject with its message; neither runs
-    the tool, and both are recorded as not run. ``summary`` turns the body's result into the recorded
-    result text, recorded with ``call``'s fields when given. An exception from ``body`` is recorded as
-    the tool's failure and raised again.
+    an edit). ``tool`` is the tool about to run (see :func:`apply_decision`). Respond answers with the
+    reviewer's content and reject with its message; neither runs the tool, and both are recorded as not
+    run. ``summary`` turns the body's result into the recorded result text, recorded with ``call``'s
+    fields when given. An exception from ``body`` is recorded as the tool's failure and raised again.
     """
-    applied = await apply_decision(queue, request, args, actor=actor)
+    applied = await apply_decision(queue, request, args, actor=actor, tool=tool)
     if applied.responded:
         await store_call(queue.record_outcome, request, ran=False, result=applied.message)
     if not applied.run:

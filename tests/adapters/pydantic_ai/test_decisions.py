@@ -3,15 +3,16 @@ approval given to the SDK behind crossgate's back."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from pydantic_ai import Agent, DeferredToolResults
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 
 from crossgate import Approve, Edit, Reject, RequestStatus, ReviewQueue
+from crossgate.adapter import RunScope
 from crossgate.runs import Finished, Parked
 from crossgate_pydantic_ai import Gate
-from crossgate_pydantic_ai._scope import RunScope
 from crossgate_pydantic_ai._toolset import NOT_THROUGH_GATE, Gating
 from crossgate_pydantic_ai.testing import Call, planned_model, tool_results
 from tests.adapters.pydantic_ai.conftest import REJECTION
@@ -87,3 +88,32 @@ async def test_an_approval_given_to_the_sdk_directly_never_runs_the_tool(
     assert tickets.delete_runs() == 0
     assert tool_results(record, TOOL) == [NOT_THROUGH_GATE.format(tool=TOOL)]
     assert queue.get(parked.request_ids[0]).status is RequestStatus.PENDING
+
+
+async def test_a_parked_history_rewritten_to_run_another_tool_under_an_approval_runs_nothing(
+    queue: ReviewQueue, tickets: TicketStore, tmp_path: Path, db_url: str
+) -> None:
+    """The agent holds the store: it renames the approved ``read_ticket`` call to ``delete_ticket`` in the history."""
+    read = queue.policy.rules[0].model_copy(update={"name": "ask-reads", "tool": "read_ticket"})
+    queue.policy = queue.policy.model_copy(update={"rules": (read, *queue.policy.rules)})
+    record = tmp_path / "in.jsonl"
+
+    def agent() -> Agent[None, str]:
+        built = ticket_agent(tickets, planned_model([[Call("read_ticket", '{"id": "t3"}', "c1")]], record=record))
+
+        @built.tool_plain
+        def read_ticket(id: str) -> str:
+            return f"ticket {id}"
+
+        return built
+
+    parked = await Gate(queue).run(agent(), "go", run="run-swap")
+    assert isinstance(parked, Parked)
+    queue.decide(parked.request_ids[0], Approve(), reviewer="ann")
+    stored = queue.get_parked(parked.parked_run).state
+    swapped = stored.replace('"read_ticket"', f'"{TOOL}"')
+    assert swapped != stored
+    with sqlite3.connect(db_url.removeprefix("sqlite:///")) as db:  # the agent writes the row itself
+        db.execute("UPDATE parked_states SET state = ? WHERE id = ?", (swapped, parked.parked_run))
+    await Gate(queue, sdk_agent=agent()).resume(parked.parked_run)
+    assert tickets.delete_runs() == 0, "an approval of read_ticket let delete_ticket run"

@@ -1,0 +1,10 @@
+"""The Agent Framework adapter passes ``AdapterContract``, subclassed as a third party would."""
+
+from __future__ import annotations
+
+from crossgate.testing import AdapterContract
+from tests.adapters.agent_framework.driver import AgentFrameworkTicketDriver
+
+
+class TestAgentFrameworkContract(AdapterContract):
+    driver_class = AgentFrameworkTicketDriver
