@@ -33,6 +33,11 @@ UNSIGNED_WARNING = (
     "unsigned; agents that pin a public key refuse them"
 )
 
+PRIVATE_RECEIVERS_WARNING = (
+    "crossgate: warning: AAP webhook receivers may be plain-HTTP, loopback or private addresses "
+    "(aap_webhook_allow_private)"
+)
+
 
 def server_authority(directory: Path | None) -> Authority | None:
     """The key the server signs with: the keyring in ``directory``, which must hold one (a mistyped
@@ -111,6 +116,13 @@ def serve(
             help="Sign the audit log's head this often, when it moved (needs the authority's key).",
         ),
     ] = DEFAULT_CHECKPOINT_SECONDS,
+    aap_webhook_allow_private: Annotated[
+        bool,
+        typer.Option(
+            "--aap-webhook-allow-private",
+            help="Let AAP receivers be plain-HTTP, loopback or private addresses: for tests and closed networks.",
+        ),
+    ] = False,
 ) -> None:
     """Run the review server: HTTP API, live stream and the reviewer web page.
 
@@ -146,6 +158,8 @@ def serve(
     fmt: Literal["json", "slack"] = "slack" if webhook_format == "slack" else "json"
     extra = tuple(WebhookTarget(url=url, format=fmt) for url in webhook or ())
     fields["webhooks"] = (*fields.get("webhooks", ()), *extra)
+    if aap_webhook_allow_private:
+        fields["aap_webhook_allow_private"] = True
     limits = fields.pop("limits", None)
     settings = ServerSettings(**fields)
     authority = server_authority(authority_dir)
@@ -166,6 +180,8 @@ def serve(
         typer.echo(f"crossgate: signing decisions and standing rules with authority key {queue.authority.kid}")
     else:
         typer.echo(UNSIGNED_WARNING, err=True)
+    if settings.aap_webhook_allow_private:
+        typer.echo(PRIVATE_RECEIVERS_WARNING, err=True)
     if not _is_loopback(host):
         typer.echo(f"crossgate: warning: listening on {host}, reachable from other machines", err=True)
     if open_browser:

@@ -26,6 +26,7 @@ Reviewers come from a TOML or YAML file (``--tokens``) or from ``$CROSSGATE_TOKE
     name = "ops"
     scope = "provisioner"                    # may provision AAP instances, each with its own agent token
     token_env = "AAP_PROVISIONER_TOKEN"
+    # aap_webhook_allow_private = true       # (top level) AAP receivers on loopback or private addresses
 
     [[webhooks]]
     url = "http://127.0.0.1:9000/hooks/crossgate"
@@ -252,7 +253,6 @@ class ServerSettings:
     aap_registry_path: str | None = None
     """Where the AAP provider journals its instances, credentials and idempotency keys (the tokens file's
     ``aap_registry``); None keeps them in the server process only."""
-    """Let AAP receivers be plain-HTTP loopback or private addresses: for tests and closed networks only."""
 
     def __post_init__(self) -> None:
         names = [r.name for r in self.reviewers]
@@ -327,6 +327,7 @@ def load_config(path: Path, env: Mapping[str, str] | None = None) -> dict[str, A
         "reviewers",
         "agents",
         "aap_registry",
+        "aap_webhook_allow_private",
         "webhooks",
         "secret_env",
         "base_url",
@@ -342,6 +343,10 @@ def load_config(path: Path, env: Mapping[str, str] | None = None) -> dict[str, A
     }
     if "aap_registry" in data:
         kwargs["aap_registry_path"] = str(path.parent / str(data["aap_registry"]))
+    if "aap_webhook_allow_private" in data:
+        if not isinstance(data["aap_webhook_allow_private"], bool):
+            raise ConfigurationError(f"{path}: aap_webhook_allow_private must be true or false")
+        kwargs["aap_webhook_allow_private"] = data["aap_webhook_allow_private"]
     if data.get("agents"):
         kwargs["agents"] = tuple(_agent_entry(entry, env, path) for entry in data["agents"])
     if "base_url" in data:
