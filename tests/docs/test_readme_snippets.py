@@ -72,6 +72,12 @@ def test_the_quick_start_runs_as_a_script_and_records_what_ran(block: Snippet, t
         assert outcome_shown(tmp_path, request_id).split()[1] == "ran", f"{block.where}: {request_id}"
 
 
+@pytest.mark.parametrize("readme", list(READMES))
+def test_each_readme_leads_with_a_block_that_runs(readme: str) -> None:
+    first = snippets(ROOT / readme)[0]
+    assert first.skip_reason is None, f"{first.where}: a newcomer copies the first example; make it one that runs"
+
+
 def test_a_block_runs_unless_marked_and_a_failure_names_the_readme_line(tmp_path: Path) -> None:
     readme = tmp_path / "README.md"
     readme.write_text(
