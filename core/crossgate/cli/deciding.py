@@ -9,7 +9,7 @@ a credential, never just a name:
   ``~/.config/crossgate/authority``): the decision is made on the local database and signed as an
   **operator** acting, under the name given (``--reviewer``, else the OS user).
 
-Without either, the command refuses with one line that says how to decide (exit 1). A queue handed to
+Without either, the command refuses with one line that says how to decide (exit 6, denied). A queue handed to
 the CLI ready-made (tests, embedding) decides with its own authority, if it has one.
 """
 

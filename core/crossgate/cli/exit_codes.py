@@ -5,17 +5,20 @@ code meaning
 ==== ==========================================================================
 0    ok
 1    any other crossgate error (configuration, store), or a tampered audit log
-2    usage: an unknown option, a missing or malformed value (click's own)
-3    not found: no request or standing rule has this id
+2    usage: an unknown option, a missing or malformed value (click's own), an id start naming several
+3    not found: no request, standing rule or parked run has this id, or no database is at ``--db``
 4    conflict: already decided or applied, expired, cancelled, already revoked
 5    invalid decision or arguments: not allowed, bad JSON, schema failure, wrong fingerprint, or a
      decision by the person the run acts for (``SelfDecisionError``)
-6    ``submit`` only: the policy denied the call (the verdict is printed, nothing was stored)
+6    denied: ``submit``'s call was denied by the policy (the verdict is printed, nothing was stored), or
+     a command that lets calls run holds no credential that may (``NoCredentialsError``: no reviewer
+     token the server accepts, no authority key)
 ==== ==========================================================================
 """
 
 from __future__ import annotations
 
+from crossgate.cli.deciding import NoCredentialsError
 from crossgate.errors import ConflictError, CrossgateError, InvalidDecisionError, NotFoundError
 
 OK = 0
@@ -27,6 +30,7 @@ INVALID = 5
 DENIED = 6
 
 _BY_ERROR: tuple[tuple[type[CrossgateError], int], ...] = (
+    (NoCredentialsError, DENIED),
     (NotFoundError, NOT_FOUND),
     (ConflictError, CONFLICT),
     (InvalidDecisionError, INVALID),
