@@ -102,3 +102,10 @@ def test_a_snippet_runs_offline(tmp_path: Path) -> None:
     block = Snippet(tmp_path / "README.md", 1, "import httpx\nhttpx.get('https://example.com', timeout=5)\n", None)
     with pytest.raises(AssertionError, match=r"ProxyError|ConnectError"):
         run_snippet(block, tmp_path)
+
+
+def test_the_layout_lists_each_folder_once() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    layout = text.split("## Layout", 1)[1].split("```", 2)[1]
+    folders = [line.split()[0] for line in layout.splitlines() if line and not line.startswith(" ")]
+    assert len(folders) == len(set(folders)), folders
