@@ -319,7 +319,7 @@ def json_body(state: ServerState, event: Event, request: ApprovalRequest, *, esc
         "at": event.at.isoformat(),
         "actor": event.actor,
         "channel": event.channel,
-        "request": request.model_dump(mode="json"),
+        "request": request.model_dump(mode="json", exclude={"excerpt"}),  # what the run did stays on the page
         "links": _links(state, request),
         "warnings": suspicious_call(request.call),
     }
