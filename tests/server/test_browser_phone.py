@@ -1,4 +1,4 @@
-"""The pending list on a 390 px phone screen, in real headless Chromium: tools folded, requests first, arguments whole."""
+"""The pending list on a 390 px phone, in headless Chromium: tools folded, requests first, arguments wrapped."""
 
 from __future__ import annotations
 
