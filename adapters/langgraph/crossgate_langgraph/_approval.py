@@ -203,7 +203,22 @@ def request_approval(
     (that person cannot decide it): inside ``Gate.run`` and ``Gate.resume`` the gate passes it down, so
     leave ``requested_by`` out there (a different value is refused); outside a gate, pass it here.
     """
-    call = ToolCall(
+    call = _node_call(framework, tool, args, call_id=call_id, agent=agent, session=session, context=context)
+    decision, _ = ask(queue, call, args_schema=args_schema, description=description, requested_by=requested_by)
+    return decision
+
+
+def _node_call(
+    framework: str,
+    tool: str,
+    args: Mapping[str, Any],
+    *,
+    call_id: str | None,
+    agent: str | None,
+    session: str | None,
+    context: JsonObject | None,
+) -> ToolCall:
+    return ToolCall(
         framework=framework,
         tool=tool,
         args=dict(args),
@@ -212,8 +227,6 @@ def request_approval(
         session=session,
         context=context or {},
     )
-    decision, _ = ask(queue, call, args_schema=args_schema, description=description, requested_by=requested_by)
-    return decision
 
 
 def gated_call(
@@ -239,15 +252,7 @@ def gated_call(
     the reviewer's text, recorded as not run. ``answer.reply`` is what to hand on either way. The same
     rules as :func:`request_approval` hold: call it from the node's state, once per node (or pass ``call_id``).
     """
-    call = ToolCall(
-        framework=framework,
-        tool=tool,
-        args=dict(args),
-        call_id=call_id,
-        agent=agent,
-        session=session,
-        context=context or {},
-    )
+    call = _node_call(framework, tool, args, call_id=call_id, agent=agent, session=session, context=context)
     decision, request_id = ask(queue, call, args_schema=args_schema, description=description, requested_by=requested_by)
     if isinstance(decision, Reject):
         return ToolAnswer(ran=False, message=decision.message)
