@@ -26,6 +26,7 @@ from crossgate.clock import new_id
 from crossgate.model import JsonObject
 from crossgate.runs import Finished, Parked
 from crossgate_pydantic_ai._capabilities import FRAMEWORK
+from crossgate_pydantic_ai._excerpt import excerpt_of
 from crossgate_pydantic_ai._scope import RunScope
 from crossgate_pydantic_ai._toolset import Gating
 
@@ -66,8 +67,12 @@ class Gate:
         lease_seconds: float = 300.0,
         context: JsonObject | None = None,
         authority: AuthorityPin = None,
+        excerpt: bool = False,
     ) -> None:
         self.queue: AdapterQueue = verified_queue(queue, authority)
+        self.excerpt = excerpt
+        """The app's consent to show reviewers what a run did before it asked (its prompt, the model's texts,
+        the calls that returned), with each request it parks."""
         self.sdk_agent = sdk_agent
         self.context: JsonObject = app_context(context)
         self.owner = owner or f"{FRAMEWORK}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -193,6 +198,9 @@ class Gate:
             if submission is None or submission.request is None:
                 raise AdapterError(f"the SDK paused {part.tool_name} ({part.tool_call_id}) without asking crossgate")
             asked.append(submission)
+        new_requests = [s.request for s in asked if s.request is not None and not s.stored]
+        if self.excerpt and (shown := excerpt_of(result.all_messages())) is not None:
+            new_requests = [r.model_copy(update={"excerpt": shown}) for r in new_requests]
         parked = self.queue.park(
             framework=FRAMEWORK,
             run=scope.run,
@@ -204,7 +212,7 @@ class Gate:
                 "requested_by": scope.requested_by,
                 "context": scope.context,
             },
-            new_requests=[s.request for s in asked if s.request is not None and not s.stored],
+            new_requests=new_requests,
         )
         return Parked(scope.run, parked.id, parked.request_ids)
 
