@@ -344,7 +344,7 @@ class RunExcerpt(_Frozen):
     """What the run did before it asked, for the reviewer: the user's request, the model's last messages, and the
     calls that ran before in the same run. An adapter hands it over only when the app consents
     (``Gate(excerpt=True)``); it is size-capped (:func:`crossgate.adapter.run_excerpt`), shown folded on
-    the request page and never sent to webhooks."""
+    the request page and sent to a webhook only when its target asks for it (``include_excerpt``)."""
 
     user_request: str | None = None
     messages: tuple[str, ...] = ()

@@ -33,6 +33,7 @@ Reviewers come from a TOML or YAML file (``--tokens``) or from ``$CROSSGATE_TOKE
     format = "slack"                         # or "json"
     events = ["submitted", "decided", "expired", "cancelled"]   # the default; list fewer to filter, or add
                                              # approved, applied, ran, not_run ("executed" means ran and not_run)
+    include_excerpt = false                  # true: JSON bodies carry the request's run excerpt
 
 ``$CROSSGATE_TOKENS`` holds ``name:token`` pairs separated by commas; those reviewers have full scope.
 """
@@ -190,6 +191,9 @@ class WebhookTarget:
     events: tuple[str, ...] = NOTIFIED_EVENTS
     secret: str | None = None
     """When set, JSON deliveries carry ``X-Crossgate-Signature: sha256=<HMAC of the body>``."""
+    include_excerpt: bool = False
+    """Put the request's run excerpt (what the run did before it asked, when its gate had the app's consent)
+    in JSON bodies; off by default, as it may hold user data. Slack bodies never carry it."""
     escalate_after: float | None = None
     """An escalation target: each new request is sent only once it has waited this many seconds, and only
     if nobody decided it by then (``events`` is then ``("submitted",)``; the body says ``request.escalated``)."""
@@ -456,6 +460,9 @@ def _webhook_entry(entry: Any, path: Path) -> WebhookTarget:
     events = entry.get("events", NOTIFIED_EVENTS)
     if isinstance(events, str) or not isinstance(events, list | tuple):
         raise ConfigurationError(f"{path}: webhook events must be a list, got {events!r}")
+    include_excerpt = entry.get("include_excerpt", False)
+    if not isinstance(include_excerpt, bool):
+        raise ConfigurationError(f"{path}: webhook include_excerpt must be true or false")
     try:
         return WebhookTarget(
             url=str(entry["url"]),
@@ -463,6 +470,7 @@ def _webhook_entry(entry: Any, path: Path) -> WebhookTarget:
             events=tuple(str(e) for e in events),
             secret=entry.get("secret"),
             escalate_after=None if escalate_after is None else float(escalate_after),
+            include_excerpt=include_excerpt,
         )
     except ConfigurationError as exc:
         raise ConfigurationError(f"{path}: {exc}") from None

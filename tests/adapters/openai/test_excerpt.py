@@ -90,3 +90,18 @@ def test_an_excerpt_is_capped_and_keeps_the_latest_parts() -> None:
     total = sum(len(p.encode()) for p in (shown.user_request, *shown.messages, *shown.calls))
     assert total <= EXCERPT_BYTES
     assert run_excerpt(user_request="  ", messages=[""], calls=[]) is None
+
+
+async def test_a_webhook_carries_the_excerpt_only_when_its_target_asks_for_it() -> None:
+    from crossgate.server.settings import WebhookTarget
+
+    queue, request_id = await parked(excerpt=True)
+    notifier = create_app(queue, make_settings()).state.crossgate.notifier
+    event = queue.events(request_id=request_id)[0]
+    plain = json.loads(notifier._body(WebhookTarget(url="http://127.0.0.1:9/h"), event))
+    asked = json.loads(notifier._body(WebhookTarget(url="http://127.0.0.1:9/h", include_excerpt=True), event))
+    slack = notifier._body(WebhookTarget(url="http://127.0.0.1:9/s", format="slack", include_excerpt=True), event)
+    assert "excerpt" not in plain["request"]
+    assert asked["request"]["excerpt"]["user_request"] == "Delete the cruise spam"
+    assert b"cruise" not in slack
+    queue.close()
