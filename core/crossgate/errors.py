@@ -4,6 +4,7 @@
 
     CrossgateError
     ├── NotFoundError              unknown request, rule or parked run          (CLI exit 3, HTTP 404)
+    │   └── DatabaseNotFoundError  no crossgate database where one was named
     ├── ConflictError              the state moved on: decided, applied, ...    (CLI exit 4, HTTP 409)
     │   ├── AlreadyDecidedError
     │   ├── AlreadyAppliedError
@@ -34,6 +35,10 @@ class CrossgateError(Exception):
 
 class NotFoundError(CrossgateError):
     """No request, rule or parked run has this id."""
+
+
+class DatabaseNotFoundError(NotFoundError):
+    """No crossgate database at the SQLite path given; nothing was created (only ``crossgate init`` creates one)."""
 
 
 class ConflictError(CrossgateError):

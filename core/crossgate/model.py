@@ -344,6 +344,19 @@ def parse_decision(data: Any) -> Approve | Edit | Reject | Respond:
     return DECISION_ADAPTER.validate_python(data)
 
 
+class RunExcerpt(_Frozen):
+    """What the run did before it asked, for the reviewer: the user's request, the model's last messages, and the
+    calls that ran before in the same run. An adapter hands it over only when the app consents
+    (``Gate(excerpt=True)``); it is size-capped (:func:`crossgate.adapter.run_excerpt`), shown folded on
+    the request page and sent to a webhook only when its target asks for it (``include_excerpt``)."""
+
+    user_request: str | None = None
+    messages: tuple[str, ...] = ()
+    """The model's last messages before the call, oldest first."""
+    calls: tuple[str, ...] = ()
+    """The calls that ran before in the run, oldest first: tool, arguments and what came back."""
+
+
 class ApprovalRequest(_Frozen):
     """A tool call the policy sent to a human, and everything that happened to it."""
 
@@ -370,6 +383,8 @@ class ApprovalRequest(_Frozen):
     approvals_required: int = Field(default=1, ge=1)
     """Different reviewers who must approve before the call runs; each approval before the last is an
     ``approved`` event, and the last one decides. Edit, respond and remembered approvals are not offered."""
+    excerpt: RunExcerpt | None = None
+    """What the run did before it asked (only with the app's consent); see :class:`RunExcerpt`."""
     signatures: tuple[str, ...] = ()
     """The authority's tokens over the decision (JWS compact, see ``crossgate.authority``): one, or one per
     approver for a request that needs several; empty while pending, or when the queue signs nothing."""

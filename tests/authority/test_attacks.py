@@ -60,7 +60,7 @@ def attacker_cli(world: World, *args: str) -> tuple[int, str]:
 async def test_the_cli_refuses_any_reviewer_without_a_key_and_a_keyless_decision_runs_nothing(world: World) -> None:
     parked, request_id = await world.park("t3", "run-cli")
     code, stderr = attacker_cli(world, "approve", request_id, "--reviewer", "security-lead")
-    assert code == 1
+    assert code == 6
     assert stderr.count("\n") == 1 and "needs a reviewer's credentials" in stderr and "--server URL" in stderr
     assert world.server.get(request_id).status is RequestStatus.PENDING
     assert isinstance(await world.resume(parked), Parked)

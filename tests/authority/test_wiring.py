@@ -271,7 +271,7 @@ def test_a_signed_approval_lapses_at_its_signed_apply_by_whatever_the_row_says(
 def test_deciding_without_credentials_is_refused_in_one_line_that_says_how(argv: list[str], tmp_path: Path) -> None:
     env = {"CROSSGATE_AUTHORITY_DIR": None, "CROSSGATE_TOKEN": None, "XDG_CONFIG_HOME": str(tmp_path)}
     result = CliRunner().invoke(app, ["--db", "memory:", *argv, "--reviewer", "security-lead"], env=env)
-    assert result.exit_code == 1, result.stderr
+    assert result.exit_code == 6, result.stderr  # denied: no credential that may decide
     assert result.stderr.count("\n") == 1
     assert "needs a reviewer's credentials" in result.stderr
     assert "--server URL" in result.stderr and "crossgate keys init" in result.stderr

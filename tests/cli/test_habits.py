@@ -135,7 +135,7 @@ def test_a_read_command_in_an_empty_folder_creates_no_database(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(app, argv, env=clean_env())
-    assert result.exit_code == 1
+    assert result.exit_code == 3  # not found
     assert result.stderr == (
         "crossgate: error: no crossgate database at crossgate.db: check --db (or $CROSSGATE_DB), "
         "or create one with 'crossgate init'\n"
@@ -152,7 +152,7 @@ def test_a_mistyped_db_creates_nothing_and_init_and_submit_create(tmp_path: Path
     assert run("--db", str(real), "init").stdout == f"created the crossgate database: {real}\n"  # type: ignore[attr-defined]
     assert run("--db", str(real), "init").stdout == f"database ready: {real}\n"  # type: ignore[attr-defined]
     typoed = run("--db", str(typo), "list")
-    assert typoed.exit_code == 1 and f"no crossgate database at {typo}" in typoed.stderr  # type: ignore[attr-defined]
+    assert typoed.exit_code == 3 and f"no crossgate database at {typo}" in typoed.stderr  # type: ignore[attr-defined]
     assert not typo.exists()
     submitted = run("--db", str(tmp_path / "new.db"), "submit", "--framework", "f", "--tool", "t")
     assert submitted.exit_code == 0  # type: ignore[attr-defined]

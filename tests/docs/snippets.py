@@ -1,7 +1,12 @@
-"""The fenced python blocks of a Markdown file, and a way to run them as a reader would, in order.
+"""The fenced python blocks of a Markdown file, and two ways to run them as a reader would.
 
-A block runs unless the line before it is an HTML comment ``<!-- not run: reason -->``. The blocks of
-one file share one namespace and one event loop (top-level ``await`` is allowed), in a folder of their own.
+A block runs unless the line before it is an HTML comment ``<!-- not run: reason -->``.
+
+- :func:`run_snippet`: a README's quick start, saved as a file of its own and run with ``python <file>``
+  in a subprocess, offline: no API keys in its environment, and every proxy variable pointing at a closed
+  port on 127.0.0.1, so an HTTP client that tries to leave the machine fails (127.0.0.1 stays reachable).
+- :func:`run_snippets`: a page's blocks in order in one namespace and one event loop (top-level
+  ``await`` allowed), for docs written as one session's steps.
 """
 
 from __future__ import annotations
@@ -9,12 +14,19 @@ from __future__ import annotations
 import ast
 import asyncio
 import inspect
+import os
 import re
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 NOT_RUN = re.compile(r"<!--\s*not run:\s*(?P<reason>.+?)\s*-->")
+API_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "GOOGLE_API_KEY", "GROQ_API_KEY")
+CROSSGATE_ENV = ("CROSSGATE_DB", "CROSSGATE_POLICY", "CROSSGATE_LANGGRAPH_CHECKPOINTS", "CROSSGATE_TOKENS")
+NOWHERE = "http://127.0.0.1:9"
+"""The discard port: nothing listens there, so a request through this proxy fails at once."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +35,10 @@ class Snippet:
     line: int
     code: str
     skip_reason: str | None
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}"
 
 
 def snippets(path: Path) -> list[Snippet]:
@@ -40,6 +56,36 @@ def snippets(path: Path) -> list[Snippet]:
             index = end
         index += 1
     return found
+
+
+def offline_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """``base`` (the test's environment) without API keys or crossgate settings, its proxies pointing nowhere."""
+    env = {k: v for k, v in (os.environ if base is None else base).items() if k not in API_KEYS + CROSSGATE_ENV}
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        env[name] = NOWHERE
+    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
+    return env
+
+
+def run_snippet(block: Snippet, folder: Path, *, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Save ``block`` in ``folder`` and run it there with ``python``; a failure names the README line.
+
+    The file starts with blank lines up to the block's first line, so a traceback's line numbers are the
+    README's own.
+    """
+    script = folder / f"snippet_{block.line}.py"
+    script.write_text("\n" * (block.line - 1) + block.code, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, script.name],
+        cwd=folder,
+        env=offline_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if done.returncode != 0:
+        raise AssertionError(f"{block.where} failed as a script (exit {done.returncode}):\n{done.stderr[-4000:]}")
+    return done
 
 
 def run_snippets(blocks: list[Snippet], namespace: dict[str, Any]) -> None:

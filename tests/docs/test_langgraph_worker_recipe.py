@@ -2,7 +2,8 @@
 
 The README's graph example is saved as ``tickets_app.py`` and its recipe as ``workers.py``; a run parks,
 ``crossgate approve`` decides, and the worker (a subprocess, as a user runs it) resumes the thread with an
-``AsyncSqliteSaver`` opened inside its event loop.
+``AsyncSqliteSaver`` opened inside its event loop. The approval is signed with the authority's key
+(``crossgate keys init``) and the worker pins its public key, as across processes it must.
 """
 
 from __future__ import annotations
@@ -32,8 +33,12 @@ def readme_block(starts_with: str) -> str:
 
 
 def crossgate(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI as an operator runs it: the authority's keyring in ``cwd/authority``, its public key pinned."""
     env = {k: v for k, v in os.environ.items() if k not in ("CROSSGATE_DB", "CROSSGATE_POLICY")}
     env["PYTHONPATH"] = os.pathsep.join([str(cwd), env.get("PYTHONPATH", "")])
+    env["CROSSGATE_AUTHORITY_DIR"] = str(cwd / "authority")
+    if (cwd / "authority.pub").exists():
+        env["CROSSGATE_AUTHORITY_PUBKEY_FILE"] = str(cwd / "authority.pub")
     return subprocess.run(
         [str(CROSSGATE), "--db", "crossgate.db", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
     )
@@ -42,7 +47,8 @@ def crossgate(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 async def test_the_documented_worker_recipe_resumes_a_parked_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (tmp_path / "tickets_app.py").write_text(readme_block("from typing import TypedDict"), encoding="utf-8")
+    app = readme_block("import asyncio\nfrom typing import TypedDict")
+    (tmp_path / "tickets_app.py").write_text(app, encoding="utf-8")
     (tmp_path / "workers.py").write_text(readme_block("# workers.py"), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -57,6 +63,10 @@ async def test_the_documented_worker_recipe_resumes_a_parked_thread(
     assert isinstance(parked, Parked)
     [request_id] = parked.request_ids
 
+    initialised = crossgate(tmp_path, "keys", "init")
+    assert initialised.returncode == 0, initialised.stderr
+    pin = crossgate(tmp_path, "keys", "show")
+    (tmp_path / "authority.pub").write_text(pin.stdout, encoding="utf-8")
     nothing = crossgate(tmp_path, "worker", "--once", "--app", "workers:resumers")
     assert nothing.returncode == 0, nothing.stderr
     assert nothing.stdout == "", "nothing is decided yet: nothing resumes"
@@ -66,11 +76,14 @@ async def test_the_documented_worker_recipe_resumes_a_parked_thread(
     worked = crossgate(tmp_path, "worker", "--once", "--app", "workers:resumers")
     assert worked.returncode == 0, worked.stderr
     assert "Traceback" not in worked.stderr and "no running event loop" not in worked.stderr
+    assert "Warning" not in worked.stderr, "the decision is signed and its key pinned: no unverified run"
     assert worked.stdout.startswith("finished  langgraph run t-42"), worked.stdout
     assert "deleted WIN A FREE CRUISE" in worked.stdout
 
     queue = ReviewQueue(open_store("crossgate.db"), tickets_app.policy)
     assert queue.get(request_id).status is RequestStatus.APPLIED
+    outcome = queue.outcome(request_id)
+    assert outcome is not None and outcome.kind == "ran", "the node's tool ran through gated_call: recorded"
     assert queue.get_parked(parked.parked_run).status is ParkedRunStatus.RESUMED
     queue.close()
     tickets_app.queue.close()

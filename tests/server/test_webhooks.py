@@ -305,3 +305,15 @@ def test_escalation_targets_are_checked() -> None:
     with pytest.raises(ConfigurationError, match=r"takes events \[submitted\] only"):
         WebhookTarget(url="http://127.0.0.1:9/h", escalate_after=60, events=("submitted", "decided"))
     assert WebhookTarget(url="http://127.0.0.1:9/h", escalate_after=60, events=("submitted",)).escalate_after == 60
+
+
+def test_the_tokens_file_may_ask_a_webhook_for_the_run_excerpt(tmp_path: Any) -> None:
+    from crossgate.server.settings import load_config
+
+    path = tmp_path / "tokens.toml"
+    path.write_text('[[webhooks]]\nurl = "http://127.0.0.1:9/h"\ninclude_excerpt = true\n', encoding="utf-8")
+    [target] = load_config(path, {})["webhooks"]
+    assert target.include_excerpt is True
+    path.write_text('[[webhooks]]\nurl = "http://127.0.0.1:9/h"\ninclude_excerpt = "yes"\n', encoding="utf-8")
+    with pytest.raises(ConfigurationError, match="include_excerpt must be true or false"):
+        load_config(path, {})

@@ -1,13 +1,14 @@
 """crossgate for LangGraph and LangChain: interrupts and HumanInTheLoopMiddleware to neutral requests and back.
 
-Graphs: a node calls :func:`request_approval` (or a ``ToolNode`` uses :func:`gated_tool_wrapper`).
+Graphs: a node calls :func:`gated_call` (the tool runs inside it and its outcome is recorded) or
+:func:`request_approval` (the decision alone), or a ``ToolNode`` uses :func:`gated_tool_wrapper`.
 LangChain agents: ``create_agent(..., middleware=crossgate_middleware(queue, tools))`` (extra ``[langchain]``).
 Both run and resume through :class:`Gate`.
 """
 
 from typing import TYPE_CHECKING, Any
 
-from crossgate_langgraph._approval import DECISION_SCHEMA, request_approval
+from crossgate_langgraph._approval import DECISION_SCHEMA, gated_call, request_approval
 from crossgate_langgraph._checkpointers import open_checkpointer
 from crossgate_langgraph._gate import Gate
 from crossgate_langgraph._shapes import APPROVAL_INTERRUPT, hitl_decision, neutral_decision, resume_command
@@ -22,6 +23,7 @@ __all__ = [
     "CrossgateGuard",
     "Gate",
     "crossgate_middleware",
+    "gated_call",
     "gated_tool_wrapper",
     "hitl_decision",
     "neutral_decision",

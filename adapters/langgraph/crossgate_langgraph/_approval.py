@@ -10,10 +10,10 @@ exactly once, right before the node runs the tool.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, TypeVar
 
 from langgraph.config import get_config
 from langgraph.types import interrupt
@@ -23,13 +23,22 @@ from crossgate import (
     ApprovalRequest,
     Approve,
     ConfigurationError,
+    Edit,
     InvalidArgumentsError,
     Reject,
+    Respond,
     ToolCall,
     VerdictKind,
     canonical_json,
 )
-from crossgate.adapter import AdapterQueue, apply_decision_sync, find_request, request_id, verified_queue
+from crossgate.adapter import (
+    AdapterQueue,
+    ToolAnswer,
+    apply_decision_sync,
+    find_request,
+    request_id,
+    verified_queue,
+)
 from crossgate.decisions import AnyDecision, validate_args
 from crossgate.model import Decision, JsonObject
 from crossgate.schemas import decision_schema
@@ -42,6 +51,7 @@ DECISION_SCHEMA: Final[dict[str, Any]] = decision_schema()
 ``response_schema`` every crossgate interrupt carries."""
 
 DENY_FALLBACK = "The policy denies this tool call, so it was not run. Do not retry it."
+T = TypeVar("T")
 REQUESTED_BY_KEY: Final = "crossgate_requested_by"
 """The ``configurable`` key through which ``Gate`` tells nodes who the run acts for."""
 
@@ -176,7 +186,9 @@ def request_approval(
     Returns the neutral decision: ``Approve`` (run ``args``), ``Edit`` (run ``decision.args``),
     ``Reject`` (do not run; give the model ``decision.message``) or ``Respond`` (do not run; use
     ``decision.content`` as the result). A policy allow returns ``Approve`` and a policy deny
-    returns ``Reject`` with the policy's reason, without pausing.
+    returns ``Reject`` with the policy's reason, without pausing. The node runs the tool itself, so
+    crossgate records the call as applied but not what the tool did: :func:`gated_call` runs the tool
+    too and records its outcome.
 
     Call it in the node right before the tool, and compute ``args`` from the node's state: on resume
     the node runs again **from its first line** (code before this call runs once per run and once per
@@ -191,22 +203,71 @@ def request_approval(
     (that person cannot decide it): inside ``Gate.run`` and ``Gate.resume`` the gate passes it down, so
     leave ``requested_by`` out there (a different value is refused); outside a gate, pass it here.
     """
-    decision, _ = ask(
-        queue,
-        ToolCall(
-            framework=framework,
-            tool=tool,
-            args=dict(args),
-            call_id=call_id,
-            agent=agent,
-            session=session,
-            context=context or {},
-        ),
-        args_schema=args_schema,
-        description=description,
-        requested_by=requested_by,
-    )
+    call = _node_call(framework, tool, args, call_id=call_id, agent=agent, session=session, context=context)
+    decision, _ = ask(queue, call, args_schema=args_schema, description=description, requested_by=requested_by)
     return decision
+
+
+def _node_call(
+    framework: str,
+    tool: str,
+    args: Mapping[str, Any],
+    *,
+    call_id: str | None,
+    agent: str | None,
+    session: str | None,
+    context: JsonObject | None,
+) -> ToolCall:
+    return ToolCall(
+        framework=framework,
+        tool=tool,
+        args=dict(args),
+        call_id=call_id,
+        agent=agent,
+        session=session,
+        context=context or {},
+    )
+
+
+def gated_call(
+    queue: AdapterQueue,
+    tool: str,
+    args: Mapping[str, Any],
+    body: Callable[[JsonObject], T],
+    *,
+    call_id: str | None = None,
+    agent: str | None = None,
+    session: str | None = None,
+    context: JsonObject | None = None,
+    args_schema: JsonObject | None = None,
+    description: str | None = None,
+    framework: str = "langgraph",
+    requested_by: str | None = None,
+) -> ToolAnswer[T]:
+    """:func:`request_approval`, then the tool itself: ``body`` runs with the arguments that may run.
+
+    ``body`` gets the approved arguments (the reviewer's, for an edit) and its result is recorded as the
+    call's outcome, ``ran`` (an exception is recorded as the tool's failure and raised again), so
+    ``crossgate show`` says what the tool did. Reject and respond run nothing: the answer's ``message`` is
+    the reviewer's text, recorded as not run. ``answer.reply`` is what to hand on either way. The same
+    rules as :func:`request_approval` hold: call it from the node's state, once per node (or pass ``call_id``).
+    """
+    call = _node_call(framework, tool, args, call_id=call_id, agent=agent, session=session, context=context)
+    decision, request_id = ask(queue, call, args_schema=args_schema, description=description, requested_by=requested_by)
+    if isinstance(decision, Reject):
+        return ToolAnswer(ran=False, message=decision.message)
+    if isinstance(decision, Respond):
+        return ToolAnswer(ran=False, message=decision.content)
+    run_args = dict(decision.args) if isinstance(decision, Edit) else dict(call.args)
+    queue = verified_queue(queue)
+    unreviewed = call if request_id is None else None  # a policy allow has no request: record the call
+    try:
+        result = body(run_args)
+    except Exception as exc:
+        queue.record_outcome(request_id, ran=True, error=f"{type(exc).__name__}: {exc}", call=unreviewed)
+        raise
+    queue.record_outcome(request_id, ran=True, result=str(result), call=unreviewed)
+    return ToolAnswer(ran=True, result=result)
 
 
 def ask(

@@ -52,6 +52,7 @@ from crossgate.model import JsonObject
 from crossgate.runs import Finished, Parked
 from crossgate_langgraph._arguments import args_json_schema, tool_args
 from crossgate_langgraph._calls import agent_call, agent_request_id, judged_call, last_tool_calls
+from crossgate_langgraph._excerpt import excerpt_of
 from crossgate_langgraph._parking import (
     Graph,
     Origin,
@@ -91,8 +92,12 @@ class Gate:
         context: JsonObject | None = None,
         lease_seconds: float = 300.0,
         authority: AuthorityPin = None,
+        excerpt: bool = False,
     ) -> None:
         self.queue: AdapterQueue = verified_queue(queue, authority)
+        self.excerpt = excerpt
+        """The app's consent to show reviewers what an agent's thread did before it asked (its ``messages``:
+        the user's request, the model's last messages, the calls that ran), with each request it parks."""
         self.context: JsonObject = app_context(context)
         """App context (a tenant, say) for every call of every run, as ``crossgate_openai.Gate(context=)``;
         ``run(call_context=...)`` adds to it for one run."""
@@ -378,6 +383,8 @@ class Gate:
             interrupts=entries,
         )
         request_ids = [r for e in entries for r in e.request_ids]
+        if self.excerpt and (shown := excerpt_of(snapshot.values)) is not None:
+            new_requests = [r.model_copy(update={"excerpt": shown}) for r in new_requests]
         parked = self.queue.park(
             framework=self.framework,
             run=thread,

@@ -40,6 +40,7 @@ from crossgate.clock import new_id
 from crossgate.model import JsonObject
 from crossgate.runs import Finished, Parked
 from crossgate_openai._capabilities import CAPABILITIES, FRAMEWORK
+from crossgate_openai._excerpt import excerpt_of
 from crossgate_openai._scope import RunScope, openai_request_id, run_scope
 from crossgate_openai._tools import (
     GateBinding,
@@ -94,6 +95,10 @@ class Gate:
     before a tool runs (``TrustedKeys``, a ``PublicKey``, an ``Authority``, a pin file's path or the pin
     text; default: ``$CROSSGATE_AUTHORITY_PUBKEY`` or ``$CROSSGATE_AUTHORITY_PUBKEY_FILE``); see
     ``crossgate.adapter.verified_queue`` and docs/security.md.
+
+    ``excerpt=True`` is the app's consent to show reviewers what the run did before it asked: the run's
+    input, the model's last messages and the calls that ran, size-capped (``crossgate.adapter.run_excerpt``)
+    and stored with each request the run parks with. Off by default: the excerpt may hold user data.
     """
 
     framework = FRAMEWORK
@@ -109,8 +114,10 @@ class Gate:
         lease_seconds: float = 300.0,
         context: JsonObject | None = None,
         authority: AuthorityPin = None,
+        excerpt: bool = False,
     ) -> None:
         self.queue: AdapterQueue = verified_queue(queue, authority)
+        self.excerpt = excerpt
         self.context: JsonObject = app_context(context)
         self.sdk_agent = sdk_agent
         self.run_config = run_config
@@ -265,6 +272,8 @@ class Gate:
             # later is parked and at once ready, the same outcome one step later.
             if any(r.is_open for r in requests):
                 new = [a.request for a in asks if not a.stored]
+                if self.excerpt and (shown := excerpt_of(result)) is not None:
+                    new = [r.model_copy(update={"excerpt": shown}) for r in new]
                 return self._park(sdk_agent, state, scope, request_ids, new, stream=stream)
             await self._apply_decisions(state, scope, requests)
             answered.update(request_ids)

@@ -28,6 +28,7 @@ from crossgate.clock import new_id
 from crossgate.model import JsonObject
 from crossgate.runs import Finished, Parked
 from crossgate_pydantic_ai._capabilities import FRAMEWORK
+from crossgate_pydantic_ai._excerpt import excerpt_of
 from crossgate_pydantic_ai._toolset import Gating
 
 Outcome = Finished[AgentRunResult[Any]] | Parked
@@ -67,8 +68,12 @@ class Gate:
         lease_seconds: float = 300.0,
         context: JsonObject | None = None,
         authority: AuthorityPin = None,
+        excerpt: bool = False,
     ) -> None:
         self.queue: AdapterQueue = verified_queue(queue, authority)
+        self.excerpt = excerpt
+        """The app's consent to show reviewers what a run did before it asked (its prompt, the model's texts,
+        the calls that returned), with each request it parks."""
         self.sdk_agent = sdk_agent
         self.context: JsonObject = app_context(context)
         self.owner = owner or f"{FRAMEWORK}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -183,13 +188,16 @@ class Gate:
             if submission is None or submission.request is None:
                 raise AdapterError(f"the SDK paused {part.tool_name} ({part.tool_call_id}) without asking crossgate")
             asked.append(submission)
+        new_requests = [s.request for s in asked if s.request is not None and not s.stored]
+        if self.excerpt and (shown := excerpt_of(result.all_messages())) is not None:
+            new_requests = [r.model_copy(update={"excerpt": shown}) for r in new_requests]
         parked = self.queue.park(
             framework=FRAMEWORK,
             run=scope.run,
             request_ids=[s.request.id for s in asked if s.request is not None],
             state=result.all_messages_json().decode(),
             metadata=scope.metadata(name),
-            new_requests=[s.request for s in asked if s.request is not None and not s.stored],
+            new_requests=new_requests,
         )
         return Parked(scope.run, parked.id, parked.request_ids)
 

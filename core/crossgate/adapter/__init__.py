@@ -19,6 +19,9 @@ else it needs is here, and nothing else decides whether a reviewed tool runs:
   finish or park again), close the claim, and mark the run failed with the error if the body raises.
 - :func:`store_call` is the one crossing from async SDK code into the synchronous queue (inline; see
   its docstring for why).
+- :func:`run_excerpt` builds the size-capped excerpt of the run (the user's request, the model's last
+  messages, the calls that ran before) a gate attaches to its new requests when the app consents
+  (``Gate(excerpt=True)``; off by default).
 - :func:`app_context` checks the app's context for a gate's calls (``Gate(context=)``, ``run(call_context=)``).
 - :class:`RunScope` is one gated run (id, session, who it acts for, app context, the calls it asked), which
   builds each call's neutral ``ToolCall`` and the parked run's metadata; :func:`parked_for_resume` reads a
@@ -57,6 +60,7 @@ from crossgate.adapter._check import (
 )
 from crossgate.adapter._context import app_context
 from crossgate.adapter._crossing import store_call
+from crossgate.adapter._excerpt import run_excerpt
 from crossgate.adapter._ids import request_id
 from crossgate.adapter._lookup import find_request
 from crossgate.adapter._protocol import AdapterQueue
@@ -84,6 +88,7 @@ __all__ = [
     "resume_leased",
     "run_checked",
     "run_checked_sync",
+    "run_excerpt",
     "run_recorded",
     "store_call",
     "verified_queue",

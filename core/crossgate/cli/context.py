@@ -11,7 +11,7 @@ import typer
 
 from crossgate.cli.operator import OperatorKeys, operator_keys
 from crossgate.display import visible
-from crossgate.errors import ConfigurationError
+from crossgate.errors import DatabaseNotFoundError
 from crossgate.limits import DEFAULT_LIMITS, InputLimits
 from crossgate.policy import resolve_policy
 from crossgate.policy.loading import POLICY_ENV
@@ -88,12 +88,12 @@ class CliContext:
 
 
 def require_database(target: str) -> None:
-    """ConfigurationError when ``target`` is a SQLite file that does not exist: a typo must not create one."""
+    """DatabaseNotFoundError when ``target`` is a SQLite file that does not exist: a typo must not create one."""
     if target in ("memory:", ":memory:") or target.startswith(("postgresql://", "postgres://")):
         return
     path = Path(sqlite_target(target)[0])
     if not path.exists():
-        raise ConfigurationError(
+        raise DatabaseNotFoundError(
             f"no crossgate database at {path}: check --db (or $CROSSGATE_DB), or create one with 'crossgate init'"
         )
 

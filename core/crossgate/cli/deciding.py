@@ -14,7 +14,7 @@ On a server the reviewer token is ``--token-file FILE``, else ``$CROSSGATE_TOKEN
 for them. On the local database, a command that lets calls run (a decision, ``rules add``) needs the
 authority's signing key (the keyring in ``--authority-dir``, ``$CROSSGATE_AUTHORITY_DIR`` or
 ``~/.config/crossgate/authority``) and decides as an **operator** under ``--reviewer`` (else the OS user).
-Without it the command refuses with one line that says how to decide (exit 1). A queue handed to the CLI
+Without either, the command refuses with one line that says how to decide (exit 6, denied). A queue handed to the CLI
 ready-made (tests, embedding) is the local database, and decides with its own authority, if it has one.
 """
 

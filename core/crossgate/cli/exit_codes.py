@@ -6,18 +6,21 @@ code meaning
 0    ok
 1    any other crossgate error (configuration, store), a tampered audit log, a reviewer token the
      review server refuses (401), or a review server that fails or does not answer
-2    usage: an unknown option, a missing or malformed value (click's own)
-3    not found: no request or standing rule has this id
+2    usage: an unknown option, a missing or malformed value (click's own), an id start naming several
+3    not found: no request, standing rule or parked run has this id, or no database is at ``--db``
 4    conflict: already decided or applied, expired, cancelled, already revoked
 5    invalid decision or arguments: not allowed, bad JSON, schema failure, wrong fingerprint, a
      decision by the person the run acts for (``SelfDecisionError``), or outside the reviewer's
      scope on a review server (403)
-6    ``submit`` only: the policy denied the call (the verdict is printed, nothing was stored)
+6    denied: ``submit``'s call was denied by the policy (the verdict is printed, nothing was stored), or
+     a command that lets calls run holds no credential (``NoCredentialsError``: no reviewer token, no
+     authority key)
 ==== ==========================================================================
 """
 
 from __future__ import annotations
 
+from crossgate.cli.deciding import NoCredentialsError
 from crossgate.errors import ConflictError, CrossgateError, InvalidDecisionError, NotFoundError
 
 OK = 0
@@ -29,6 +32,7 @@ INVALID = 5
 DENIED = 6
 
 _BY_ERROR: tuple[tuple[type[CrossgateError], int], ...] = (
+    (NoCredentialsError, DENIED),
     (NotFoundError, NOT_FOUND),
     (ConflictError, CONFLICT),
     (InvalidDecisionError, INVALID),

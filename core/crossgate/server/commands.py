@@ -44,6 +44,10 @@ UNSIGNED_WARNING = (
     "crossgate: warning: no authority key (create one with 'crossgate keys init'), so decisions are recorded "
     "unsigned; agents that pin a public key refuse them"
 )
+PRIVATE_RECEIVERS_WARNING = (
+    "crossgate: warning: AAP webhook receivers may be plain-HTTP, loopback or private addresses "
+    "(aap_webhook_allow_private)"
+)
 
 
 def server_authority(directory: Path | None) -> Authority | None:
@@ -154,6 +158,13 @@ def serve(
             help="Environment variable holding the bearer token GET /metrics requires. [default: loopback only]",
         ),
     ] = None,
+    aap_webhook_allow_private: Annotated[
+        bool,
+        typer.Option(
+            "--aap-webhook-allow-private",
+            help="Let AAP receivers be plain-HTTP, loopback or private addresses: for tests and closed networks.",
+        ),
+    ] = False,
 ) -> None:
     """Run the review server: HTTP API, live stream and the reviewer web page.
 
@@ -188,6 +199,8 @@ def serve(
     if not kept and not fields["reviewers"]:  # nothing is kept: a reviewer for this process only
         generated = secrets.token_urlsafe(18)
         fields["reviewers"] = (reviewer(LOCAL_REVIEWER, generated),)
+    if aap_webhook_allow_private:
+        fields["aap_webhook_allow_private"] = True
     settings = ServerSettings(**fields)
     report = SetupReport()
     if not kept:
@@ -281,6 +294,8 @@ def _announce(
         typer.echo(f"crossgate: signing decisions and standing rules with authority key {queue.authority.kid}")
     else:
         typer.echo(UNSIGNED_WARNING, err=True)
+    if settings.aap_webhook_allow_private:
+        typer.echo(PRIVATE_RECEIVERS_WARNING, err=True)
     if not _is_loopback(host):
         typer.echo(f"crossgate: warning: listening on {host}, reachable from other machines", err=True)
     if open_browser:

@@ -146,8 +146,9 @@ def pending_page(
     filters = filters or Filters()
     return f"""<section class="intro"><h1>Pending requests <span class="count">{len(requests)}</span></h1>
 <p class="muted">Tool calls from every agent SDK that the policy sent to a person. The list updates live.</p></section>
+<details class="list-tools" id="list-tools" open><summary>Search, filter and select several</summary>
 {filter_bar("/", filters)}
-{_batch_bar()}
+{_batch_bar()}</details>
 <section class="card batch-results" id="batch-results" aria-live="polite" hidden></section>
 <p class="row-status" id="row-status" role="status" hidden></p>
 {pending_list(requests, blocked, filters)}"""

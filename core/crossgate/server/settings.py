@@ -28,12 +28,14 @@ Reviewers come from a TOML or YAML file (``--tokens``) or from ``$CROSSGATE_TOKE
     name = "ops"
     scope = "provisioner"                    # may provision AAP instances, each with its own agent token
     token_env = "AAP_PROVISIONER_TOKEN"
+    # aap_webhook_allow_private = true       # (top level) AAP receivers on loopback or private addresses
 
     [[webhooks]]
     url = "http://127.0.0.1:9000/hooks/crossgate"
     format = "slack"                         # or "json", or "teams" (an Adaptive Card for a Teams workflow)
     events = ["submitted", "decided", "expired", "cancelled"]   # the default; list fewer to filter, or add
                                              # approved, applied, ran, not_run ("executed" means ran and not_run)
+    include_excerpt = false                  # true: JSON bodies carry the request's run excerpt
 
 ``$CROSSGATE_TOKENS`` holds ``name:token`` pairs separated by commas; those reviewers have full scope.
 """
@@ -204,6 +206,9 @@ class WebhookTarget:
     events: tuple[str, ...] = NOTIFIED_EVENTS
     secret: str | None = None
     """When set, JSON deliveries carry ``X-Crossgate-Signature: sha256=<HMAC of the body>``."""
+    include_excerpt: bool = False
+    """Put the request's run excerpt (what the run did before it asked, when its gate had the app's consent)
+    in JSON bodies; off by default, as it may hold user data. Slack bodies never carry it."""
     escalate_after: float | None = None
     """An escalation target: each new request is sent only once it has waited this many seconds, and only
     if nobody decided it by then (``events`` is then ``("submitted",)``; the body says ``request.escalated``)."""
@@ -355,6 +360,7 @@ def load_config(path: Path, env: Mapping[str, str] | None = None) -> dict[str, A
         "reviewers",
         "agents",
         "aap_registry",
+        "aap_webhook_allow_private",
         "webhooks",
         "secret_env",
         "base_url",
@@ -373,6 +379,10 @@ def load_config(path: Path, env: Mapping[str, str] | None = None) -> dict[str, A
     }
     if "aap_registry" in data:
         kwargs["aap_registry_path"] = str(path.parent / str(data["aap_registry"]))
+    if "aap_webhook_allow_private" in data:
+        if not isinstance(data["aap_webhook_allow_private"], bool):
+            raise ConfigurationError(f"{path}: aap_webhook_allow_private must be true or false")
+        kwargs["aap_webhook_allow_private"] = data["aap_webhook_allow_private"]
     if data.get("agents"):
         kwargs["agents"] = tuple(_agent_entry(entry, env, path) for entry in data["agents"])
     if "base_url" in data:
@@ -510,6 +520,9 @@ def _webhook_entry(entry: Any, path: Path) -> WebhookTarget:
     events = entry.get("events", NOTIFIED_EVENTS)
     if isinstance(events, str) or not isinstance(events, list | tuple):
         raise ConfigurationError(f"{path}: webhook events must be a list, got {events!r}")
+    include_excerpt = entry.get("include_excerpt", False)
+    if not isinstance(include_excerpt, bool):
+        raise ConfigurationError(f"{path}: webhook include_excerpt must be true or false")
     try:
         return WebhookTarget(
             url=str(entry["url"]),
@@ -517,6 +530,7 @@ def _webhook_entry(entry: Any, path: Path) -> WebhookTarget:
             events=tuple(str(e) for e in events),
             secret=entry.get("secret"),
             escalate_after=None if escalate_after is None else float(escalate_after),
+            include_excerpt=include_excerpt,
         )
     except ConfigurationError as exc:
         raise ConfigurationError(f"{path}: {exc}") from None

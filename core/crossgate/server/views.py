@@ -229,9 +229,29 @@ def request_page(
 <dl class="meta">{_meta(request, events)}</dl></section>
 <section class="card"><h2>Why a person must decide</h2><p class="reason">{e(request.reason)}</p>{description}</section>
 <section class="card"><h2>Arguments</h2><pre class="json" id="args-json">{e(pretty)}</pre></section>
-{decision_panel(request, blocked, offered, denial, events)}
+{excerpt_card(request)}{decision_panel(request, blocked, offered, denial, events)}
 <section class="card"><h2>History</h2>{timeline(events)}</section>
 <script id="request-data" type="application/json">{script_json(data)}</script>"""
+
+
+def excerpt_card(request: ApprovalRequest) -> str:
+    """What the run did before it asked, folded (only when the app's gate handed it over); empty otherwise."""
+    excerpt = request.excerpt
+    if excerpt is None:
+        return ""
+    parts = []
+    if excerpt.user_request:
+        parts.append(f'<h3>The user asked</h3><p class="excerpt-request">{e(excerpt.user_request)}</p>')
+    if excerpt.messages:
+        items = "".join(f"<li>{e(m)}</li>" for m in excerpt.messages)
+        parts.append(f'<h3>The model said</h3><ol class="excerpt-messages">{items}</ol>')
+    if excerpt.calls:
+        items = "".join(f"<li><code>{e(c)}</code></li>" for c in excerpt.calls)
+        parts.append(f'<h3>Calls that ran before</h3><ol class="excerpt-calls">{items}</ol>')
+    return (
+        '<section class="card"><details class="excerpt" id="excerpt"><summary>What the run did before asking'
+        f' <span class="muted">(from the agent)</span></summary>{"".join(parts)}</details></section>\n'
+    )
 
 
 def decision_panel(

@@ -241,7 +241,10 @@ class Notifier:
             escalating = target.escalate_after is not None
             if escalating and not request.is_open:
                 return None  # decided (or closed) in time: nothing to escalate
-            return json.dumps(_BODIES[target.format](self._state, event, request, escalated=escalating)).encode()
+            body = _BODIES[target.format](self._state, event, request, escalated=escalating)
+            if target.format == "json" and target.include_excerpt and request.excerpt is not None:
+                body["request"]["excerpt"] = request.excerpt.model_dump(mode="json")
+            return json.dumps(body).encode()
         except Exception:  # one unreadable request must not stop notifications for the rest
             log.exception("crossgate could not build a notification for event %s", event.seq)
             return None
@@ -325,7 +328,8 @@ def json_body(state: ServerState, event: Event, request: ApprovalRequest, *, esc
         "at": event.at.isoformat(),
         "actor": event.actor,
         "channel": event.channel,
-        "request": request.model_dump(mode="json"),
+        # What the run did stays on the page unless the target asks for it (WebhookTarget.include_excerpt).
+        "request": request.model_dump(mode="json", exclude={"excerpt"}),
         "links": _links(state, request),
         "warnings": suspicious_call(request.call),
     }

@@ -1,11 +1,12 @@
 """The provider against AAP's own openapi.yaml (vendored in fixtures/, see NOTICE), with schemathesis.
 
 Their document, not one generated from crossgate's routes: every response must match its status,
-headers and schema, and no input may give a server error.
+headers and schema, no input may give a server error, and none may make the server log a traceback.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,23 +41,44 @@ CHECKS = [
 ]
 
 
+class Loud(logging.Handler):
+    """Keeps every record at error level, or with a traceback, that the server logs."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.ERROR or record.exc_info:
+            self.records.append(record)
+
+
 @pytest.fixture(scope="module")
-def provider() -> Iterator[tuple[str, str]]:
-    """A live server's AAP base URL and an instance token."""
+def provider() -> Iterator[tuple[str, str, Loud]]:
+    """A live server's AAP base URL, an instance token, and what the server logged loudly."""
     queue = ReviewQueue(MemoryStore(), POLICY)
-    with live_server(create_app(queue, aap_settings())) as url:
-        headers = {"Authorization": f"Bearer {PROVISIONER}", "Idempotency-Key": str(uuid.uuid4())}
-        r = httpx.post(f"{url}/aap/v1/instances", json={"instance_name": "fuzz"}, headers=headers)
-        yield f"{url}/aap", r.json()["credential"]["token"]
-    queue.close()
+    loud = Loud()
+    loggers = [logging.getLogger(name) for name in ("uvicorn", "crossgate")]
+    for logger in loggers:  # uvicorn's loggers do not propagate to the root
+        logger.addHandler(loud)
+    try:
+        with live_server(create_app(queue, aap_settings())) as url:
+            headers = {"Authorization": f"Bearer {PROVISIONER}", "Idempotency-Key": str(uuid.uuid4())}
+            r = httpx.post(f"{url}/aap/v1/instances", json={"instance_name": "fuzz"}, headers=headers)
+            yield f"{url}/aap", r.json()["credential"]["token"], loud
+    finally:
+        for logger in loggers:
+            logger.removeHandler(loud)
+        queue.close()
 
 
 @schema.parametrize()
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
-def test_every_operation_conforms_to_aaps_openapi(case: schemathesis.Case, provider: tuple[str, str]) -> None:
-    base, token = provider
+def test_every_operation_conforms_to_aaps_openapi(case: schemathesis.Case, provider: tuple[str, str, Loud]) -> None:
+    base, token, loud = provider
     credential = PROVISIONER if case.operation.path.startswith("/v1/instances") else token
     case.call_and_validate(base_url=base, headers={"Authorization": f"Bearer {credential}"}, checks=CHECKS)
+    assert not loud.records, [f"{r.name}: {r.getMessage()}" for r in loud.records]
 
 
 def test_the_fixture_is_their_document() -> None:

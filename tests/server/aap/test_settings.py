@@ -51,3 +51,12 @@ def test_an_agent_may_not_share_a_reviewers_token() -> None:
     token = "shared-token-00001"
     with pytest.raises(ConfigurationError, match="listed twice"):
         ServerSettings(reviewers=(reviewer("alice", token),), agents=(agent_token("bot", token),))
+
+
+def test_the_tokens_file_may_let_aap_receivers_be_private(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.toml"
+    path.write_text("aap_webhook_allow_private = true\n", encoding="utf-8")
+    assert ServerSettings(**load_config(path, {})).aap_webhook_allow_private is True
+    path.write_text('aap_webhook_allow_private = "yes"\n', encoding="utf-8")
+    with pytest.raises(ConfigurationError, match="aap_webhook_allow_private must be true or false"):
+        load_config(path, {})

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
+from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -38,6 +39,7 @@ from crossgate.server.aap.wire import (
     parse_body,
     seconds,
 )
+from crossgate.server.methods import allowed_methods
 from crossgate.server.state import ServerState
 
 log = logging.getLogger(__name__)
@@ -68,13 +70,56 @@ class RequestIds:
         await self.app(scope, receive, send_with_id)
 
 
+class Unexpected:
+    """Answer an error no handler maps (a bug) with AAP's 500 and log it once, here.
+
+    It sits inside Starlette's outermost error middleware, which would send the 500 and then re-raise, so
+    the main app's handlers would run again on an exchange this app had already answered.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except Exception as exc:
+            log.error("AAP provider error on %s %s", scope.get("method"), scope.get("path"), exc_info=exc)
+            if not started:
+                rid = str(scope.get("aap_request_id") or uuid.uuid4())
+                await JSONResponse(internal().body(rid), status_code=500)(scope, receive, send)
+
+
 def _rid(request: Request) -> str:
     return str(request.scope.get("aap_request_id") or uuid.uuid4())
 
 
-def _error(request: Request, exc: AapError) -> JSONResponse:
-    headers = {"www-authenticate": "Bearer"} if exc.status == 401 else None
-    return JSONResponse(exc.body(_rid(request)), status_code=exc.status, headers=headers)
+def _headers(request: Request, exc: Exception, mapped: AapError) -> dict[str, str] | None:
+    """The headers an error needs: a challenge with a 401, the path's methods with a 405 (RFC 9110)."""
+    if mapped.status == 401:
+        return {"www-authenticate": "Bearer"}
+    if mapped.status != 405:
+        return None
+    allow = allowed_methods(request.app.routes, request.scope)
+    if allow is None and isinstance(exc, HTTPException):
+        allow = (exc.headers or {}).get("Allow")
+    return {"allow": allow} if allow else None
+
+
+def _error(request: Request, exc: Exception) -> JSONResponse:
+    mapped = _map(exc)
+    headers = _headers(request, exc, mapped)
+    return JSONResponse(mapped.body(_rid(request)), status_code=mapped.status, headers=headers)
 
 
 def _map(exc: Exception) -> AapError:
@@ -90,16 +135,22 @@ def _map(exc: Exception) -> AapError:
         if exc.status_code == 413:
             return AapError(413, "invalid_request", "body_too_large", "the request body is too large")
         return AapError(exc.status_code, "invalid_request", "invalid_request", str(exc.detail) or "invalid request")
-    if isinstance(exc, CrossgateError):
+    if isinstance(exc, CrossgateError | ValidationError):
         from crossgate.server.errors import error_body
 
-        status = int(str(error_body(exc)["status"]))
+        body = error_body(exc)
+        status = int(str(body["status"]))
         if status == 503:
             return AapError(503, "dependency", "store_unavailable", "the review store is unavailable")
         if status == 409:
-            return conflict("conflict", str(exc))
+            return conflict("conflict", str(body["message"]))
         if status < 500:
-            return invalid(str(exc))
+            return invalid(str(body["message"]))
+    return internal()
+
+
+def internal() -> AapError:
+    """The 500 of an error nothing maps: a bug, logged by the provider."""
     return AapError(500, "internal", "internal_error", "the provider could not complete the operation")
 
 
@@ -142,14 +193,15 @@ def create_aap_app(
     app.state.notifier = notifier
 
     async def handle(request: Request, exc: Exception) -> Response:
-        mapped = _map(exc)
-        if mapped.status == 500:
+        if _map(exc).status == 500:  # a crossgate error with no status of its own: a bug
             log.error("AAP provider error on %s %s", request.method, request.url.path, exc_info=exc)
-        return _error(request, mapped)
+        return _error(request, exc)
 
-    app.add_exception_handler(Exception, handle)
-    app.add_exception_handler(HTTPException, handle)
-    app.add_exception_handler(AapError, handle)
+    # Handlers for these classes run in the error middleware that answers and stops; one for Exception
+    # would run in the outermost one, which re-raises: Unexpected takes the rest.
+    for known in (AapError, HTTPException, CrossgateError, ValidationError):
+        app.add_exception_handler(known, handle)
+    app.add_middleware(Unexpected)
 
     def token(request: Request) -> str:
         scheme, _, value = request.headers.get("authorization", "").partition(" ")

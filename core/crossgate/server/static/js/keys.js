@@ -61,11 +61,18 @@ export function setupKeys(page) {
     let handled = true;
     if (event.key === "?") { if (keys.open) keys.close(); else keys.showModal(); }
     else if (keys.open) handled = false;
-    else if (event.key === "/" && document.getElementById("search")) document.getElementById("search").focus();
+    else if (event.key === "/" && document.getElementById("search")) focusSearch(document.getElementById("search"));
     else if (page === "pending") handled = onList(event.key);
     else if (page === "request") handled = onRequest(event.key);
     else handled = false;
     if (handled) event.preventDefault();
   });
   if (page === "request" && window.location.hash === "#edit") onRequest("e");
+}
+
+// The search may sit in a folded <details> (the pending list on a phone): unfold it, or focus() does nothing.
+function focusSearch(search) {
+  const fold = search.closest("details");
+  if (fold) fold.open = true;
+  search.focus();
 }

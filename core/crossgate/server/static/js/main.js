@@ -11,11 +11,13 @@ import { setupPending } from "./pending.js";
 import { setupRows } from "./rows.js";
 import { setupRules } from "./rules.js";
 import { setupTimes } from "./times.js";
+import { setupTools } from "./tools.js";
 
 const page = document.body.dataset.page;
 const HISTORY_KINDS = ["decided", "applied", "ran", "not_run", "expired", "cancelled", "rule_added", "rule_revoked"];
 
 if (page === "pending") {
+  setupTools();
   setupPending();
   const batch = document.getElementById("batch");
   if (batch) setupBatch(batch);
