@@ -41,13 +41,13 @@ class Snippet:
         return f"{self.path}:{self.line}"
 
 
-def snippets(path: Path) -> list[Snippet]:
-    """Every ```python block of ``path``, with the reason it is not run (None: it runs)."""
+def snippets(path: Path, language: str = "python") -> list[Snippet]:
+    """Every ```python block (or of ``language``) of ``path``, with the reason it is not run (None: it runs)."""
     lines = path.read_text(encoding="utf-8").splitlines()
     found: list[Snippet] = []
     index = 0
     while index < len(lines):
-        if lines[index].strip() == "```python":
+        if lines[index].strip() == f"```{language}":
             start = index + 1
             end = next(i for i in range(start, len(lines)) if lines[i].strip() == "```")
             before = next((lines[i] for i in range(index - 1, -1, -1) if lines[i].strip()), "")
