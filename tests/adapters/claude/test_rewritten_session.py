@@ -8,23 +8,28 @@ and input) with the request's before anything else: a renamed or rewritten call 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from claude_agent_sdk import ClaudeAgentOptions, create_sdk_mcp_server, tool
+import pytest
+from claude_agent_sdk import ClaudeAgentOptions, McpSdkServerConfig, create_sdk_mcp_server, tool
 
 from crossgate import Approve, MemoryStore, Policy, PolicyRule, ReviewQueue, VerdictKind
 from crossgate_claude import Gate
 from crossgate_claude._callbacks import MISMATCH
+from crossgate_claude._transcripts import transcript_path
+from crossgate_claude.testing import MessagesAPI, all_tool_results, cli_env, result_text
 from tests.adapters.claude.fake_cli import World
 from tests.adapters.claude.test_gate import calls, parked, told
 from tests.conformance.tickets import TicketStore
 
 ASK_ALL = Policy(rules=(PolicyRule(name="ask-all", verdict=VerdictKind.ASK),), default=VerdictKind.ALLOW)
+READ = "mcp__tickets__read_ticket"
 DELETE = "mcp__tickets__delete_ticket"
 
 
-def gate_with_reads(tickets: TicketStore, world: World, reads: list[dict[str, Any]]) -> tuple[Gate, ReviewQueue]:
-    """A deferring gate whose MCP server has ``read_ticket`` and ``delete_ticket``, of the same schema."""
+def ticket_tools(tickets: TicketStore, reads: list[dict[str, Any]]) -> McpSdkServerConfig:
+    """An MCP server with ``read_ticket`` and ``delete_ticket``, of the same schema."""
 
     @tool("read_ticket", "Read a ticket by id.", {"id": str})
     async def read_ticket(args: dict[str, Any]) -> dict[str, Any]:
@@ -35,9 +40,13 @@ def gate_with_reads(tickets: TicketStore, world: World, reads: list[dict[str, An
     async def delete_ticket(args: dict[str, Any]) -> dict[str, Any]:
         return {"content": [{"type": "text", "text": tickets.delete(str(args["id"]))}]}
 
-    server = create_sdk_mcp_server("tickets", tools=[read_ticket, delete_ticket])
+    return create_sdk_mcp_server("tickets", tools=[read_ticket, delete_ticket])
+
+
+def gate_with_reads(tickets: TicketStore, world: World, reads: list[dict[str, Any]]) -> tuple[Gate, ReviewQueue]:
+    """A deferring gate on the CLI double whose MCP server is :func:`ticket_tools`."""
     queue = ReviewQueue(MemoryStore(), ASK_ALL)
-    options = ClaudeAgentOptions(mcp_servers={"tickets": server})
+    options = ClaudeAgentOptions(mcp_servers={"tickets": ticket_tools(tickets, reads)})
     return Gate(queue, options=options, transport=world.transport, resume_timeout=2.0), queue
 
 
@@ -80,5 +89,43 @@ async def test_an_approved_calls_input_rewritten_in_the_session_runs_nothing(tic
 
     assert tickets.delete_runs() == 0
     assert len(told(world)) == 1 and MISMATCH in told(world)[0], told(world)
+    assert refusals(queue, rid) == [MISMATCH]
+    queue.close()
+
+
+@pytest.mark.claude_cli
+@pytest.mark.slow
+async def test_the_real_cli_resumes_a_transcript_renamed_to_another_tool_and_runs_neither(
+    tmp_path: Path, messages_api: MessagesAPI, tickets: TicketStore
+) -> None:
+    """The same attack on the real CLI: the agent renames the deferred call in the session's transcript file."""
+    reads: list[dict[str, Any]] = []
+    work = tmp_path / "work"
+    work.mkdir()
+    options = ClaudeAgentOptions(
+        env=cli_env(messages_api.base_url, tmp_path / "cli"),
+        setting_sources=[],
+        cwd=str(work),
+        tools=[],
+        mcp_servers={"tickets": ticket_tools(tickets, reads)},
+    )
+    queue = ReviewQueue(MemoryStore(), ASK_ALL)
+    gate = Gate(queue, options=options)
+    outcome = parked(await gate.run(calls(("read_ticket", {"id": "t3"}))))
+    [rid] = outcome.request_ids
+    queue.decide(rid, Approve(), reviewer="ann")
+    transcript = transcript_path(options.env, outcome.run)
+    assert transcript is not None
+    text = transcript.read_text()
+    assert text.count(f'"{READ}"') >= 1
+    transcript.write_text(text.replace(f'"{READ}"', f'"{DELETE}"'))
+
+    await gate.resume(outcome.parked_run)
+
+    assert tickets.delete_runs() == 0, "an approval of read_ticket let delete_ticket run"
+    assert reads == []
+    results = all_tool_results(messages_api.requests)
+    told_text = [result_text(r) for r in results.values()]
+    assert len(told_text) == 1 and MISMATCH in told_text[0], told_text
     assert refusals(queue, rid) == [MISMATCH]
     queue.close()
