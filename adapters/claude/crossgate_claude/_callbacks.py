@@ -193,6 +193,8 @@ class Binding:
                 rid, existing = queued.id, queued
         if existing is not None:
             if existing.fingerprint != call.fingerprint:
+                # The CLI's session (which the agent can rewrite) names another tool or input for this id.
+                self.queue.record_outcome(existing, ran=False, error=MISMATCH)
                 return hook_output("deny", MISMATCH)
             if not existing.is_open:
                 return hook_output("ask", existing.reason or "crossgate has a decision for this call")
@@ -410,7 +412,7 @@ class Binding:
         CLI runs anything: a crash after this point runs nothing twice); the CLI runs the tool itself, and
         PostToolUse records its outcome."""
         request = self.queue.get(rid)
-        applied = await apply_decision(self.queue, request, call.args, actor=FRAMEWORK)
+        applied = await apply_decision(self.queue, request, call.args, actor=FRAMEWORK, tool=call.tool)
         if applied.run:
             return PermissionResultAllow(
                 updated_input=dict(applied.args or {}), updated_permissions=session_rules(request)

@@ -339,7 +339,7 @@ def _mark_applied(queue: AdapterQueue, request_id: str, call: ToolCall, decision
     since, a reject) comes back as a ``Reject`` with what the model reads, its outcome recorded; a
     respond is recorded here too (the reviewer's content is the tool's result).
     """
-    applied = apply_decision_sync(queue, queue.get(request_id), call.args, actor="langgraph")
+    applied = apply_decision_sync(queue, queue.get(request_id), call.args, actor="langgraph", tool=call.tool)
     if applied.run:
         return decision
     if applied.responded:

@@ -390,7 +390,7 @@ class CrossgateGuard(AgentMiddleware[Any, Any]):
             # Marked applied and recorded by the gate when it resumed the run (the SDK answered the model).
             text = decision.message if isinstance(decision, Reject) else decision.content
             return self._message(call, text, error=isinstance(decision, Reject)), request_id
-        applied = apply_decision_sync(self.queue, reviewed, call.args, actor="langchain")
+        applied = apply_decision_sync(self.queue, reviewed, call.args, actor="langchain", tool=call.tool)
         if not applied.run:
             return self._message(call, applied.message, error=True), request_id
         return None, request_id

@@ -281,7 +281,8 @@ class GatedInvoker:
             # The model's own text for an approve; the reviewer's arguments for an edit.
             return await self.original(ctx, raw if run_args == call.args else json.dumps(run_args, ensure_ascii=False))
 
-        answer = await run_checked(queue, request, call.args, body, actor=FRAMEWORK, call=call)
+        # The request is found by the call id in the RunState, which the agent may rewrite: bind it to this tool.
+        answer = await run_checked(queue, request, call.args, body, actor=FRAMEWORK, call=call, tool=self.tool)
         return answer.reply
 
     async def _execute(self, ctx: ToolContext[Any], raw: str, request: ApprovalRequest | None, call: ToolCall) -> Any:
