@@ -17,17 +17,19 @@ from crossgate.authority.claims import (
     PolicyVersionClaims,
     ReviewerKind,
     StandingRuleClaims,
+    StateHeadClaims,
     decision_claims,
     json_digest,
     policy_digest,
     policy_version_claims,
     standing_rule_claims,
 )
-from crossgate.authority.keyring import Keyring, default_directory
+from crossgate.authority.keyring import DEFAULT_PIN_PATH, Keyring, default_directory, default_pin_path
 from crossgate.authority.keys import Authority, PublicKey, TrustedKeys
 from crossgate.errors import SignatureError
 
 __all__ = [
+    "DEFAULT_PIN_PATH",
     "Authority",
     "CheckpointClaims",
     "Claims",
@@ -38,9 +40,11 @@ __all__ = [
     "ReviewerKind",
     "SignatureError",
     "StandingRuleClaims",
+    "StateHeadClaims",
     "TrustedKeys",
     "decision_claims",
     "default_directory",
+    "default_pin_path",
     "json_digest",
     "policy_digest",
     "policy_version_claims",

@@ -9,7 +9,8 @@ JSON form, times in UTC. Digests are the lowercase hex sha256 of a value's canon
   request and the fingerprint of the call it was made for;
 - :class:`StandingRuleClaims`: everything that decides which later calls a standing rule covers;
 - :class:`PolicyVersionClaims`: one version of the policy, by the digest of its canonical document;
-- :class:`CheckpointClaims`: the head of the audit chain at one moment.
+- :class:`CheckpointClaims`: the head of the audit chain at one moment;
+- :class:`StateHeadClaims`: the newest state as a whole, for a short while (see :mod:`crossgate.state_head`).
 """
 
 from __future__ import annotations
@@ -197,10 +198,43 @@ class CheckpointClaims(_Claims):
     the authority's own; False for whatever head the store showed (see :mod:`crossgate.checkpoints`)."""
 
 
-Claims = DecisionClaims | StandingRuleClaims | PolicyVersionClaims | CheckpointClaims
+class StateHeadClaims(_Claims):
+    """The newest state the authority vouches for, until ``expires_at``: what a rollback cannot hide.
+
+    A gate remembers the newest head it has seen (in its own file) and refuses a policy version older than
+    the head's, a standing rule the head names revoked and an approval the head names consumed; past
+    ``expires_at`` with nothing newer, it refuses everything (a frozen store).
+    """
+
+    typ: Literal["crossgate.state_head.v1"] = "crossgate.state_head.v1"
+    issued_at: UtcTime
+    expires_at: UtcTime
+    policy_version: int | None = Field(default=None, ge=1)
+    """The store's current signed policy version; None while none is stored."""
+    policy_digest: Digest | None = None
+    rules_version: int = Field(ge=0)
+    """The store's ``rules_version`` when signed (for people: any writer can move it)."""
+    revoked_rules: tuple[str, ...] = ()
+    """Ids of revoked standing rules that would still stand otherwise (not past their own expiry), sorted."""
+    audit_seq: int = Field(ge=0)
+    audit_hash: Digest
+    consumed: tuple[str, ...] = ()
+    """Ids of requests whose approval was applied and whose signed ``apply_by`` has not passed (or that
+    never lapse), sorted: an approval named here never runs again."""
+
+    @model_validator(mode="after")
+    def _digest_with_version(self) -> StateHeadClaims:
+        if (self.policy_version is None) != (self.policy_digest is None):
+            raise ValueError("policy_version and policy_digest are set together")
+        if self.expires_at <= self.issued_at:
+            raise ValueError("expires_at is after issued_at")
+        return self
+
+
+Claims = DecisionClaims | StandingRuleClaims | PolicyVersionClaims | CheckpointClaims | StateHeadClaims
 CLAIMS_TYPES: dict[str, type[Claims]] = {
     cls.model_fields["typ"].default: cls
-    for cls in (DecisionClaims, StandingRuleClaims, PolicyVersionClaims, CheckpointClaims)
+    for cls in (DecisionClaims, StandingRuleClaims, PolicyVersionClaims, CheckpointClaims, StateHeadClaims)
 }
 """Each claims class by its ``typ``."""
 

@@ -37,6 +37,7 @@ from crossgate.authority.claims import (
     DecisionClaims,
     PolicyVersionClaims,
     StandingRuleClaims,
+    StateHeadClaims,
     policy_digest,
     standing_rule_claims,
 )
@@ -52,7 +53,7 @@ PUBKEY_FILE_ENV = "CROSSGATE_AUTHORITY_PUBKEY_FILE"
 PIN_PREFIX = "ed25519:"
 REVOKED_PREFIX = "revoked:"
 
-C = TypeVar("C", DecisionClaims, StandingRuleClaims, PolicyVersionClaims, CheckpointClaims)
+C = TypeVar("C", DecisionClaims, StandingRuleClaims, PolicyVersionClaims, CheckpointClaims, StateHeadClaims)
 _PEM_BLOCK = re.compile(r"-----BEGIN ([A-Z ]+)-----.*?-----END \1-----", re.DOTALL)
 _COMMENT = re.compile(r"#[^\n]*")
 
