@@ -92,7 +92,7 @@ class Gate:
         lease_seconds: float = 300.0,
         authority: AuthorityPin = None,
     ) -> None:
-        self.queue: AdapterQueue = verified_queue(queue, authority)
+        self.queue: AdapterQueue = verified_queue(queue, authority, announce=True)
         self.context: JsonObject = app_context(context)
         """App context (a tenant, say) for every call of every run, as ``crossgate_openai.Gate(context=)``;
         ``run(call_context=...)`` adds to it for one run."""

@@ -110,7 +110,7 @@ class Gate:
         context: JsonObject | None = None,
         authority: AuthorityPin = None,
     ) -> None:
-        self.queue: AdapterQueue = verified_queue(queue, authority)
+        self.queue: AdapterQueue = verified_queue(queue, authority, announce=True)
         self.context: JsonObject = app_context(context)
         self.sdk_agent = sdk_agent
         self.run_config = run_config

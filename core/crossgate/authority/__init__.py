@@ -13,6 +13,7 @@ Refusals are :class:`~crossgate.errors.SignatureError` with a ``reason``: ``malf
 from crossgate.authority.claims import (
     CheckpointClaims,
     Claims,
+    ConsumedApproval,
     DecisionClaims,
     PolicyVersionClaims,
     ReviewerKind,
@@ -29,10 +30,11 @@ from crossgate.authority.keys import Authority, PublicKey, TrustedKeys
 from crossgate.errors import SignatureError
 
 __all__ = [
-    "DEFAULT_PIN_PATH",
     "Authority",
     "CheckpointClaims",
     "Claims",
+    "ConsumedApproval",
+    "DEFAULT_PIN_PATH",
     "DecisionClaims",
     "Keyring",
     "PolicyVersionClaims",

@@ -198,6 +198,14 @@ class CheckpointClaims(_Claims):
     the authority's own; False for whatever head the store showed (see :mod:`crossgate.checkpoints`)."""
 
 
+class ConsumedApproval(_Claims):
+    """An approval (or edit) that was applied: it never runs again, until its own ``apply_by`` ends it anyway."""
+
+    request_id: str = Field(min_length=1)
+    apply_by: UtcTime | None = None
+    """The decision's signed ``apply_by``; None for an approval that never lapses (kept for good)."""
+
+
 class StateHeadClaims(_Claims):
     """The newest state the authority vouches for, until ``expires_at``: what a rollback cannot hide.
 
@@ -218,9 +226,9 @@ class StateHeadClaims(_Claims):
     """Ids of revoked standing rules that would still stand otherwise (not past their own expiry), sorted."""
     audit_seq: int = Field(ge=0)
     audit_hash: Digest
-    consumed: tuple[str, ...] = ()
-    """Ids of requests whose approval was applied and whose signed ``apply_by`` has not passed (or that
-    never lapse), sorted: an approval named here never runs again."""
+    consumed: tuple[ConsumedApproval, ...] = ()
+    """Approvals applied whose signed ``apply_by`` has not passed (or that never lapse), by request id:
+    an approval named here never runs again. The default apply window (one hour) bounds the list."""
 
     @model_validator(mode="after")
     def _digest_with_version(self) -> StateHeadClaims:

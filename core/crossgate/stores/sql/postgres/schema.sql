@@ -94,3 +94,11 @@ CREATE TABLE audit_checkpoints (
     authored boolean NOT NULL,
     token text NOT NULL
 );
+
+-- The newest signed state head (crossgate.state_head.v1): one row, kept for gates to read; they remember
+-- the newest one in their own file, never here.
+CREATE TABLE state_heads (
+    one smallint PRIMARY KEY CHECK (one = 1),
+    issued_at timestamptz NOT NULL,
+    token text NOT NULL
+);
