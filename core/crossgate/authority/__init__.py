@@ -29,7 +29,7 @@ from crossgate.authority.keyring import DEFAULT_PIN_PATH, Keyring, default_direc
 from crossgate.authority.keys import Authority, PublicKey, TrustedKeys
 from crossgate.errors import SignatureError
 
-__all__ = [
+__all__ = [  # noqa: RUF022 (sorted plainly, as tests/authority/test_api.py checks)
     "Authority",
     "CheckpointClaims",
     "Claims",

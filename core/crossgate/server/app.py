@@ -35,6 +35,7 @@ from crossgate.server.links import LinkSigner
 from crossgate.server.settings import ServerSettings
 from crossgate.server.state import ServerState
 from crossgate.server.webhooks import Notifier
+from crossgate.state_head import StateHeadTimer
 
 log = logging.getLogger(__name__)
 STATIC = Path(__file__).parent / "static"
@@ -75,9 +76,12 @@ def create_app(
         assert state.notifier is not None
         await state.notifier.start()
         await aap.state.notifier.start()
+        heads = _state_head_timer(queue, settings)
         try:
             yield
         finally:
+            if heads is not None:
+                heads.stop()
             await aap.state.notifier.stop()
             await state.notifier.stop()
             await state.feed.stop()
@@ -110,6 +114,17 @@ def create_app(
     app.mount(AAP_PATH, aap_asgi(aap), name="aap")  # the AAP v1 provider: docs/agents-over-http.md
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     return app
+
+
+def _state_head_timer(queue: ReviewQueue, settings: ServerSettings) -> StateHeadTimer | None:
+    """Sign a fresh state head every few seconds while the server runs, when the queue holds the key."""
+    signer = queue.head_signer
+    if signer is None:
+        return None
+    signer.lifetime_seconds = settings.state_head_lifetime_seconds
+    timer = StateHeadTimer(signer, settings.state_head_every_seconds)
+    timer.start()
+    return timer
 
 
 async def _error_response(request: Request, exc: Exception) -> Response:
