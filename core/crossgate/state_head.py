@@ -104,6 +104,10 @@ class HeadSigner:
             self.store.put_state_head(self.authority.sign(claims), claims.issued_at)
             return claims
 
+    def knows_policy(self, stored: PolicyVersion, digest: str) -> None:
+        """Take ``stored`` as verified (its signer just signed it as ``digest``): not verified again here."""
+        self._policy = (stored, stored.version, digest)
+
     @property
     def _keys(self) -> TrustedKeys:
         assert self.trusted is not None  # set in __post_init__

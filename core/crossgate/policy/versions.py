@@ -215,8 +215,10 @@ def apply_policy(
     Checkpointer(store, authority, clock=clock).authored(sealed)
     from crossgate.state_head import HeadSigner
 
+    signer = HeadSigner(store, authority, clock=clock)
+    signer.knows_policy(version, claims.digest)
     try:
-        HeadSigner(store, authority, clock=clock).sign()  # gates refuse an older version from now on
+        signer.sign()  # gates refuse an older version from now on
     except StoreError as exc:
         log.warning("crossgate: could not store a fresh state head: %s", exc)
     return Applied(version, diff, sealed)
