@@ -440,7 +440,6 @@ class VerifiedQueue:
                 message = template.format(tool=tool, problem=exc, request=request.id)
             else:
                 message = DECISION_REFUSED.format(tool=tool, request=request.id, problem=exc)
-            message = DECISION_REFUSED.format(tool=tool, request=request.id, problem=exc)
             self.inner.refuse_unverified(request, reason=exc.reason, problem=str(exc), message=message, actor=actor)
             raise RequestCancelledError(message) from exc
         except RequestExpiredError as exc:
