@@ -49,10 +49,18 @@ def world(driver_class: type[TicketAgentDriver], database: str, tmp_path: Path) 
 class FreshAgent:
     """A new agent process on the world's database: its own queue (no local policy) and its own gate."""
 
-    def __init__(self, world: World, driver_class: type[TicketAgentDriver], *, minutes_later: float = 0) -> None:
+    def __init__(
+        self,
+        world: World,
+        driver_class: type[TicketAgentDriver],
+        *,
+        minutes_later: float = 0,
+        policy: Policy | None = None,
+    ) -> None:
         shift = timedelta(minutes=minutes_later)
         self.queue = ReviewQueue(
             open_store(world.url),
+            policy,
             trusted=TrustedKeys.parse(world.authority.public_key.pin),
             clock=lambda: datetime.now(UTC) + shift,
         )
@@ -152,7 +160,7 @@ async def test_a_frozen_store_runs_nothing_once_the_head_expires(
 @pytest.mark.parametrize("database", DATABASES)
 def test_a_frozen_store_refuses_a_call_the_policy_allows(database: str, tmp_path: Path) -> None:
     with world_of(DRIVERS["openai"], database, tmp_path, ALLOW_DELETES) as world:
-        agent = FreshAgent(world, DRIVERS["openai"], minutes_later=10)
+        agent = FreshAgent(world, DRIVERS["openai"], minutes_later=10, policy=ALLOW_DELETES)
         try:
             call = ToolCall(framework="openai-agents", tool=TOOL, args={"id": "t3"}, run="run-allowed")
             verdict = agent.gate.submit(call).verdict
