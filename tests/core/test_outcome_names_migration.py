@@ -49,7 +49,7 @@ def test_setup_migrates_the_requests_and_keeps_the_chain(tmp_path: Path) -> None
     old = _bodies(path)
     store = SqliteStore(path)
     store.setup()
-    assert store.schema_version() == 7
+    assert store.schema_version() == 8
     assert _column_statuses(path)[IDS["rejected"]] == "rejected"
     assert _column_statuses(path)[IDS["answered"]] == "answered"
     check_migrated(store, old, _bodies(path))

@@ -17,13 +17,14 @@ Deny beats ask beats allow, and nothing a reviewer remembers can lift a policy d
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, model_validator
 
 from crossgate.errors import ConfigurationError
 from crossgate.fingerprint import canonical_json
@@ -52,7 +53,22 @@ from crossgate.policy.patterns import (
 DEFAULT_APPLY_WITHIN_SECONDS = 3600.0
 """How long an approval may wait to be applied when its rule says nothing: one hour (docs/policy.md)."""
 NEVER = "never"
-ApplyWindow = Annotated[float, Field(gt=0, le=MAX_SECONDS, allow_inf_nan=False)] | Literal["never"] | None
+
+
+def _apply_window_input(value: Any) -> Any:
+    """One clear error for a window that is neither a positive finite number of seconds nor ``never``."""
+    if value is None or value == NEVER:
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("Input should be a number of seconds or 'never'")
+    if not math.isfinite(value):
+        raise ValueError("Input should be a finite number")
+    if not 0 < value <= MAX_SECONDS:
+        raise ValueError(f"Input should be greater than 0 and at most {MAX_SECONDS}")
+    return float(value)
+
+
+ApplyWindow = Annotated[float | Literal["never"] | None, BeforeValidator(_apply_window_input)]
 """A rule's ``apply_within_seconds``: seconds, ``never`` (an approval that never lapses), or unset (one hour)."""
 
 

@@ -84,8 +84,7 @@ class SignedStateMixin:
         with self._write("put_state_head") as conn:
             conn.execute(
                 "INSERT INTO state_heads (one, issued_at, token) VALUES (1, ?, ?)"
-                " ON CONFLICT (one) DO UPDATE SET issued_at = excluded.issued_at, token = excluded.token"
-                " WHERE excluded.issued_at >= state_heads.issued_at",
+                " ON CONFLICT (one) DO UPDATE SET issued_at = excluded.issued_at, token = excluded.token",
                 (_utc_text(issued_at), token),
             )
 
@@ -95,7 +94,6 @@ class SignedStateMixin:
 
 
 def _utc_text(moment: datetime) -> str:
-    # Compared as text by the upsert above: one zone and one precision, so later sorts later.
     return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
 

@@ -301,8 +301,7 @@ class MemoryStore:
 
     def put_state_head(self, token: str, issued_at: datetime) -> None:
         with self._lock:
-            if self._state_head is None or issued_at >= self._state_head[0]:
-                self._state_head = (issued_at, token)
+            self._state_head = (issued_at, token)
 
     def get_state_head(self) -> str | None:
         with self._lock:

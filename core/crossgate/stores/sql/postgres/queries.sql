@@ -222,10 +222,10 @@ SELECT seq, head_hash, at, token, authored FROM audit_checkpoints ORDER BY seq;
 SELECT seq, head_hash, at, token, authored FROM audit_checkpoints ORDER BY seq DESC LIMIT 1;
 
 -- name: put_state_head
--- Bookkeeping, not audited state: no event. An older head never replaces a newer one (two signers racing).
-INSERT INTO state_heads AS h (one, issued_at, token) VALUES (1, %(issued_at)s, %(token)s)
-ON CONFLICT (one) DO UPDATE SET issued_at = excluded.issued_at, token = excluded.token
-WHERE excluded.issued_at >= h.issued_at;
+-- Bookkeeping, not audited state: no event. Always replaced: a row a writer of the store forged (dated in
+-- the future) must not keep the signer's heads out; gates keep the newest valid head they saw anyway.
+INSERT INTO state_heads (one, issued_at, token) VALUES (1, %(issued_at)s, %(token)s)
+ON CONFLICT (one) DO UPDATE SET issued_at = excluded.issued_at, token = excluded.token;
 
 -- name: get_state_head
 SELECT token FROM state_heads WHERE one = 1;
