@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from crossgate.authority.claims import ConsumedApproval, DecisionClaims, StateHeadClaims
+from crossgate.authority.claims import DecisionClaims, StateHeadClaims
+from crossgate.authority.consumed import GrowingFilter, filter_bytes, merge_filters
 from crossgate.clock import Clock, utc_now
 from crossgate.errors import AuditHeadMissingError, ConfigurationError, SignatureError, StoreError
 from crossgate.model import DecisionKind, Event
@@ -40,6 +41,8 @@ DEFAULT_REFRESH_SECONDS = 5.0
 DEFAULT_LIFETIME_SECONDS = 300.0
 """How long a head is valid after it is signed (``ServerSettings.state_head_lifetime``): a gate that sees
 nothing newer for that long refuses every call (a frozen store)."""
+PRUNE_EVERY = timedelta(minutes=1)
+"""How often a signer rebuilds its consumed filter without the approvals that lapsed."""
 _APPLIED_KINDS = frozenset({DecisionKind.APPROVE.value, DecisionKind.EDIT.value})
 
 
@@ -67,7 +70,14 @@ class HeadSigner:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _floor: tuple[int, str] | None = field(default=None, repr=False)
     """The newest policy version (number, digest) signed or adopted: a head never names an older one."""
-    _consumed: dict[str, ConsumedApproval] = field(default_factory=dict, repr=False)
+    _consumed: dict[str, datetime | None] = field(default_factory=dict, repr=False)
+    """Request id -> signed ``apply_by`` (None: never lapses) of the approvals this signer saw applied."""
+    _carried: tuple[bytes, int, datetime | None] | None = field(default=None, repr=False)
+    """The consumed filter of heads other signers stored (bits, count, until; None until: for good)."""
+    _signed: str | None = field(default=None, repr=False)
+    _filter: GrowingFilter = field(default_factory=GrowingFilter, repr=False)
+    _pruned: datetime | None = field(default=None, repr=False)
+    _rebuild_needed: bool = field(default=False, repr=False)
     _revoked: set[str] = field(default_factory=set, repr=False)
     _scanned: tuple[int, str] | None = field(default=None, repr=False)
     _policy: tuple[PolicyVersion, int, str] | None = field(default=None, repr=False)
@@ -84,11 +94,12 @@ class HeadSigner:
         """Sign the state as the store shows it now (never less than signed before), store it, return it."""
         with self._lock:
             now = self.clock()
-            self._adopt(read_state_head(self.store.get_state_head(), self._keys))
+            stored = self.store.get_state_head()
+            if stored != self._signed:
+                self._adopt(read_state_head(stored, self._keys), now)
             seq, head_hash = self._scan()
-            for request_id, consumed in list(self._consumed.items()):
-                if consumed.apply_by is not None and consumed.apply_by <= now:
-                    del self._consumed[request_id]
+            carried = self._consumed_now(now)
+            ends = list(self._consumed.values()) + ([carried[2]] if carried is not None else [])
             version, digest = self._current_policy()
             claims = StateHeadClaims(
                 issued_at=now,
@@ -99,9 +110,12 @@ class HeadSigner:
                 revoked_rules=tuple(sorted(self._revoked_now(now))),
                 audit_seq=seq,
                 audit_hash=head_hash,
-                consumed=tuple(self._consumed[rid] for rid in sorted(self._consumed)),
+                consumed=self._filter.encoded(),
+                consumed_count=len(self._consumed) + (carried[1] if carried is not None else 0),
+                consumed_until=None if None in ends or not ends else max(e for e in ends if e is not None),
             )
-            self.store.put_state_head(self.authority.sign(claims), claims.issued_at)
+            self._signed = self.authority.sign(claims)
+            self.store.put_state_head(self._signed, claims.issued_at)
             return claims
 
     def knows_policy(self, stored: PolicyVersion, digest: str) -> None:
@@ -113,17 +127,38 @@ class HeadSigner:
         assert self.trusted is not None  # set in __post_init__
         return self.trusted
 
-    def _adopt(self, stored: StateHeadClaims | None) -> None:
+    def _adopt(self, stored: StateHeadClaims | None, now: datetime) -> None:
         """Take in what a head another signer stored vouches for (so signers converge, none forgets)."""
         if stored is None:
             return
-        for consumed in stored.consumed:
-            self._consumed.setdefault(consumed.request_id, consumed)
+        until = stored.consumed_until
+        if stored.consumed_count and (until is None or until > now):
+            self._rebuild_needed = True
+            bits = filter_bytes(stored.consumed)
+            if self._carried is None:
+                self._carried = (bits, stored.consumed_count, until)
+            else:
+                old_bits, count, old_until = self._carried
+                later = None if until is None or old_until is None else max(until, old_until)
+                self._carried = (merge_filters(old_bits, bits), max(count, stored.consumed_count), later)
         self._revoked.update(stored.revoked_rules)
         if stored.policy_version is not None and stored.policy_digest is not None:
             self._raise_floor(stored.policy_version, stored.policy_digest)
         if self._scanned is None:
             self._scanned = (stored.audit_seq, stored.audit_hash)
+
+    def _consumed_now(self, now: datetime) -> tuple[bytes, int, datetime | None] | None:
+        """Drop what lapsed (from the filter at most once a minute: a lapsed approval runs nothing anyway)."""
+        for request_id, apply_by in list(self._consumed.items()):
+            if apply_by is not None and apply_by <= now:
+                del self._consumed[request_id]
+        carried = self._carried
+        if carried is not None and carried[2] is not None and carried[2] <= now:
+            carried = self._carried = None
+        if self._pruned is None or now - self._pruned >= PRUNE_EVERY or self._rebuild_needed:
+            self._filter.rebuild(self._consumed, carried[0] if carried is not None else b"")
+            self._pruned, self._rebuild_needed = now, False
+        return carried
 
     def _scan(self) -> tuple[int, str]:
         """Read the events since the last scan for approvals applied; the last event read (the audit head)."""
@@ -158,7 +193,8 @@ class HeadSigner:
         ends = [end for end in windows if end is not None]
         # Kept while any of its approvals could still apply: for good when one never lapses (or none verified).
         apply_by = max(ends) if ends and len(ends) == len(windows) else None
-        self._consumed[request_id] = ConsumedApproval(request_id=request_id, apply_by=apply_by)
+        self._consumed[request_id] = apply_by
+        self._filter.add(request_id)
 
     def _current_policy(self) -> tuple[int | None, str | None]:
         """The store's current policy version, verified; the last head's when the store shows less (rollback)."""

@@ -19,6 +19,7 @@ from crossgate import Approve, Policy, PolicyRule, RequestStatus, ReviewQueue, T
 from crossgate.adapter import verified_queue
 from crossgate.adapter._heads import HEAD_DIR_ENV
 from crossgate.authority import Authority, StateHeadClaims, TrustedKeys, default_pin_path
+from crossgate.authority.consumed import build_filter
 from crossgate.errors import RequestCancelledError
 from crossgate.policy.versions import apply_policy
 from crossgate.runs import Finished, Parked
@@ -183,7 +184,13 @@ async def test_a_missing_or_forged_head_on_a_new_machine_runs_nothing(
     else:
         now = datetime.now(UTC)
         forged = StateHeadClaims(
-            issued_at=now, expires_at=now + timedelta(days=1), rules_version=0, audit_seq=0, audit_hash="0" * 64
+            issued_at=now,
+            expires_at=now + timedelta(days=1),
+            rules_version=0,
+            audit_seq=0,
+            audit_hash="0" * 64,
+            consumed=build_filter(()),
+            consumed_count=0,
         )
         raw.execute("UPDATE state_heads SET token = ?", Authority.generate().sign(forged))
     monkeypatch.setenv(HEAD_DIR_ENV, str(tmp_path / "new-machine"))  # no head remembered here

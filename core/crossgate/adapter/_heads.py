@@ -1,8 +1,8 @@
 """The state head where the tool runs: the newest signed head this gate has seen, kept in its own file.
 
 A verified gate reads the store's state head (``crossgate.state_head``) every few seconds, verifies it with
-its pinned keys and remembers the newest one in a file of its own, never the store, with the approvals
-this machine's gates applied. It then refuses, before anything runs:
+its pinned keys and remembers the newest one in a file of its own, never the store, beside a marker for
+each approval this machine's gates applied. It then refuses, before anything runs:
 
 - every call while the newest head it has is past its ``expires_at``, or there is none (``stale_head``:
   a frozen store, or no signer);
@@ -11,14 +11,15 @@ this machine's gates applied. It then refuses, before anything runs:
 - an approval the head, or this gate's file, names consumed (``consumed``).
 
 The file is ``$CROSSGATE_HEAD_DIR/<kid>.json``, else ``$XDG_STATE_HOME/crossgate/heads/<kid>.json``
-(``~/.local/state`` by default), where ``kid`` is the first pinned key's; ``verified_queue(...,
-head_file=...)`` overrides it.
+(``~/.local/state`` by default), where ``kid`` is the first pinned key's, with the markers in the folder
+``<kid>.applied/`` beside it; ``verified_queue(..., head_file=...)`` overrides the file.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import logging
 import os
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from crossgate.authority.claims import ConsumedApproval, StateHeadClaims
+from crossgate.authority.claims import StateHeadClaims
 from crossgate.authority.keys import TrustedKeys
 from crossgate.clock import Clock
 from crossgate.errors import SignatureError
@@ -53,70 +54,86 @@ def default_head_file(keys: TrustedKeys) -> Path:
     return Path(directory) / f"{keys.kids[0]}.json"
 
 
-class HeadFile:
-    """A gate's memory: the newest head token and the approvals applied here, in one JSON file (0600).
+FOREVER = 2**40
+"""The time stamp (seconds) of a marker for an approval that never lapses."""
 
-    Writes replace the file atomically under a lock file, merged with what another process wrote meanwhile.
+
+class HeadFile:
+    """A gate's memory: the newest head token in one JSON file (0600), and one marker file per approval
+    applied on this machine in the folder beside it (``<kid>.applied/``), dated with its ``apply_by``.
+
+    The head file is replaced atomically under a lock file, keeping the newer of its head and the one
+    written; a marker costs one small file create, and checking one a ``stat``.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self._seen: int | None = None
+        self.applied_dir = self.path.with_suffix(".applied")
 
-    def changed(self) -> bool:
-        """True when the file changed since this object last read or wrote it."""
-        try:
-            stamp = self.path.stat().st_mtime_ns
-        except OSError:
-            stamp = None
-        return stamp != self._seen
-
-    def read(self) -> tuple[str | None, dict[str, ConsumedApproval]]:
-        """The head token and the approvals applied, as stored; (None, {}) with no file or one unreadable."""
+    def read(self) -> str | None:
+        """The head token stored; None with no file, or one unreadable (logged)."""
         try:
             text = self.path.read_text(encoding="utf-8")
-            self._seen = self.path.stat().st_mtime_ns
         except FileNotFoundError:
-            self._seen = None
-            return None, {}
+            return None
         except OSError as exc:
             log.warning("crossgate: cannot read the state head file %s: %s", self.path, exc)
-            return None, {}
+            return None
         try:
             data = json.loads(text)
             head = data.get("head") if data.get("format") == HEAD_FILE_FORMAT else None
-            applied = [ConsumedApproval.model_validate(item) for item in data.get("applied", [])]
-        except (ValueError, AttributeError, TypeError):
+        except (ValueError, AttributeError):
+            head = None
+        if not isinstance(head, str):
             log.warning("crossgate: ignoring the state head file %s: not a %s file", self.path, HEAD_FILE_FORMAT)
-            return None, {}
-        return (head if isinstance(head, str) else None), {a.request_id: a for a in applied}
+            return None
+        return head
 
-    def write(
-        self, head: str | None, applied: dict[str, ConsumedApproval], *, newer: Callable[[str | None], str | None]
-    ) -> dict[str, ConsumedApproval]:
-        """Store ``head`` (``newer`` picks between it and the stored one) and ``applied`` merged with the file's.
-
-        Returns the merged approvals. A file that cannot be written is logged: the gate keeps its memory.
-        """
+    def write(self, newer: Callable[[str | None], str | None]) -> None:
+        """Store ``newer(stored head)``; a file that cannot be written is logged (the gate keeps its memory)."""
         try:
             with self._locked():
-                stored_head, stored = self.read()
-                merged = {**stored, **applied}
-                document = {
-                    "format": HEAD_FILE_FORMAT,
-                    "head": newer(stored_head) if head is None else newer(head),
-                    "applied": [merged[rid].model_dump(mode="json") for rid in sorted(merged)],
-                }
+                document = {"format": HEAD_FILE_FORMAT, "head": newer(self.read())}
                 temporary = self.path.with_suffix(f".{os.getpid()}.tmp")
                 fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
                 with os.fdopen(fd, "w", encoding="utf-8") as out:
                     json.dump(document, out, separators=(",", ":"))
                 os.replace(temporary, self.path)
-                self._seen = self.path.stat().st_mtime_ns
-                return merged
         except OSError as exc:
             log.warning("crossgate: cannot write the state head file %s: %s", self.path, exc)
-            return applied
+
+    def mark_applied(self, request_id: str, apply_by: datetime | None) -> None:
+        """Leave the marker of ``request_id``'s approval, dated with its ``apply_by``."""
+        marker = self._marker(request_id)
+        stamp = FOREVER if apply_by is None else apply_by.timestamp()
+        try:
+            try:
+                fd = os.open(marker, os.O_WRONLY | os.O_CREAT, 0o600)
+            except FileNotFoundError:
+                self.applied_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+                fd = os.open(marker, os.O_WRONLY | os.O_CREAT, 0o600)
+            os.close(fd)
+            os.utime(marker, (stamp, stamp))
+        except OSError as exc:
+            log.warning("crossgate: cannot record the applied approval in %s: %s", self.applied_dir, exc)
+
+    def was_applied(self, request_id: str, now: datetime) -> bool:
+        """True when an approval of ``request_id`` was applied on this machine and could still apply."""
+        try:
+            return self._marker(request_id).stat().st_mtime > now.timestamp()
+        except OSError:
+            return False
+
+    def prune(self, now: datetime) -> None:
+        """Remove the markers of approvals past their ``apply_by``."""
+        with contextlib.suppress(OSError):
+            for marker in self.applied_dir.iterdir():
+                with contextlib.suppress(OSError):
+                    if marker.stat().st_mtime <= now.timestamp():
+                        marker.unlink()
+
+    def _marker(self, request_id: str) -> Path:
+        return self.applied_dir / hashlib.sha256(request_id.encode("utf-8")).hexdigest()[:40]
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -159,13 +176,12 @@ class HeadGuard:
     """An in-process signer (a queue holding the authority): asked for a fresh head when this one ages."""
     _head: StateHeadClaims | None = field(default=None, repr=False)
     _token: str | None = field(default=None, repr=False)
-    _applied: dict[str, ConsumedApproval] = field(default_factory=dict, repr=False)
     _fetched: float = field(default=float("-inf"), repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
-        token, self._applied = self.file.read()
-        self._take(token)
+        self._take(self.file.read())
+        self.file.prune(self.clock())
 
     def current(self) -> StateHeadClaims:
         """The newest valid head; SignatureError ``stale_head`` when it is missing or past its expiry."""
@@ -189,23 +205,14 @@ class HeadGuard:
 
     def consumed(self, request_id: str) -> bool:
         """True when the head, or an approval applied on this machine, names ``request_id`` consumed."""
-        if self.file.changed():
-            with self._lock:
-                token, applied = self.file.read()
-                self._applied.update(applied)
-                self._take(token)
-        head = self._head
-        if request_id in self._applied:
+        if self.file.was_applied(request_id, self.clock()):
             return True
-        return head is not None and any(c.request_id == request_id for c in head.consumed)
+        head = self._head
+        return head is not None and head.consumes(request_id)
 
     def applied(self, request_id: str, apply_by: datetime | None) -> None:
-        """Remember that ``request_id``'s approval ran here (in the file, for every later process)."""
-        now = self.clock()
-        with self._lock:
-            kept = {rid: c for rid, c in self._applied.items() if c.apply_by is None or c.apply_by > now}
-            kept[request_id] = ConsumedApproval(request_id=request_id, apply_by=apply_by)
-            self._applied = self.file.write(None, kept, newer=self._newer)
+        """Remember that ``request_id``'s approval ran here (a marker file, for every later process)."""
+        self.file.mark_applied(request_id, apply_by)
 
     def _refresh(self, now: datetime) -> StateHeadClaims | None:
         with self._lock:
@@ -219,7 +226,7 @@ class HeadGuard:
                 log.warning("crossgate: could not read the state head: %s", exc)
                 return self._head
             if self._take(token):
-                self._applied = self.file.write(self._token, self._applied, newer=self._newer)
+                self.file.write(self._newer)
             return self._head
 
     def _take(self, token: str | None) -> bool:

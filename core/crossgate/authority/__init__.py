@@ -13,7 +13,6 @@ Refusals are :class:`~crossgate.errors.SignatureError` with a ``reason``: ``malf
 from crossgate.authority.claims import (
     CheckpointClaims,
     Claims,
-    ConsumedApproval,
     DecisionClaims,
     PolicyVersionClaims,
     ReviewerKind,
@@ -33,7 +32,6 @@ __all__ = [  # noqa: RUF022 (sorted plainly, as tests/authority/test_api.py chec
     "Authority",
     "CheckpointClaims",
     "Claims",
-    "ConsumedApproval",
     "DEFAULT_PIN_PATH",
     "DecisionClaims",
     "Keyring",

@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
+from crossgate.authority.consumed import filter_bytes, in_filter
 from crossgate.decisions import AnyDecision
 from crossgate.errors import InvalidDecisionError
 from crossgate.fingerprint import canonical_json, fingerprint
@@ -198,14 +199,6 @@ class CheckpointClaims(_Claims):
     the authority's own; False for whatever head the store showed (see :mod:`crossgate.checkpoints`)."""
 
 
-class ConsumedApproval(_Claims):
-    """An approval (or edit) that was applied: it never runs again, until its own ``apply_by`` ends it anyway."""
-
-    request_id: str = Field(min_length=1)
-    apply_by: UtcTime | None = None
-    """The decision's signed ``apply_by``; None for an approval that never lapses (kept for good)."""
-
-
 class StateHeadClaims(_Claims):
     """The newest state the authority vouches for, until ``expires_at``: what a rollback cannot hide.
 
@@ -226,9 +219,14 @@ class StateHeadClaims(_Claims):
     """Ids of revoked standing rules that would still stand otherwise (not past their own expiry), sorted."""
     audit_seq: int = Field(ge=0)
     audit_hash: Digest
-    consumed: tuple[ConsumedApproval, ...] = ()
-    """Approvals applied whose signed ``apply_by`` has not passed (or that never lapse), by request id:
-    an approval named here never runs again. The default apply window (one hour) bounds the list."""
+    consumed: str
+    """A Bloom filter (:mod:`crossgate.authority.consumed`, base64url) of the request ids of approvals applied
+    whose signed ``apply_by`` has not passed, or that never lapse: an approval in it never runs again. The
+    default apply window (one hour) bounds how many it holds."""
+    consumed_count: int = Field(ge=0)
+    """How many approvals the filter holds (for people, and its expected false-positive rate)."""
+    consumed_until: UtcTime | None = None
+    """The latest ``apply_by`` among them; None while one never lapses or the filter is empty."""
 
     @model_validator(mode="after")
     def _digest_with_version(self) -> StateHeadClaims:
@@ -236,7 +234,12 @@ class StateHeadClaims(_Claims):
             raise ValueError("policy_version and policy_digest are set together")
         if self.expires_at <= self.issued_at:
             raise ValueError("expires_at is after issued_at")
+        filter_bytes(self.consumed)
         return self
+
+    def consumes(self, request_id: str) -> bool:
+        """True when this head names ``request_id``'s approval consumed (or, rarely, a false positive)."""
+        return in_filter(filter_bytes(self.consumed), request_id)
 
 
 Claims = DecisionClaims | StandingRuleClaims | PolicyVersionClaims | CheckpointClaims | StateHeadClaims
