@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from crossgate.authority.claims import StateHeadClaims
+from crossgate.authority.consumed import filter_bytes, in_filter
 from crossgate.authority.keys import TrustedKeys
 from crossgate.clock import Clock
 from crossgate.errors import SignatureError
@@ -177,6 +178,8 @@ class HeadGuard:
     _head: StateHeadClaims | None = field(default=None, repr=False)
     _token: str | None = field(default=None, repr=False)
     _fetched: float = field(default=float("-inf"), repr=False)
+    _consumed: bytes = field(default=b"", repr=False)
+    """The head's consumed filter, decoded once per head."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
@@ -207,8 +210,7 @@ class HeadGuard:
         """True when the head, or an approval applied on this machine, names ``request_id`` consumed."""
         if self.file.was_applied(request_id, self.clock()):
             return True
-        head = self._head
-        return head is not None and head.consumes(request_id)
+        return bool(self._consumed) and in_filter(self._consumed, request_id)
 
     def applied(self, request_id: str, apply_by: datetime | None) -> None:
         """Remember that ``request_id``'s approval ran here (a marker file, for every later process)."""
@@ -237,6 +239,7 @@ class HeadGuard:
         if claims is None or (self._head is not None and claims.issued_at <= self._head.issued_at):
             return False
         self._head, self._token = claims, token
+        self._consumed = filter_bytes(claims.consumed)
         return True
 
     def _newer(self, stored: str | None) -> str | None:
