@@ -26,6 +26,7 @@ from typing import Any
 from claude_agent_sdk import ClaudeAgentOptions, create_sdk_mcp_server, tool
 
 from crossgate import Approve, Policy, PolicyRule, Reject, ReviewQueue, VerdictKind, open_store
+from crossgate.authority import Authority  # signs in this process; its gates verify with it
 from crossgate.runs import Finished, Parked
 from crossgate_claude import Gate
 
@@ -75,7 +76,7 @@ def agent_options(tickets: Tickets, folder: Path, env: dict[str, str]) -> Claude
 async def run_scenario(folder: Path, env: dict[str, str], prompt: str) -> dict[str, Any]:
     """Run the agent, decide each parked request like a reviewer would, resume until the run finishes."""
     tickets = Tickets()
-    queue = ReviewQueue(open_store(str(folder / "crossgate.db")), POLICY)
+    queue = ReviewQueue(open_store(str(folder / "crossgate.db")), POLICY, authority=Authority.generate())
     log: list[str] = []
     try:
         gate = Gate(queue, options=agent_options(tickets, folder, env))

@@ -19,6 +19,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from crossgate import DecisionKind, Edit, MemoryStore, Policy, PolicyRule, Reject, ReviewQueue, VerdictKind
+from crossgate.authority import Authority  # signs in this process; its gates verify with it
 from crossgate.runs import Finished, Parked
 from crossgate_langgraph import Gate, crossgate_middleware
 from crossgate_langgraph.testing import ScriptedChatModel, tool_call
@@ -64,7 +65,7 @@ def read_data(table: str) -> str:
 
 
 async def demo() -> dict[str, Any]:
-    queue = ReviewQueue(MemoryStore(), POLICY)
+    queue = ReviewQueue(MemoryStore(), POLICY, authority=Authority.generate())
     tools = [write_file, execute_sql, read_data]
     model = ScriptedChatModel(
         turns=[

@@ -18,6 +18,7 @@ from typing import Any, TypedDict
 from langgraph.graph import END, START, StateGraph
 
 from crossgate import Approve, Edit, Reject, Respond, ReviewQueue, open_store
+from crossgate.authority import Authority  # signs in this process; its gates verify with it
 from crossgate.runs import Finished, Parked
 from crossgate_langgraph import Gate, open_checkpointer, request_approval
 
@@ -60,7 +61,7 @@ async def demo(folder: Path) -> dict[str, Any]:
     with sqlite3.connect(tickets) as db:
         db.execute("CREATE TABLE tickets (id TEXT PRIMARY KEY)")
         db.executemany("INSERT INTO tickets VALUES (?)", [("t1",), ("t2",), ("t3",)])
-    queue = ReviewQueue(open_store(str(folder / "crossgate.db")))
+    queue = ReviewQueue(open_store(str(folder / "crossgate.db")), authority=Authority.generate())
     checkpoints = str(folder / "checkpoints.db")
     outcomes: dict[str, str] = {}
     try:

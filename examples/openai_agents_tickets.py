@@ -24,6 +24,7 @@ from agents.testing import ScriptedModel
 from agents.testing.model import assistant_message, function_call
 
 from crossgate import Approve, Policy, PolicyRule, Reject, ReviewQueue, VerdictKind, open_store
+from crossgate.authority import Authority  # signs in this process; its gates verify with it
 from crossgate.runs import Finished
 from crossgate_openai import Gate
 
@@ -68,7 +69,7 @@ async def demo(db: str, *, offline: bool) -> list[str]:
     """Run the agent to the end through parks and decisions; return what happened, line by line."""
     tickets = dict(TICKETS)
     agent = build_agent(tickets, scripted_model() if offline else "gpt-4.1-mini")
-    queue = ReviewQueue(open_store(db), POLICY)
+    queue = ReviewQueue(open_store(db), POLICY, authority=Authority.generate())
     lines: list[str] = []
     try:
         outcome = await Gate(queue).run(agent, "Clean up the ticket queue.")

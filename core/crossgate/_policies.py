@@ -44,3 +44,12 @@ class PoliciesMixin(QueueBase):
         """The stored policy version evaluated now; None for a local policy, while none is stored, or while
         the stored one is refused."""
         return self._policies.at(self.store.rules_version())[1]
+
+    def evaluated_policy(self) -> tuple[bool, int | None, str | None]:
+        """(a local policy?, the stored version, its digest) of the policy evaluated last (a gate checks them
+        against the state head); reads the store only before the first evaluation."""
+        return self._policies.evaluated(self.store.rules_version)
+
+    def state_head_token(self) -> str | None:
+        """The store's state head token, unverified (a gate verifies it with its own pinned keys)."""
+        return self.store.get_state_head()

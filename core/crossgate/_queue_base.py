@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -18,7 +19,11 @@ from crossgate.stores.base import Store
 
 if TYPE_CHECKING:
     from crossgate.authority import Authority
+    from crossgate.authority.claims import StateHeadClaims
     from crossgate.checkpoints import Checkpointer
+    from crossgate.state_head import HeadSigner
+
+_log = logging.getLogger("crossgate.state_head")
 
 OUTCOME_TEXT_LIMIT = 500
 """How much of a tool's result or error text an audit event keeps."""
@@ -58,6 +63,7 @@ class QueueBase:
     authority: Authority | None = None
     """The key this queue signs with (a server's, an operator's); None: it signs nothing."""
     _checkpointer: Checkpointer | None = None
+    _head_signer: HeadSigner | None = None
 
     def __init__(self, store: Store, *, clock: Clock, limits: InputLimits = DEFAULT_LIMITS) -> None:
         self.store = store
@@ -87,11 +93,41 @@ class QueueBase:
             self._checkpointer = Checkpointer(self.store, self.authority, clock=self._clock)
         return self._checkpointer
 
+    @property
+    def head_signer(self) -> HeadSigner | None:
+        """Signs this queue's state heads with its ``authority``; None without one."""
+        if self.authority is None:
+            return None
+        if self._head_signer is None or self._head_signer.authority is not self.authority:
+            from crossgate.state_head import HeadSigner
+
+            self._head_signer = HeadSigner(self.store, self.authority, clock=self._clock)
+        return self._head_signer
+
+    def sign_state_head(self) -> StateHeadClaims | None:
+        """Sign and store a fresh state head (see :mod:`crossgate.state_head`); None without an authority.
+
+        A store failure is logged, not raised: what was just written stands, and gates refuse nothing more
+        than a head that ages (they fail closed when it expires).
+        """
+        signer = self.head_signer
+        if signer is None:
+            return None
+        from crossgate.errors import StoreError
+
+        try:
+            return signer.sign()
+        except StoreError as exc:
+            _log.warning("crossgate: could not store a fresh state head: %s", exc)
+            return None
+
     def _sign_own(self, event: Event | None) -> None:
-        """Sign an authored checkpoint of ``event``, just appended by this queue, when it holds an authority."""
+        """Sign an authored checkpoint of ``event``, just appended by this queue, and a fresh state head, when it
+        holds an authority."""
         checkpointer = self.checkpointer
         if checkpointer is not None and event is not None:
             checkpointer.authored(event)
+            self.sign_state_head()
 
     def _submitted_event(self, request: ApprovalRequest) -> NewEvent:
         call = request.call

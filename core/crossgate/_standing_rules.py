@@ -87,6 +87,7 @@ class StandingRulesMixin(QueueBase):
         event = self._event("rule_revoked", actor=actor, channel=channel, payload={"rule": rule_id})
         if self.store.revoke_rule(revoked, event) is None:
             raise ConflictError(f"standing rule {rule_id} was already revoked")
+        self.sign_state_head()
         return revoked
 
     def _remember(self, request: ApprovalRequest, decision: AnyDecision, reviewer: str) -> StandingRule:

@@ -117,6 +117,7 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
         # The active standing rules as of a rules version: every rule change bumps it in the same
         # transaction, so an unchanged version (from any process) means unchanged rules.
         self._rules_cache: tuple[int, StandingRuleIndex] | None = None
+        self.sign_state_head()  # gates on this store see a fresh head from the start
 
     def close(self) -> None:
         """Stop the wake-up watcher and close the store."""

@@ -8,7 +8,7 @@ recorded on the server (``POST /api/agent/v1/refusals``).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -16,6 +16,7 @@ import pytest
 from crossgate import Approve, RequestStatus, ReviewQueue, VerdictKind, open_store
 from crossgate.adapter import verified_queue
 from crossgate.authority import Authority
+from crossgate.errors import RequestCancelledError
 from crossgate.model import NewEvent, StandingRule
 from crossgate.remote import RemoteQueue
 from crossgate.runs import Finished
@@ -73,3 +74,32 @@ async def test_an_inserted_standing_rule_the_server_evaluates_runs_nothing_at_th
     assert refused and {e.payload["refused"] for e in refused} == {"unsigned"}
     assert {e.actor for e in refused} == {"ticket-agent"}  # recorded on the server, as the agent credential
     assert REFUSAL in world.driver.tool_results("run-remote-rule")[-1]
+
+
+async def test_an_applied_request_set_back_to_decided_in_the_servers_database_runs_nothing(world: World) -> None:
+    parked, request_id = await world.park("t3", "run-remote-replay")
+    world.server.decide(request_id, Approve(), reviewer="ann")
+    assert isinstance(await world.resume(parked), Finished)
+    applied = world.server.get(request_id)
+    world.rewrite(applied.model_copy(update={"status": RequestStatus.DECIDED, "applied_at": None}))
+    gate = verified_queue(world.agent)  # type: ignore[arg-type]
+    with pytest.raises(RequestCancelledError, match="was applied already"):
+        gate.mark_applied(request_id, args={"id": "t3"}, actor="agent")
+    assert world.tickets.delete_runs("t3") == 1
+    [event] = [e for e in world.server.events(request_id=request_id) if e.kind == "cancelled"]
+    assert event.payload["refused"] == "consumed" and event.actor == "ticket-agent"
+
+
+async def test_a_head_past_its_expiry_stops_the_remote_agent(world: World) -> None:
+    parked, request_id = await world.park("t3", "run-remote-frozen")
+    world.server.decide(request_id, Approve(), reviewer="ann")
+    heads = verified_queue(world.agent).heads  # type: ignore[arg-type]
+    assert heads is not None
+    # Ten minutes on, with the server's store frozen as it is now: every head it holds expired (they last five).
+    later = datetime.now(UTC) + timedelta(minutes=10)
+    heads.clock = lambda: later
+    assert isinstance(await world.resume(parked), Finished)
+    assert world.tickets.delete_runs() == 0
+    [event] = [e for e in world.server.events(request_id=request_id) if e.kind == "cancelled"]
+    assert event.payload["refused"] == "stale_head"
+    assert "crossgate server must be running" in world.driver.tool_results("run-remote-frozen")[-1]

@@ -33,8 +33,7 @@ from crossgate import (
     open_store,
 )
 from crossgate.adapter import UnverifiedWarning, apply_decision, pinned_keys, verified_queue
-from crossgate.adapter import _authority as kit_authority
-from crossgate.authority import Authority, Keyring, ReviewerKind
+from crossgate.authority import Authority, Keyring, ReviewerKind, default_pin_path
 from crossgate.cli import app
 from crossgate.errors import ConfigurationError
 from crossgate.model import APPROVAL_LAPSED_MESSAGE, ApprovalRequest, DecisionKind, NewEvent
@@ -201,17 +200,46 @@ def test_the_environment_pins_keys_and_the_store_never_does(
     assert verified_queue(ReviewQueue(MemoryStore())).verifier.keys.kids == (authority.kid,)  # type: ignore[union-attr]
 
 
-def test_without_keys_a_gate_runs_unverified_and_says_so_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("CROSSGATE_AUTHORITY_PUBKEY", raising=False)
-    monkeypatch.delenv("CROSSGATE_AUTHORITY_PUBKEY_FILE", raising=False)
-    monkeypatch.setattr(kit_authority, "_warned", False)
+def test_without_a_pin_or_a_choice_a_gate_refuses_to_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("CROSSGATE_AUTHORITY_PUBKEY", "CROSSGATE_AUTHORITY_PUBKEY_FILE", "CROSSGATE_UNVERIFIED"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ConfigurationError) as refused:
+        verified_queue(ReviewQueue(MemoryStore()))
+    line = str(refused.value)
+    assert "\n" not in line and "refuses to start" in line
+    assert str(default_pin_path()) in line and 'authority="unverified"' in line and "CROSSGATE_UNVERIFIED=1" in line
+
+
+@pytest.mark.parametrize("how", ["argument", "environment"])
+def test_running_unverified_is_a_choice_announced_every_time_a_gate_starts(
+    monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    for name in ("CROSSGATE_AUTHORITY_PUBKEY", "CROSSGATE_AUTHORITY_PUBKEY_FILE", "CROSSGATE_UNVERIFIED"):
+        monkeypatch.delenv(name, raising=False)
+    if how == "environment":
+        monkeypatch.setenv("CROSSGATE_UNVERIFIED", "1")
+    authority = "unverified" if how == "argument" else None
+    queue = ReviewQueue(MemoryStore())
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        first = verified_queue(ReviewQueue(MemoryStore()))
-        second = verified_queue(ReviewQueue(MemoryStore()))
-    assert not first.verified and not second.verified
-    assert [w.category for w in caught] == [UnverifiedWarning]
+        first = verified_queue(queue, authority, announce=True)
+        second = verified_queue(queue, authority, announce=True)  # a second Gate on the same queue
+        third = verified_queue(ReviewQueue(MemoryStore()), authority)
+    assert not first.verified and not second.verified and not third.verified
+    assert [w.category for w in caught] == [UnverifiedWarning] * 3
     assert "any writer of the store can let a call run" in str(caught[0].message)
+
+
+def test_the_default_pin_file_pins_a_gate_given_nothing(
+    tmp_path: Path, authority: Authority, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("CROSSGATE_AUTHORITY_PUBKEY", "CROSSGATE_AUTHORITY_PUBKEY_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    assert default_pin_path() == tmp_path / "config" / "crossgate" / "authority.pub"
+    default_pin_path().parent.mkdir(parents=True)
+    default_pin_path().write_text(authority.public_key.pin + "\n")
+    gate = verified_queue(ReviewQueue(MemoryStore()))  # CROSSGATE_UNVERIFIED=1 too: a pin found wins
+    assert gate.verified and gate.verifier.keys.kids == (authority.kid,)  # type: ignore[union-attr]
 
 
 def test_an_in_process_queue_with_an_authority_is_verified_with_its_own_public_key(authority: Authority) -> None:

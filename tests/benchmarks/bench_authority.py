@@ -15,8 +15,11 @@ One approve decision recorded by a real ReviewQueue (MemoryStore) on a call with
   recorded) and the mark applied through the adapter kit's ``verified_queue`` with the public key pinned
   (verified before it may run), with the queue's audit checkpoints left out: what signing and verifying
   the decision add to its round trip;
-- round trip, signed + checkpoint: the same with the signed audit checkpoint such a queue also writes
-  after each decision (``crossgate.checkpoints``), as it runs by default.
+- round trip, signed + checkpoint: the same with the signed audit checkpoint and state head such a queue
+  also writes after each decision (``crossgate.checkpoints``, ``crossgate.state_head``), as it runs by default;
+- allowed call, gate, with and without the state head check; round trip, signed, without it: what the
+  gate's state head check (``crossgate.adapter._heads``: the cached head's expiry, the policy version, the
+  consumed list, and recording the applied approval in the gate's head file) adds.
 
 The rows alternate in short rounds in one process, so machine noise hits all alike; the table gives
 medians over rounds and ratios to the fingerprint. Target (issue 14): sign + verify under 200 µs.
@@ -29,6 +32,7 @@ from __future__ import annotations
 import os
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -37,8 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from crossgate import Approve, MemoryStore, Policy, ReviewQueue, ToolCall
-from crossgate.adapter import verified_queue
+from crossgate import Approve, MemoryStore, Policy, ReviewQueue, ToolCall, VerdictKind
+from crossgate.adapter import VerifiedQueue, Verifier, verified_queue
 from crossgate.authority import Authority, decision_claims
 from crossgate.fingerprint import fingerprint
 
@@ -71,6 +75,7 @@ def per_op_us(operation: Callable[[], object], n: int) -> float:
 
 def main() -> None:
     """Measure each row in alternating rounds and print medians and ratios."""
+    os.environ.setdefault("CROSSGATE_HEAD_DIR", tempfile.mkdtemp(prefix="crossgate-bench-heads-"))
     queue = ReviewQueue(MemoryStore(), Policy())
     submitted = queue.submit(call()).request
     assert submitted is not None
@@ -104,6 +109,26 @@ def main() -> None:
         assert decided.signatures
         gate_queue.mark_applied(decided, args=decided.approved_args())
 
+    headless_gate = VerifiedQueue(signing, Verifier(trusted, clock=signing.now))  # the same, without the head
+
+    def headless_round_trip() -> None:
+        pending = signing.submit(call(next(counter))).request
+        assert pending is not None
+        decided = signing.decide(pending.id, Approve(), reviewer="ana")
+        headless_gate.mark_applied(decided, args=decided.approved_args())
+
+    allowing = ReviewQueue(MemoryStore(), Policy(default=VerdictKind.ALLOW), authority=authority)
+    allowed_gate = verified_queue(allowing, trusted)
+    assert allowed_gate.heads is not None
+    allowed_headless = VerifiedQueue(allowing, Verifier(trusted, clock=allowing.now))
+    allowed_call = call()
+
+    def allowed_with_head() -> None:
+        allowed_gate.submit(allowed_call)
+
+    def allowed_without_head() -> None:
+        allowed_headless.submit(allowed_call)
+
     def checkpointed_round_trip() -> None:
         pending = checkpointing.submit(call(next(counter))).request
         assert pending is not None
@@ -134,7 +159,10 @@ def main() -> None:
             DECISIONS,
         ),
         "sign+verify": (sign_and_verify, DECISIONS),
+        "allowed call, gate, no head": (allowed_without_head, DECISIONS),
+        "allowed call, gate + head": (allowed_with_head, DECISIONS),
         "round trip, unsigned": (round_trip, max(1, DECISIONS // 10)),
+        "round trip, signed, no head": (headless_round_trip, max(1, DECISIONS // 10)),
         "round trip, signed decision": (signed_round_trip, max(1, DECISIONS // 10)),
         "round trip, +checkpoint": (checkpointed_round_trip, max(1, DECISIONS // 10)),
     }
@@ -161,6 +189,12 @@ def main() -> None:
         f"+{100 * added / plain:.0f}% of a memory-store round trip ({plain:.1f} µs)"
     )
     print(f"the signed audit checkpoint after each decision adds {checkpoint:.1f} µs more")
+    with_head, without_head = medians["allowed call, gate + head"], medians["allowed call, gate, no head"]
+    trip_head, trip_plain = medians["round trip, signed decision"], medians["round trip, signed, no head"]
+    print(
+        f"the state head check: allowed call x{with_head / without_head:.2f} ({with_head - without_head:+.1f} µs), "
+        f"round trip x{trip_head / trip_plain:.2f} ({trip_head - trip_plain:+.1f} µs)"
+    )
     floor = medians["Ed25519 alone (sign+verify)"]
     print(f"of which Ed25519 itself: {floor:.1f} µs; crossgate's own share: {both - floor:.1f} µs")
 

@@ -104,7 +104,9 @@ def clock() -> FakeClock:
 @pytest.fixture
 def queue(clock: FakeClock) -> Iterator[ReviewQueue]:
     # The CLI decides only with credentials: this queue holds the authority's key, as an operator's CLI does.
-    q = ReviewQueue(MemoryStore(), Policy(default_timeout_seconds=3600), clock=clock, authority=Authority.generate())
+    # Its approvals never lapse (written out: the default is one hour), so the output shows no window row.
+    policy = Policy(default_timeout_seconds=3600, default_apply_within_seconds="never")
+    q = ReviewQueue(MemoryStore(), policy, clock=clock, authority=Authority.generate())
     yield q
     q.close()
 

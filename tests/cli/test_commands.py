@@ -409,7 +409,7 @@ def test_show_says_how_long_an_approval_stays_good_and_why_it_lapsed(clock: Fake
 
 
 def test_show_says_who_approved_a_request_that_needs_two(clock: FakeClock) -> None:
-    two = PolicyRule(name="two", verdict=VerdictKind.ASK, tool="delete_*", approvals=2)
+    two = PolicyRule(name="two", verdict=VerdictKind.ASK, tool="delete_*", approvals=2, apply_within_seconds="never")
     queue = ReviewQueue(MemoryStore(), Policy(rules=(two,)), clock=clock, authority=Authority.generate())
     cli = Cli(queue, CliRunner())
     rid = cli.submit()["id"]

@@ -36,6 +36,7 @@ WRITES = (
     "append_outcome",
     "insert_policy_version",
     "insert_checkpoint",
+    "put_state_head",
 )
 # Written out by hand (not taken from the store) so a change to the store's table shows up here.
 EXPECTED = {

@@ -10,7 +10,14 @@ from datetime import datetime
 
 from crossgate.model import StandingRule, ToolCall, Verdict, VerdictKind
 from crossgate.policy import Policy, standing_rule_matches
-from crossgate.policy.rules import DEFAULT_REASONS, _first, _first_standing, _from_rule, _from_standing_allow
+from crossgate.policy.rules import (
+    DEFAULT_REASONS,
+    _first,
+    _first_standing,
+    _from_rule,
+    _from_standing_allow,
+    apply_window,
+)
 
 
 def naive_evaluate(policy: Policy, call: ToolCall, standing_rules: Sequence[StandingRule], now: datetime) -> Verdict:
@@ -42,5 +49,5 @@ def naive_evaluate(policy: Policy, call: ToolCall, standing_rules: Sequence[Stan
         reason=policy.default_reason if policy.default_reason is not None else DEFAULT_REASONS[policy.default],
         allowed_decisions=policy.default_allowed_decisions,
         timeout_seconds=policy.default_timeout_seconds,
-        apply_within_seconds=policy.default_apply_within_seconds,
+        apply_within_seconds=apply_window(policy.default_apply_within_seconds),
     )

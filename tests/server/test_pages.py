@@ -155,11 +155,14 @@ async def test_pending_rows_offer_a_checkbox_only_where_the_reviewer_may_decide(
 
 
 async def test_the_page_says_how_long_an_approval_stays_good(signed_in: httpx.AsyncClient, queue: ReviewQueue) -> None:
+    def windowed_rules(window: float | str) -> None:
+        rules = tuple(r.model_copy(update={"apply_within_seconds": window}) for r in queue.policy.rules)
+        queue.policy = queue.policy.model_copy(update={"rules": rules})
+
+    windowed_rules("never")
     plain = submit(queue, args={"id": "t1", "body": "two\nlines"})
     assert "Approval good for" not in (await signed_in.get(f"/requests/{plain.id}")).text
-    queue.policy = queue.policy.model_copy(
-        update={"rules": tuple(r.model_copy(update={"apply_within_seconds": 900}) for r in queue.policy.rules)}
-    )
+    windowed_rules(900)
     windowed = submit(queue, args={"id": "t2"})
     assert windowed.apply_within_seconds == 900
     page = (await signed_in.get(f"/requests/{windowed.id}")).text

@@ -89,7 +89,7 @@ class Gate:
             raise ConfigurationError("a gate that defers needs a finite hold (seconds the hook may wait)")
         if (hold is not None and hold < 0) or (subagent_hold is not None and subagent_hold < 0):
             raise ConfigurationError("hold cannot be negative")
-        self.queue: AdapterQueue = verified_queue(queue, authority)
+        self.queue: AdapterQueue = verified_queue(queue, authority, announce=True)
         self.base_options = options or ClaudeAgentOptions()
         self.hold = hold
         self.defer = defer

@@ -94,7 +94,7 @@ class Gate:
         authority: AuthorityPin = None,
         excerpt: bool = False,
     ) -> None:
-        self.queue: AdapterQueue = verified_queue(queue, authority)
+        self.queue: AdapterQueue = verified_queue(queue, authority, announce=True)
         self.excerpt = excerpt
         """The app's consent to show reviewers what an agent's thread did before it asked (its ``messages``:
         the user's request, the model's last messages, the calls that ran), with each request it parks."""

@@ -116,7 +116,7 @@ class Gate:
         authority: AuthorityPin = None,
         excerpt: bool = False,
     ) -> None:
-        self.queue: AdapterQueue = verified_queue(queue, authority)
+        self.queue: AdapterQueue = verified_queue(queue, authority, announce=True)
         self.excerpt = excerpt
         self.context: JsonObject = app_context(context)
         self.sdk_agent = sdk_agent

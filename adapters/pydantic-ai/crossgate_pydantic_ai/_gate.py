@@ -70,7 +70,7 @@ class Gate:
         authority: AuthorityPin = None,
         excerpt: bool = False,
     ) -> None:
-        self.queue: AdapterQueue = verified_queue(queue, authority)
+        self.queue: AdapterQueue = verified_queue(queue, authority, announce=True)
         self.excerpt = excerpt
         """The app's consent to show reviewers what a run did before it asked (its prompt, the model's texts,
         the calls that returned), with each request it parks."""

@@ -28,9 +28,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 from weakref import WeakKeyDictionary
 
+from crossgate.adapter._heads import CONSUMED, REVOKED_RULE, ROLLED_BACK, STALE, HeadFile, HeadGuard, default_head_file
 from crossgate.adapter._protocol import AdapterQueue
-from crossgate.authority.claims import DecisionClaims
-from crossgate.authority.keys import PUBKEY_ENV, PUBKEY_FILE_ENV, Authority, PublicKey, TrustedKeys
+from crossgate.authority.claims import DecisionClaims, StateHeadClaims
+from crossgate.authority.keyring import default_pin_path
+from crossgate.authority.keys import PUBKEY_ENV, Authority, PublicKey, TrustedKeys
 from crossgate.clock import Clock, utc_now
 from crossgate.errors import ConfigurationError, RequestCancelledError, RequestExpiredError, SignatureError
 from crossgate.fingerprint import fingerprint
@@ -58,7 +60,8 @@ if TYPE_CHECKING:
     from crossgate.stores.base import Page, RequestQuery
 
 AuthorityPin: TypeAlias = TrustedKeys | PublicKey | Authority | str | os.PathLike[str] | None
-"""What ``Gate(authority=...)`` takes: keys, one key, an authority (its public key), a pin file's path or pin text."""
+"""What ``Gate(authority=...)`` takes: keys, one key, an authority (its public key), a pin file's path, pin text,
+or ``"unverified"`` (run without verifying, by choice)."""
 
 DECISION_REFUSED = (
     "crossgate did not run {tool}: the decision on request {request} did not verify against the authority key "
@@ -69,11 +72,24 @@ RULE_REFUSED = (
     "standing rule {rule} allowed this {tool} call, but the rule did not verify against the authority key pinned "
     "where the tool runs ({problem}), so it was not run. Do not retry it; tell the user it needs a reviewer's decision."
 )
+UNVERIFIED_CHOICE = "unverified"
+"""``Gate(authority="unverified")``: run without verifying anything, by choice (development, tests)."""
+UNVERIFIED_ENV = "CROSSGATE_UNVERIFIED"
+"""``CROSSGATE_UNVERIFIED=1``: the same choice, for a gate given no pin, when none is found either."""
 UNVERIFIED = (
-    "crossgate: no authority public key is pinned (Gate(authority=...), ${env} or ${file_env}), so decisions and "
-    "standing rules are not verified where tools run: any writer of the store can let a call run. "
-    "See docs/security.md."
+    'crossgate: this gate runs UNVERIFIED (chosen with Gate(authority="unverified") or ${unverified}=1): '
+    "decisions and standing rules are not verified where tools run, so any writer of the store can let a call "
+    "run. See docs/security.md."
 )
+NO_PIN = (
+    "crossgate: no authority public key is pinned, so this gate refuses to start: pin the key "
+    "(Gate(authority=...), ${env}, or the pin file {path} that crossgate serve writes), "
+    'or choose to run unverified (Gate(authority="unverified") or {unverified}=1)'
+).replace("${env}", "$" + PUBKEY_ENV)
+HEAD_RULE = "crossgate-state-head"
+"""The rule a deny verdict names when the state head refused the call (so ``submit(verdict=)`` records it)."""
+HEAD_REASONS = frozenset({"stale_head", "rolled_back", "consumed", "revoked_rule"})
+"""Refusal reasons of the state head check, beside the signature's (see docs/security.md)."""
 RULE_CACHE_SIZE = 1024
 """Verified standing rules a gate remembers (a rule verifies once, not on every call it allows)."""
 
@@ -82,25 +98,27 @@ class UnverifiedWarning(UserWarning):
     """A gate lets reviewed calls run without verifying signatures: no authority public key is pinned."""
 
 
-_warned = False
+# Shown every time, not once per place in the code as Python shows a warning by default; a filter of the
+# application's own (inserted before this one) still wins.
+warnings.filterwarnings("always", category=UnverifiedWarning, append=True)
 
 
 def _warn_unverified() -> None:
-    global _warned
-    if not _warned:
-        _warned = True
-        message = UNVERIFIED.replace("${env}", "$" + PUBKEY_ENV).replace("${file_env}", "$" + PUBKEY_FILE_ENV)
-        warnings.warn(message, UnverifiedWarning, stacklevel=3)
+    warnings.warn(UNVERIFIED.replace("${unverified}", UNVERIFIED_ENV), UnverifiedWarning, stacklevel=3)
 
 
 def pinned_keys(
     authority: AuthorityPin = None, *, queue: object = None, environ: Mapping[str, str] | None = None
 ) -> TrustedKeys | None:
-    """The keys a gate verifies with: ``authority``, else the environment's, else an in-process queue's own.
+    """The keys a gate verifies with: ``authority``, else the environment's, else an in-process queue's own,
+    else the pin file at :data:`~crossgate.authority.DEFAULT_PIN_PATH`.
 
-    A string is a pin file's path when such a file exists, else pin text (``ed25519:…``). None when
-    nothing is pinned (the gate then runs unverified).
+    A string is a pin file's path when such a file exists, else pin text (``ed25519:…``). None when running
+    unverified was chosen (``authority="unverified"``, or ``$CROSSGATE_UNVERIFIED=1`` with nothing pinned);
+    ConfigurationError, one line saying how to pin or opt out, when nothing is pinned and it was not.
     """
+    if authority == UNVERIFIED_CHOICE:
+        return None
     if isinstance(authority, TrustedKeys):
         return authority
     if isinstance(authority, PublicKey):
@@ -124,7 +142,13 @@ def pinned_keys(
     # The queue object of this very process (never anything read from its store) signs with this key.
     if isinstance(queue, ReviewQueue) and queue.authority is not None:
         return queue.authority.trusted_keys()
-    return None
+    pin_file = default_pin_path()
+    if pin_file.is_file():
+        return TrustedKeys.from_file(pin_file)
+    values = os.environ if environ is None else environ
+    if values.get(UNVERIFIED_ENV, "").strip().lower() in ("1", "true", "yes"):
+        return None
+    raise ConfigurationError(NO_PIN.format(path=pin_file, env=PUBKEY_ENV, unverified=UNVERIFIED_ENV))
 
 
 def _from_text_or_path(value: str) -> TrustedKeys:
@@ -216,9 +240,11 @@ class VerifiedQueue:
     Every other call goes to ``inner`` unchanged. Build one with :func:`verified_queue`.
     """
 
-    def __init__(self, inner: AdapterQueue, verifier: Verifier) -> None:
+    def __init__(self, inner: AdapterQueue, verifier: Verifier, heads: HeadGuard | None = None) -> None:
         self.inner = inner
         self.verifier = verifier
+        self.heads = heads
+        """The newest state head this gate has seen (None unverified): see :mod:`crossgate.adapter._heads`."""
 
     @property
     def verified(self) -> bool:
@@ -233,7 +259,7 @@ class VerifiedQueue:
     # judging and asking: an allow by a standing rule is verified --------------------------------
     def evaluate(self, call: ToolCall) -> Verdict:
         verdict = self.inner.evaluate(call)
-        refusal = self._rule_refusal(call, verdict)
+        refusal = self._rule_refusal(call, verdict) or self._head_refusal(call, verdict)
         return verdict if refusal is None else refusal[0]
 
     def submit(
@@ -290,13 +316,13 @@ class VerifiedQueue:
 
     def _checked(self, call: ToolCall, submission: Submission) -> Submission:
         if submission.request is not None:
-            return submission
-        refusal = self._rule_refusal(call, submission.verdict)
+            return submission  # asked: nothing runs before its approval is checked (mark_applied)
+        refusal = self._rule_refusal(call, submission.verdict) or self._head_refusal(call, submission.verdict)
         if refusal is None:
             return submission
         return self._refused(call, *refusal)
 
-    def _refused(self, call: ToolCall, verdict: Verdict, error: SignatureError, rule: str) -> Submission:
+    def _refused(self, call: ToolCall, verdict: Verdict, error: SignatureError, rule: str | None) -> Submission:
         self.inner.refuse_unverified(
             call, reason=error.reason, problem=str(error), message=verdict.reason, rule=rule, actor=call.framework
         )
@@ -309,6 +335,9 @@ class VerifiedQueue:
 
         None when ``verdict`` is no such refusal, or the rule verifies by now (then it is judged again).
         """
+        if verdict.kind is VerdictKind.DENY and verdict.rule == HEAD_RULE:
+            refusal = self._head_refusal(call, self.inner.evaluate(call))
+            return None if refusal is None else self._refused(call, *refusal)
         rule = verdict.standing_rule
         if verdict.kind is not VerdictKind.DENY or rule is None or rule.effect is not VerdictKind.ALLOW:
             return None
@@ -317,12 +346,55 @@ class VerifiedQueue:
 
     @staticmethod
     def _still_judged(verdict: Verdict | None) -> Verdict | None:
-        # A refusal whose rule verifies by now is judged afresh, never passed on as the policy's deny.
-        if verdict is not None and verdict.kind is VerdictKind.DENY and verdict.standing_rule is not None:
+        # A refusal whose rule verifies by now (or whose head is fresh by now) is judged afresh, never passed
+        # on as the policy's deny.
+        judged = verdict is not None and verdict.kind is VerdictKind.DENY
+        if judged and verdict is not None and (verdict.standing_rule is not None or verdict.rule == HEAD_RULE):
             return None
         return verdict
 
-    def _rule_refusal(self, call: ToolCall, verdict: Verdict) -> tuple[Verdict, SignatureError, str] | None:
+    def _head_refusal(self, call: ToolCall, verdict: Verdict) -> tuple[Verdict, SignatureError, str | None] | None:
+        """A deny verdict when the state head refuses the allow ``verdict`` for ``call``; else None."""
+        heads = self.heads
+        if heads is None or verdict.kind is not VerdictKind.ALLOW:
+            return None
+        try:
+            head = heads.current()
+            self._check_policy(head)
+        except SignatureError as exc:
+            template = STALE if exc.reason == "stale_head" else ROLLED_BACK
+            reason = template.format(tool=call.tool, problem=exc)
+            return Verdict(kind=VerdictKind.DENY, reason=reason, rule=HEAD_RULE), exc, None
+        rule = verdict.standing_rule
+        if rule is not None and rule.id in head.revoked_rules:
+            error = SignatureError(f"standing rule {rule.id} is revoked in the state head", reason="revoked_rule")
+            reason = REVOKED_RULE.format(rule=rule.id, tool=call.tool)
+            return Verdict(kind=VerdictKind.DENY, reason=reason, rule=HEAD_RULE), error, rule.id
+        return None
+
+    def _check_policy(self, head: StateHeadClaims) -> None:
+        """SignatureError ``rolled_back`` when the inner queue evaluates a policy older than the head's."""
+        evaluated = getattr(self.inner, "evaluated_policy", None)
+        if evaluated is None or head.policy_version is None:
+            return  # the server evaluates (a RemoteQueue), or no policy version was ever signed
+        local, version, digest = evaluated()
+        if local or (version is not None and version > head.policy_version):
+            return  # a local policy (development), or one signed after this head
+        if version is None:
+            named = head.policy_version
+            problem = f"the store holds no verified policy, and the authority's state head names version {named}"
+        elif version < head.policy_version:
+            problem = (
+                f"the store's current policy is version {version}, older than version {head.policy_version} "
+                "that the authority's state head names"
+            )
+        elif digest != head.policy_digest:
+            problem = f"policy version {version} is not the document the authority's state head names"
+        else:
+            return
+        raise SignatureError(problem + " (a rollback)", reason="rolled_back")
+
+    def _rule_refusal(self, call: ToolCall, verdict: Verdict) -> tuple[Verdict, SignatureError, str | None] | None:
         rule = verdict.standing_rule
         if verdict.kind is not VerdictKind.ALLOW or rule is None:
             return None
@@ -346,16 +418,28 @@ class VerifiedQueue:
             request = request_id
         else:
             request = self.inner.get(request_id.id if isinstance(request_id, ApprovalRequest) else request_id)
+        claims = None
         if request.status is RequestStatus.DECIDED and self.verifier.verified:
-            self._verify_or_refuse(request, args, actor)
-        return self.inner.mark_applied(request, args=args, actor=actor)
+            claims = self._verify_or_refuse(request, args, actor)
+        applied = self.inner.mark_applied(request, args=args, actor=actor)
+        if claims is not None and claims.runs_fingerprint is not None and self.heads is not None:
+            self.heads.applied(request.id, claims.apply_by)
+        return applied
 
-    def _verify_or_refuse(self, request: ApprovalRequest, args: JsonObject | None, actor: str | None) -> None:
+    def _verify_or_refuse(
+        self, request: ApprovalRequest, args: JsonObject | None, actor: str | None
+    ) -> DecisionClaims | None:
         tool = request.call.tool
         try:
-            self.verifier.check_decision(request, args)
+            claims = self.verifier.check_decision(request, args)
+            if claims is not None and claims.runs_fingerprint is not None:
+                self._check_head_before_applying(request)
         except SignatureError as exc:
-            message = DECISION_REFUSED.format(tool=tool, request=request.id, problem=exc)
+            if exc.reason in HEAD_REASONS:
+                template = {"stale_head": STALE, "rolled_back": ROLLED_BACK}.get(exc.reason, CONSUMED)
+                message = template.format(tool=tool, problem=exc, request=request.id)
+            else:
+                message = DECISION_REFUSED.format(tool=tool, request=request.id, problem=exc)
             self.inner.refuse_unverified(request, reason=exc.reason, problem=str(exc), message=message, actor=actor)
             raise RequestCancelledError(message) from exc
         except RequestExpiredError as exc:
@@ -363,6 +447,19 @@ class VerifiedQueue:
             message = APPROVAL_LAPSED_MESSAGE.format(tool=tool, seconds=window)
             self.inner.refuse_unverified(request, reason="lapsed", problem=str(exc), message=message, actor=actor)
             raise
+        return claims
+
+    def _check_head_before_applying(self, request: ApprovalRequest) -> None:
+        """SignatureError (``stale_head``, ``rolled_back``, ``consumed``) when the head refuses this approval."""
+        heads = self.heads
+        if heads is None:
+            return
+        self._check_policy(heads.current())
+        if heads.consumed(request.id):
+            raise SignatureError(
+                f"the approval on request {request.id} was applied already (the store shows it decided again)",
+                reason="consumed",
+            )
 
     def check_applied(self, request: ApprovalRequest, args: JsonObject) -> bool:
         """True if ``request`` (applied before) holds a decision that verifies for ``args``; for a call the SDK
@@ -476,30 +573,57 @@ class VerifiedQueue:
 _guarded: WeakKeyDictionary[object, VerifiedQueue] = WeakKeyDictionary()
 
 
-def verified_queue(queue: AdapterQueue, authority: AuthorityPin = None) -> VerifiedQueue:
+def verified_queue(
+    queue: AdapterQueue,
+    authority: AuthorityPin = None,
+    *,
+    head_file: str | os.PathLike[str] | None = None,
+    announce: bool = False,
+) -> VerifiedQueue:
     """``queue`` behind the authority check, with the keys :func:`pinned_keys` finds for ``authority``.
 
     Keys given here pin ``queue`` for the whole process: every later ``verified_queue(queue)`` (the
     adapter kit's own checks, a LangChain middleware built on the same queue) uses them too. A
-    :class:`VerifiedQueue` is returned as it is when ``authority`` is None. Without keys the result
-    verifies nothing and :class:`UnverifiedWarning` is issued, once per process.
+    :class:`VerifiedQueue` is returned as it is when ``authority`` is None. ``head_file``: where the gate
+    remembers the newest state head (default :func:`~crossgate.adapter._heads.default_head_file`).
+    ConfigurationError when nothing is pinned and running unverified was not chosen; an unverified gate
+    issues :class:`UnverifiedWarning` each time one is built, and each time a Gate starts (``announce``).
     """
     if isinstance(queue, VerifiedQueue):
-        if authority is None:
+        if authority is None and head_file is None:
+            if announce and not queue.verified:
+                _warn_unverified()
             return queue
         queue = queue.inner
-    if authority is None and (cached := _cached(queue)) is not None:
+    if authority is None and head_file is None and (cached := _cached(queue)) is not None:
+        if announce and not cached.verified:
+            _warn_unverified()
         return cached
     keys = pinned_keys(authority, queue=queue)
-    if keys is None:
-        _warn_unverified()
     from crossgate.queue import ReviewQueue
 
     clock: Clock = queue.now if isinstance(queue, ReviewQueue) else utc_now
-    guarded = VerifiedQueue(queue, Verifier(keys, clock=clock))
+    heads = None
+    if keys is None:
+        _warn_unverified()
+    else:
+        fetch = getattr(queue, "state_head_token", None)
+        signs = isinstance(queue, ReviewQueue) and queue.authority is not None
+        heads = HeadGuard(
+            keys,
+            fetch if callable(fetch) else _no_head,
+            HeadFile(head_file if head_file is not None else default_head_file(keys)),
+            clock,
+            sign=queue.sign_state_head if signs and isinstance(queue, ReviewQueue) else None,
+        )
+    guarded = VerifiedQueue(queue, Verifier(keys, clock=clock), heads)
     with contextlib.suppress(TypeError):  # not weakly referenceable: resolved on every call instead
         _guarded[queue] = guarded
     return guarded
+
+
+def _no_head() -> str | None:
+    return None
 
 
 def _cached(queue: AdapterQueue) -> VerifiedQueue | None:

@@ -17,20 +17,22 @@ from crossgate.authority.claims import (
     PolicyVersionClaims,
     ReviewerKind,
     StandingRuleClaims,
+    StateHeadClaims,
     decision_claims,
     json_digest,
     policy_digest,
     policy_version_claims,
     standing_rule_claims,
 )
-from crossgate.authority.keyring import Keyring, default_directory
+from crossgate.authority.keyring import DEFAULT_PIN_PATH, Keyring, default_directory, default_pin_path
 from crossgate.authority.keys import Authority, PublicKey, TrustedKeys
 from crossgate.errors import SignatureError
 
-__all__ = [
+__all__ = [  # noqa: RUF022 (sorted plainly, as tests/authority/test_api.py checks)
     "Authority",
     "CheckpointClaims",
     "Claims",
+    "DEFAULT_PIN_PATH",
     "DecisionClaims",
     "Keyring",
     "PolicyVersionClaims",
@@ -38,9 +40,11 @@ __all__ = [
     "ReviewerKind",
     "SignatureError",
     "StandingRuleClaims",
+    "StateHeadClaims",
     "TrustedKeys",
     "decision_claims",
     "default_directory",
+    "default_pin_path",
     "json_digest",
     "policy_digest",
     "policy_version_claims",

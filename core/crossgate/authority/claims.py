@@ -11,6 +11,7 @@ JSON form, times in UTC. Digests are the lowercase hex sha256 of a value's canon
 - :class:`PolicyVersionClaims`: one version of the policy, by the digest of its canonical document;
 - :class:`CheckpointClaims`: the head of the audit chain at one moment;
 - :class:`CredentialClaims`: a stored reviewer's or agent's credential (the digest of its token, its scope).
+- :class:`StateHeadClaims`: the newest state as a whole, for a short while (see :mod:`crossgate.state_head`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
+from crossgate.authority.consumed import filter_bytes, in_filter
 from crossgate.decisions import AnyDecision
 from crossgate.errors import InvalidDecisionError
 from crossgate.fingerprint import canonical_json, fingerprint
@@ -217,10 +219,62 @@ class CredentialClaims(_Claims):
     created_at: UtcTime
 
 
-Claims = DecisionClaims | StandingRuleClaims | PolicyVersionClaims | CheckpointClaims | CredentialClaims
+class StateHeadClaims(_Claims):
+    """The newest state the authority vouches for, until ``expires_at``: what a rollback cannot hide.
+
+    A gate remembers the newest head it has seen (in its own file) and refuses a policy version older than
+    the head's, a standing rule the head names revoked and an approval the head names consumed; past
+    ``expires_at`` with nothing newer, it refuses everything (a frozen store).
+    """
+
+    typ: Literal["crossgate.state_head.v1"] = "crossgate.state_head.v1"
+    issued_at: UtcTime
+    expires_at: UtcTime
+    policy_version: int | None = Field(default=None, ge=1)
+    """The store's current signed policy version; None while none is stored."""
+    policy_digest: Digest | None = None
+    rules_version: int = Field(ge=0)
+    """The store's ``rules_version`` when signed (for people: any writer can move it)."""
+    revoked_rules: tuple[str, ...] = ()
+    """Ids of revoked standing rules that would still stand otherwise (not past their own expiry), sorted."""
+    audit_seq: int = Field(ge=0)
+    audit_hash: Digest
+    consumed: str
+    """A Bloom filter (:mod:`crossgate.authority.consumed`, base64url) of the request ids of approvals applied
+    whose signed ``apply_by`` has not passed, or that never lapse: an approval in it never runs again. The
+    default apply window (one hour) bounds how many it holds."""
+    consumed_count: int = Field(ge=0)
+    """How many approvals the filter holds (for people, and its expected false-positive rate)."""
+    consumed_until: UtcTime | None = None
+    """The latest ``apply_by`` among them; None while one never lapses or the filter is empty."""
+
+    @model_validator(mode="after")
+    def _digest_with_version(self) -> StateHeadClaims:
+        if (self.policy_version is None) != (self.policy_digest is None):
+            raise ValueError("policy_version and policy_digest are set together")
+        if self.expires_at <= self.issued_at:
+            raise ValueError("expires_at is after issued_at")
+        filter_bytes(self.consumed)
+        return self
+
+    def consumes(self, request_id: str) -> bool:
+        """True when this head names ``request_id``'s approval consumed (or, rarely, a false positive)."""
+        return in_filter(filter_bytes(self.consumed), request_id)
+
+
+Claims = (
+    DecisionClaims | StandingRuleClaims | PolicyVersionClaims | CheckpointClaims | CredentialClaims | StateHeadClaims
+)
 CLAIMS_TYPES: dict[str, type[Claims]] = {
     cls.model_fields["typ"].default: cls
-    for cls in (DecisionClaims, StandingRuleClaims, PolicyVersionClaims, CheckpointClaims, CredentialClaims)
+    for cls in (
+        DecisionClaims,
+        StandingRuleClaims,
+        PolicyVersionClaims,
+        CheckpointClaims,
+        CredentialClaims,
+        StateHeadClaims,
+    )
 }
 """Each claims class by its ``typ``."""
 

@@ -40,13 +40,27 @@ KEYRING_DIR_ENV = "CROSSGATE_AUTHORITY_DIR"
 """The operator's key directory when ``--dir`` is not given."""
 
 
+DEFAULT_PIN_PATH = "$XDG_CONFIG_HOME/crossgate/authority.pub"
+"""Where a gate given no pin looks for one (``~/.config/crossgate/authority.pub`` without ``$XDG_CONFIG_HOME``):
+the pin text ``crossgate serve``'s first run writes. :func:`default_pin_path` resolves it now."""
+
+
+def config_home() -> Path:
+    """``$XDG_CONFIG_HOME``, else ``~/.config``."""
+    return Path(os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config"))
+
+
+def default_pin_path() -> Path:
+    """:data:`DEFAULT_PIN_PATH` as it resolves in this environment."""
+    return config_home() / "crossgate" / "authority.pub"
+
+
 def default_directory() -> Path:
     """``$CROSSGATE_AUTHORITY_DIR``, else ``$XDG_CONFIG_HOME/crossgate/authority`` (``~/.config`` by default)."""
     configured = os.environ.get(KEYRING_DIR_ENV)
     if configured:
         return Path(configured)
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "crossgate" / "authority"
+    return config_home() / "crossgate" / "authority"
 
 
 class _Entry(BaseModel):

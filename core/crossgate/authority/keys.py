@@ -38,6 +38,7 @@ from crossgate.authority.claims import (
     DecisionClaims,
     PolicyVersionClaims,
     StandingRuleClaims,
+    StateHeadClaims,
     policy_digest,
     standing_rule_claims,
 )
@@ -53,7 +54,9 @@ PUBKEY_FILE_ENV = "CROSSGATE_AUTHORITY_PUBKEY_FILE"
 PIN_PREFIX = "ed25519:"
 REVOKED_PREFIX = "revoked:"
 
-C = TypeVar("C", DecisionClaims, StandingRuleClaims, PolicyVersionClaims, CheckpointClaims, CredentialClaims)
+C = TypeVar(
+    "C", DecisionClaims, StandingRuleClaims, PolicyVersionClaims, CheckpointClaims, CredentialClaims, StateHeadClaims
+)
 _PEM_BLOCK = re.compile(r"-----BEGIN ([A-Z ]+)-----.*?-----END \1-----", re.DOTALL)
 _COMMENT = re.compile(r"#[^\n]*")
 

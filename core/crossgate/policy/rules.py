@@ -17,12 +17,13 @@ Deny beats ask beats allow, and nothing a reviewer remembers can lift a policy d
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, model_validator
 
 from crossgate.errors import ConfigurationError
 from crossgate.fingerprint import canonical_json
@@ -52,6 +53,35 @@ from crossgate.policy.patterns import (
     path_match,
     regex_search,
 )
+
+DEFAULT_APPLY_WITHIN_SECONDS = 3600.0
+"""How long an approval may wait to be applied when its rule says nothing: one hour (docs/policy.md)."""
+NEVER = "never"
+
+
+def _apply_window_input(value: Any) -> Any:
+    """One clear error for a window that is neither a positive finite number of seconds nor ``never``."""
+    if value is None or value == NEVER:
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("Input should be a number of seconds or 'never'")
+    if not math.isfinite(value):
+        raise ValueError("Input should be a finite number")
+    if not 0 < value <= MAX_SECONDS:
+        raise ValueError(f"Input should be greater than 0 and at most {MAX_SECONDS}")
+    return float(value)
+
+
+ApplyWindow = Annotated[float | Literal["never"] | None, BeforeValidator(_apply_window_input)]
+"""A rule's ``apply_within_seconds``: seconds, ``never`` (an approval that never lapses), or unset (one hour)."""
+
+
+def apply_window(value: float | str | None) -> float | None:
+    """The seconds an approval may wait under a rule's ``apply_within_seconds``; None for ``never``."""
+    if value is None:
+        return DEFAULT_APPLY_WITHIN_SECONDS
+    return None if value == NEVER else float(value)
+
 
 
 class ArgCondition(BaseModel):
@@ -133,8 +163,9 @@ class PolicyRule(BaseModel):
     description: str | None = None
     allowed_decisions: tuple[DecisionKind, ...] = ALL_DECISIONS
     timeout_seconds: float | None = Field(default=None, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
-    apply_within_seconds: float | None = Field(default=None, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
-    """ask: an approval not applied this long after it was given lapses, and the call does not run."""
+    apply_within_seconds: ApplyWindow = None
+    """ask: an approval not applied this long after it was given lapses, and the call does not run. Unset:
+    :data:`DEFAULT_APPLY_WITHIN_SECONDS` (one hour); ``never`` (written explicitly): it never lapses."""
     approvals: int = Field(default=1, ge=1, le=10)
     """ask: how many different reviewers must approve (more than one: four eyes; no edit, respond or remember)."""
     rememberable: bool = True
@@ -231,7 +262,8 @@ class Policy(BaseModel):
     """What the model and reviewers read for a call no rule covers; None: ``DEFAULT_REASONS[default]``."""
     default_allowed_decisions: tuple[DecisionKind, ...] = ALL_DECISIONS
     default_timeout_seconds: float | None = Field(default=None, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
-    default_apply_within_seconds: float | None = Field(default=None, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
+    default_apply_within_seconds: ApplyWindow = None
+    """The apply window of a call no rule covers: unset, one hour; ``never`` only when written."""
     context_keys: tuple[str, ...] = ()
     """Context keys the app sets (``tenant``), so ``crossgate policy check`` knows rules testing them can match."""
 
@@ -284,7 +316,7 @@ class Policy(BaseModel):
             reason=self.default_reason if self.default_reason is not None else DEFAULT_REASONS[self.default],
             allowed_decisions=self.default_allowed_decisions,
             timeout_seconds=self.default_timeout_seconds,
-            apply_within_seconds=self.default_apply_within_seconds,
+            apply_within_seconds=apply_window(self.default_apply_within_seconds),
         )
 
     def rules_for_tool(self, tool: str, *, framework: str, agent: str | None = None) -> ToolRules:
@@ -374,7 +406,7 @@ def _new_verdict(rule: PolicyRule) -> Verdict:
         allowed_decisions=rule.allowed_decisions,
         description=rule.description,
         timeout_seconds=rule.timeout_seconds,
-        apply_within_seconds=rule.apply_within_seconds,
+        apply_within_seconds=apply_window(rule.apply_within_seconds),
         approvals=rule.approvals,
     )
 

@@ -213,6 +213,14 @@ def apply_policy(
     event = NewEvent(kind=POLICY_APPLIED, at=claims.created_at, actor=created_by, channel=channel, payload=payload)
     sealed = store.insert_policy_version(version, event)
     Checkpointer(store, authority, clock=clock).authored(sealed)
+    from crossgate.state_head import HeadSigner
+
+    signer = HeadSigner(store, authority, clock=clock)
+    signer.knows_policy(version, claims.digest)
+    try:
+        signer.sign()  # gates refuse an older version from now on
+    except StoreError as exc:
+        log.warning("crossgate: could not store a fresh state head: %s", exc)
     return Applied(version, diff, sealed)
 
 
@@ -292,6 +300,25 @@ class PolicySource:
         if callable(result):
             raise result()
         return result
+
+    def evaluated(self, key: Callable[[], int]) -> tuple[bool, int | None, str | None]:
+        """What was evaluated last: (a local policy?, its stored version, that version's digest).
+
+        Reads nothing when a policy was evaluated already; else evaluates at ``key()``. A refused or
+        missing stored version gives (False, None, None).
+        """
+        if self.local is not None:
+            return True, None, None
+        if self._cache is None:
+            try:
+                self.at(key())
+            except ConfigurationError:
+                return False, None, None
+        cached = self._cache
+        result = cached[1] if cached is not None else None
+        if not isinstance(result, tuple) or result[1] is None or self._verified is None:
+            return False, None, None
+        return False, result[1], self._verified.claims.digest
 
     def _load(self) -> VerifiedPolicy | None:
         stored = self.store.get_policy_version()

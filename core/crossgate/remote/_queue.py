@@ -132,6 +132,12 @@ class RemoteQueue:
         self._policy = (version, policy, time.monotonic() + self.policy_ttl_seconds)
         return policy
 
+    def state_head_token(self) -> str | None:
+        """The server's newest signed state head, unverified (the gate verifies it with its own pinned keys)."""
+        answer = self._call("GET", "/state-head")
+        token = answer.get("token") if isinstance(answer, dict) else None
+        return token if isinstance(token, str) else None
+
     def evaluate(self, call: ToolCall) -> Verdict:
         """The server policy's verdict for ``call`` with the current standing rules; records nothing."""
         return Verdict.model_validate(self._call("POST", "/evaluate", {"call": call.model_dump(mode="json")}))

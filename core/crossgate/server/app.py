@@ -43,6 +43,7 @@ from crossgate.server.settings import ServerSettings
 from crossgate.server.state import ServerState
 from crossgate.server.tracecontext import TraceContext
 from crossgate.server.webhooks import Notifier
+from crossgate.state_head import StateHeadTimer
 from crossgate.stores.credentials import CredentialStore
 
 log = logging.getLogger(__name__)
@@ -92,6 +93,7 @@ def create_app(
         assert state.notifier is not None
         await state.notifier.start()
         await aap.state.notifier.start()
+        heads = _state_head_timer(queue, settings)
         for channel in channels:
             await channel.start()
         try:
@@ -99,6 +101,8 @@ def create_app(
         finally:
             for channel in channels:
                 await channel.stop()
+            if heads is not None:
+                heads.stop()
             await aap.state.notifier.stop()
             await state.notifier.stop()
             await state.feed.stop()
@@ -160,6 +164,17 @@ def _channels(state: ServerState) -> list[Channel]:
 
         channels.append(EmailNotifier(state, state.settings.email))
     return channels
+
+
+def _state_head_timer(queue: ReviewQueue, settings: ServerSettings) -> StateHeadTimer | None:
+    """Sign a fresh state head every few seconds while the server runs, when the queue holds the key."""
+    signer = queue.head_signer
+    if signer is None:
+        return None
+    signer.lifetime_seconds = settings.state_head_lifetime_seconds
+    timer = StateHeadTimer(signer, settings.state_head_every_seconds)
+    timer.start()
+    return timer
 
 
 async def _error_response(request: Request, exc: Exception) -> Response:

@@ -278,6 +278,10 @@ class ServerSettings:
     """The Slack app channel (``[slack]``): interactive messages, decided in Slack."""
     email: EmailSettings | None = None
     """The e-mail notifier (``[email]``): signed one-tap links to each reviewer with an ``email``."""
+    state_head_every_seconds: float = 5.0
+    """How often the server signs a fresh state head (with the authority's key): see docs/security.md."""
+    state_head_lifetime_seconds: float = 300.0
+    """How long each state head is valid: a gate that sees nothing newer for that long refuses every call."""
 
     def __post_init__(self) -> None:
         names = [r.name for r in self.reviewers]
@@ -304,6 +308,12 @@ class ServerSettings:
             raise ConfigurationError(
                 f"base_url must be an http or https address such as https://review.example.com, got {self.base_url!r}"
             )
+        every, lifetime = self.state_head_every_seconds, self.state_head_lifetime_seconds
+        if not 0 < every < lifetime <= 86400:
+            raise ConfigurationError(
+                "state_head_every_seconds must be positive and shorter than state_head_lifetime_seconds "
+                f"(at most a day), got {every} and {lifetime}"
+            )
         if len(self.secret) < 16:
             raise ConfigurationError("the link-signing secret needs 16 bytes at least")
         slack_users = [r.slack_user for r in self.reviewers if r.slack_user]
@@ -328,6 +338,8 @@ WEBHOOK_TUNING: dict[str, type[int] | type[float]] = {
     "webhook_lease_seconds": float,
     "max_body_bytes": int,
     "link_ttl_seconds": float,
+    "state_head_every_seconds": float,
+    "state_head_lifetime_seconds": float,
 }
 """Top-level keys of the file that tune the server (see :class:`ServerSettings`)."""
 LIMIT_KEYS = ("args_bytes", "message_bytes", "note_bytes")

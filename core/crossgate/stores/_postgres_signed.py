@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
+from datetime import datetime
 from typing import Any, Protocol
 
 import psycopg
@@ -23,7 +24,7 @@ class _Host(Protocol):
 
 
 class SignedStateMixin:
-    """``Store``'s policy versions and checkpoints on the tables of migration 005."""
+    """``Store``'s policy versions and checkpoints (migration 005) and the state head (migration 008)."""
 
     def insert_policy_version(self: _Host, version: PolicyVersion, event: NewEvent) -> Event:
         row = {
@@ -79,6 +80,15 @@ class SignedStateMixin:
         with self._conn("read the latest checkpoint") as conn:
             row = conn.execute(_query("latest_checkpoint")).fetchone()
         return None if row is None else _checkpoint(row)
+
+    def put_state_head(self: _Host, token: str, issued_at: datetime) -> None:
+        with self._conn("store the state head") as conn:
+            conn.execute(_query("put_state_head"), {"issued_at": issued_at, "token": token})
+
+    def get_state_head(self: _Host) -> str | None:
+        with self._conn("read the state head") as conn:
+            row = conn.execute(_query("get_state_head")).fetchone()
+        return None if row is None else str(row[0])
 
 
 def _query(name: str) -> sql.SQL:

@@ -51,6 +51,9 @@ invariants hold:
   cancellation, and for a revoked standing rule (losing one would silently grant again).
 - A stored policy version and a signed audit checkpoint are FULL commits too: an operator told "applied"
   is right, and a decision's own checkpoint (see ``crossgate.checkpoints``) is not lost after it.
+- The stored state head (``put_state_head``) is a NORMAL commit: the signer writes a new one every few
+  seconds, gates remember the newest they saw in their own files, and one lost with a power cut is what a
+  writer of the store deleting the row would do, which the gates refuse (docs/security.md).
 - An applied mark is never lost: ``mark_applied`` is a FULL commit and adapters run the tool only after
   it returns, so after a power cut the request is still ``applied`` and the compare-and-set refuses to
   apply it again: no approved call runs twice.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from crossgate.errors import ConflictError
@@ -24,7 +24,7 @@ class _Host(Protocol):
 
 
 class SignedStateMixin:
-    """``Store``'s policy versions and checkpoints on the tables of migration 0006."""
+    """``Store``'s policy versions and checkpoints (migration 0006) and the state head (migration 0008)."""
 
     def insert_policy_version(self: _Host, version: PolicyVersion, event: NewEvent) -> Event:
         with self._write("insert_policy_version") as conn:
@@ -79,6 +79,22 @@ class SignedStateMixin:
     def latest_checkpoint(self: _Host) -> Checkpoint | None:
         rows = self._read(f"{_CHECKPOINT_SELECT} ORDER BY seq DESC LIMIT 1")
         return _checkpoint(rows[0]) if rows else None
+
+    def put_state_head(self: _Host, token: str, issued_at: datetime) -> None:
+        with self._write("put_state_head") as conn:
+            conn.execute(
+                "INSERT INTO state_heads (one, issued_at, token) VALUES (1, ?, ?)"
+                " ON CONFLICT (one) DO UPDATE SET issued_at = excluded.issued_at, token = excluded.token",
+                (_utc_text(issued_at), token),
+            )
+
+    def get_state_head(self: _Host) -> str | None:
+        rows = self._read("SELECT token FROM state_heads WHERE one = 1")
+        return str(rows[0][0]) if rows else None
+
+
+def _utc_text(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 def _policy_version(row: tuple[Any, ...]) -> PolicyVersion:

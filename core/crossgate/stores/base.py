@@ -272,3 +272,15 @@ class Store(Protocol):
 
     def latest_checkpoint(self) -> Checkpoint | None:
         """The stored checkpoint with the highest ``seq``, or None."""
+
+    # the signed state head
+    def put_state_head(self, token: str, issued_at: datetime) -> None:
+        """Keep ``token``, the newest signed state head, in place of the stored one.
+
+        Always replaced, so a row forged with a later date cannot keep the signer out. Bookkeeping, not
+        audited state: no event. Only what the token verifies is trusted (:mod:`crossgate.state_head`);
+        gates remember the newest head in their own file.
+        """
+
+    def get_state_head(self) -> str | None:
+        """The stored state head's token, or None."""

@@ -57,6 +57,7 @@ class MemoryStore:
         self._policy_versions: list[PolicyVersion] = []
         self._checkpoints: dict[int, Checkpoint] = {}
         self._credentials: dict[str, Credential] = {}
+        self._state_head: tuple[datetime, str] | None = None
 
     def setup(self) -> None:
         """Nothing to create."""
@@ -299,6 +300,14 @@ class MemoryStore:
     def latest_checkpoint(self) -> Checkpoint | None:
         with self._lock:
             return self._checkpoints[max(self._checkpoints)] if self._checkpoints else None
+
+    def put_state_head(self, token: str, issued_at: datetime) -> None:
+        with self._lock:
+            self._state_head = (issued_at, token)
+
+    def get_state_head(self) -> str | None:
+        with self._lock:
+            return None if self._state_head is None else self._state_head[1]
 
     def claim_delivery_cursor(
         self, name: str, owner: str, now: datetime, lease_until: datetime, start: int

@@ -253,15 +253,18 @@ class LateCheckScenarios(StoreBacked):
                 queue.mark_applied(request_id, args=closed.call.args)
         assert queue.verify_audit().ok
 
-    def test_the_policy_default_window_applies_and_rules_without_one_never_lapse(
+    def test_the_policy_default_window_applies_and_only_never_written_out_never_lapses(
         self, queue_with: QueueFactory
     ) -> None:
         clock = FakeClock()
-        keep = PolicyRule(name="slow-ok", verdict=VerdictKind.ASK, tool="archive_*")
-        queue = queue_with(Policy(rules=(keep,), default_apply_within_seconds=60), clock=clock)
+        keep = PolicyRule(name="slow-ok", verdict=VerdictKind.ASK, tool="archive_*", apply_within_seconds="never")
+        hour = PolicyRule(name="silent", verdict=VerdictKind.ASK, tool="close_*")
+        queue = queue_with(Policy(rules=(keep, hour), default_apply_within_seconds=60), clock=clock)
         by_default = submit(queue, "t1")
         never = queue.submit(call("t3", tool="archive_ticket")).request
+        unset = queue.submit(call("t2", tool="close_ticket")).request
         assert never is not None and never.apply_within_seconds is None and by_default.apply_within_seconds == 60
+        assert unset is not None and unset.apply_within_seconds == 3600  # a rule that says nothing: one hour
         for request in (by_default, never):
             queue.decide(request.id, Approve(), reviewer="ann")
         clock.advance(timedelta(days=30).total_seconds())

@@ -18,6 +18,7 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", app).include(path_regex
 
 OPERATIONS = {
     "/policy": {"get"},
+    "/state-head": {"get"},
     "/refusals": {"post"},
     "/evaluate": {"post"},
     "/requests": {"get", "post"},

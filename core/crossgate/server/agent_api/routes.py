@@ -32,6 +32,7 @@ from crossgate.server.agent_api.schemas import (
     RefusalIn,
     RequestIn,
     RequestListOut,
+    StateHeadOut,
     SubmissionOut,
 )
 from crossgate.server.agent_api.service import AgentApi, Reply, check_key
@@ -111,6 +112,12 @@ def get_policy(
         return Response(status_code=304, headers={"ETag": etag})
     body = PolicyOut(version=version, document=document, rules_version=api.queue.store.rules_version())
     return JSONResponse(body.model_dump(mode="json"), headers={"ETag": etag})
+
+
+@router.get("/state-head", response_model=StateHeadOut)
+def get_state_head(api: ApiDep, caller: AgentDep) -> StateHeadOut:
+    """The newest signed state head the store holds (``token`` null when none): see docs/security.md."""
+    return StateHeadOut(token=api.queue.store.get_state_head())
 
 
 @router.post("/evaluate", response_model=Verdict)

@@ -111,6 +111,12 @@ class ReadyOut(BaseModel):
     ready: bool
 
 
+class StateHeadOut(BaseModel):
+    """The store's newest signed state head; the agent's gate verifies ``token`` with its own pinned keys."""
+
+    token: str | None
+
+
 class PolicyOut(BaseModel):
     """The policy the server judges calls by; ``version`` is its digest (the ETag), ``rules_version`` the store's."""
 

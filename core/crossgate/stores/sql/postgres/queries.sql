@@ -239,3 +239,12 @@ SELECT id, kind, name, token_sha256, scope, created_at, created_by, signature, r
 FROM credentials
 WHERE (%(kind)s::text IS NULL OR kind = %(kind)s) AND (%(include_revoked)s OR revoked_at IS NULL)
 ORDER BY created_at, id;
+
+-- name: put_state_head
+-- Bookkeeping, not audited state: no event. Always replaced: a row a writer of the store forged (dated in
+-- the future) must not keep the signer's heads out; gates keep the newest valid head they saw anyway.
+INSERT INTO state_heads (one, issued_at, token) VALUES (1, %(issued_at)s, %(token)s)
+ON CONFLICT (one) DO UPDATE SET issued_at = excluded.issued_at, token = excluded.token;
+
+-- name: get_state_head
+SELECT token FROM state_heads WHERE one = 1;
