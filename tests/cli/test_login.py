@@ -114,7 +114,7 @@ def test_db_wins_then_server_then_the_login_then_the_local_database(served: Revi
     assert listed("--db", str(local_db)) == []  # --db on the command line wins
     assert listed("--db", str(local_db), CROSSGATE_SERVER=served.url) == []
     # $CROSSGATE_SERVER beats the login, and the login's token is never sent to another server
-    _one_line(served("list", CROSSGATE_SERVER=CLOSED), 1, f"--server needs a reviewer token for {CLOSED}")
+    _one_line(served("list", CROSSGATE_SERVER=CLOSED), 6, f"--server needs a reviewer token for {CLOSED}")
     _one_line(served("list", CROSSGATE_SERVER=CLOSED, CROSSGATE_TOKEN=TOKEN), 1, "cannot reach the review server")
     both = served("--db", str(local_db), "list", "--server", str(served.url))
     _one_line(both, 2, "--db and --server name two different queues")

@@ -13,8 +13,8 @@ code meaning
      decision by the person the run acts for (``SelfDecisionError``), or outside the reviewer's
      scope on a review server (403)
 6    denied: ``submit``'s call was denied by the policy (the verdict is printed, nothing was stored), or
-     a command that lets calls run holds no credential (``NoCredentialsError``: no reviewer token, no
-     authority key)
+     a command holds no credential it needs (``NoCredentialsError``: no reviewer token for a review
+     server; no authority key to decide on the local database)
 ==== ==========================================================================
 """
 
