@@ -145,7 +145,9 @@ class Gate:
         answers = types.Content(
             role="user",
             parts=[
-                types.Part(function_response=types.FunctionResponse(name=CONFIRMATION, id=c, response={"confirmed": True}))
+                types.Part(
+                    function_response=types.FunctionResponse(name=CONFIRMATION, id=c, response={"confirmed": True})
+                )
                 for c in state.confirmations
             ],
         )
@@ -169,7 +171,9 @@ class Gate:
         runner = Runner(app=app, session_service=sessions)
         events: list[Event] = []
         try:
-            async for event in runner.run_async(user_id=adk_session.user_id, session_id=adk_session.id, new_message=message):
+            async for event in runner.run_async(
+                user_id=adk_session.user_id, session_id=adk_session.id, new_message=message
+            ):
                 events.append(event)
         except Exception as exc:  # ADK wraps a plugin's exception: raise crossgate's own again
             cause = _crossgate_cause(exc)

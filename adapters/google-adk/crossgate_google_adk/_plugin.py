@@ -103,7 +103,7 @@ def _schema(tool: BaseTool) -> JsonObject | None:
     if declaration is None:
         return None
     if declaration.parameters_json_schema is not None:
-        return to_jsonable_python(declaration.parameters_json_schema)  # type: ignore[no-any-return]
+        return to_jsonable_python(declaration.parameters_json_schema)
     if declaration.parameters is not None:
         return declaration.parameters.model_dump(mode="json", exclude_none=True)
     return None

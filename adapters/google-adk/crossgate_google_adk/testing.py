@@ -18,6 +18,7 @@ from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.genai import types
+from pydantic import Field
 
 __all__ = ["Call", "PlannedLlm", "planned_llm", "read_record", "tool_results"]
 
@@ -37,7 +38,7 @@ class PlannedLlm(BaseLlm):
     """Makes the calls of ``plan[i]`` on turn i (counted from the conversation), then ends with ``FINAL_TEXT``."""
 
     model: str = "planned"
-    plan: list[list[Call]] = []
+    plan: list[list[Call]] = Field(default_factory=list)
     record: Path | None = None
 
     async def generate_content_async(

@@ -59,9 +59,7 @@ def delete_tool(tickets: TicketStore) -> Callable[[str], str]:
 
 def ticket_agent(tickets: TicketStore, model: PlannedLlm, *, name: str = AGENT, tools: Sequence[Any] = ()) -> LlmAgent:
     """The seed's agent: ``delete_ticket`` (and ``tools``), on the scripted model."""
-    return LlmAgent(
-        name=name, model=model, instruction="Delete spam tickets.", tools=[*tools, delete_tool(tickets)]
-    )
+    return LlmAgent(name=name, model=model, instruction="Delete spam tickets.", tools=[*tools, delete_tool(tickets)])
 
 
 class GoogleAdkTicketDriver(TicketAgentDriver):
@@ -80,7 +78,9 @@ class GoogleAdkTicketDriver(TicketAgentDriver):
     def agent(self, run: str) -> LlmAgent:
         """The agent of ``run``, rebuilt from its saved plan (the same name and tools in every process)."""
         plan = json.loads(self._file("plan", run).read_text(encoding="utf-8"))
-        return ticket_agent(self.tickets, planned_llm([[delete_call(t)] for t in plan], record=self._file("inputs", run)))
+        return ticket_agent(
+            self.tickets, planned_llm([[delete_call(t)] for t in plan], record=self._file("inputs", run))
+        )
 
     async def start(
         self,
@@ -91,7 +91,9 @@ class GoogleAdkTicketDriver(TicketAgentDriver):
         call_context: dict[str, Any] | None = None,
     ) -> Finished[object] | Parked:
         self._file("plan", run).write_text(json.dumps(list(ticket_ids)), encoding="utf-8")
-        self.workdir.joinpath("google-adk-policy.json").write_text(self.queue.policy.model_dump_json(), encoding="utf-8")
+        self.workdir.joinpath("google-adk-policy.json").write_text(
+            self.queue.policy.model_dump_json(), encoding="utf-8"
+        )
         return await self.gate.run(self.agent(run), TASK, run=run, requested_by=requested_by, call_context=call_context)
 
     async def resume(self, parked_run: str) -> Finished[object] | Parked:
@@ -104,8 +106,19 @@ class GoogleAdkTicketDriver(TicketAgentDriver):
     def command(self, kind: str) -> list[str]:
         """argv of ``main`` in a fresh process, up to the targets."""
         code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from {__name__} import main; main()"
-        return [sys.executable, "-c", code, kind, "--db", self.db_url, "--tickets", str(self.tickets.path),
-                "--workdir", str(self.workdir)]  # fmt: skip
+        tickets = str(self.tickets.path)
+        return [
+            sys.executable,
+            "-c",
+            code,
+            kind,
+            "--db",
+            self.db_url,
+            "--tickets",
+            tickets,
+            "--workdir",
+            str(self.workdir),
+        ]
 
     def tool_results(self, run: str) -> list[str]:
         return tool_results(self._file("inputs", run), TOOL)

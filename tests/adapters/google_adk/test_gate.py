@@ -114,8 +114,8 @@ async def test_a_confirmation_given_to_adk_directly_never_runs_the_tool(
     assert isinstance(parked, Parked)
     state = ParkedState.model_validate_json(queue.get_parked(parked.parked_run).state)
     plugin = Gating(queue, AGENT, RunScope("run-native"))
-    await drive(ticket_agent(tickets, model), *await restored(state.session.model_dump_json()),
-                confirm(state.confirmations), [plugin])  # fmt: skip
+    sessions, copy = await restored(state.session.model_dump_json())
+    await drive(ticket_agent(tickets, model), sessions, copy, confirm(state.confirmations), [plugin])
     assert tickets.delete_runs() == 0
     assert tool_results(record, TOOL) == [f'{{"error": "{NOT_THROUGH_GATE.format(tool=TOOL)}"}}']
     assert queue.get(parked.request_ids[0]).status is RequestStatus.PENDING
@@ -155,8 +155,8 @@ async def test_the_app_context_reaches_every_call_and_is_parked_with_the_run(
 ) -> None:
     model = planned_llm([[delete_call("t3")], [delete_call("t1")]], record=tmp_path / "in.jsonl")
     gate = Gate(queue, context={"tenant": "acme"})
-    first = await gate.run(ticket_agent(tickets, model), "go", run="run-ctx", call_context={"ticket_queue": "spam"},
-                           requested_by="pat")  # fmt: skip
+    context = {"ticket_queue": "spam"}
+    first = await gate.run(ticket_agent(tickets, model), "go", run="run-ctx", call_context=context, requested_by="pat")
     assert isinstance(first, Parked)
     expected = {"tenant": "acme", "ticket_queue": "spam", "requested_by": "pat"}
     assert queue.get(first.request_ids[0]).call.context == expected
@@ -191,8 +191,8 @@ async def test_a_parked_state_rewritten_to_run_another_tool_under_an_approval_ru
     queue: ReviewQueue, tickets: TicketStore, tmp_path: Path, db_url: str
 ) -> None:
     """The agent holds the store: it renames the approved ``read_ticket`` call to ``delete_ticket`` in the state."""
-    queue.policy = Policy(rules=(PolicyRule(name="ask-reads", verdict=VerdictKind.ASK, tool="read_ticket"),
-                                 *queue.policy.rules))  # fmt: skip
+    reads = PolicyRule(name="ask-reads", verdict=VerdictKind.ASK, tool="read_ticket")
+    queue.policy = Policy(rules=(reads, *queue.policy.rules))
     record = tmp_path / "in.jsonl"
 
     def read_ticket(id: str) -> str:

@@ -52,8 +52,13 @@ async def restored(stored: str) -> tuple[InMemorySessionService, Session]:
     return sessions, copy
 
 
-async def drive(agent: LlmAgent, sessions: InMemorySessionService, session: Session, message: types.Content,
-                plugins: list[Gating] | None = None) -> list[str]:  # fmt: skip
+async def drive(
+    agent: LlmAgent,
+    sessions: InMemorySessionService,
+    session: Session,
+    message: types.Content,
+    plugins: list[Gating] | None = None,
+) -> list[str]:
     """Run ``agent`` on ``message``; the ids of the confirmations it asked for."""
     runner = Runner(app=App(name=APP, root_agent=agent, plugins=list(plugins or [])), session_service=sessions)
     asked = []
@@ -64,8 +69,11 @@ async def drive(agent: LlmAgent, sessions: InMemorySessionService, session: Sess
 
 def confirm(confirmations: list[str], confirmed: bool = True) -> types.Content:
     response = {"confirmed": confirmed}
-    parts = [types.Part(function_response=types.FunctionResponse(name=CONFIRMATION, id=c, response=response))
-             for c in confirmations]  # fmt: skip
+    part = types.Part
+    parts = [
+        part(function_response=types.FunctionResponse(name=CONFIRMATION, id=c, response=response))
+        for c in confirmations
+    ]
     return types.Content(role="user", parts=parts)
 
 
@@ -110,7 +118,9 @@ async def test_bare_sdk_runs_a_rewritten_call_under_the_confirmation_and_rejects
 
 
 async def parked_with_approval(queue: ReviewQueue, tickets: TicketStore, record: Path, run: str) -> ParkedState:
-    parked = await Gate(queue).run(ticket_agent(tickets, planned_llm([[delete_call("t3")]], record=record)), "go", run=run)
+    parked = await Gate(queue).run(
+        ticket_agent(tickets, planned_llm([[delete_call("t3")]], record=record)), "go", run=run
+    )
     assert isinstance(parked, Parked)
     queue.decide(parked.request_ids[0], Approve(), reviewer="ann")
     return ParkedState.model_validate_json(queue.get_parked(parked.parked_run).state)
