@@ -55,7 +55,8 @@ class PlannedLlm(BaseLlm):
             ]
         else:
             parts = [types.Part(text=FINAL_TEXT)]
-        yield LlmResponse(content=types.Content(role="model", parts=parts))
+        usage = types.GenerateContentResponseUsageMetadata(prompt_token_count=0, candidates_token_count=0)
+        yield LlmResponse(content=types.Content(role="model", parts=parts), usage_metadata=usage)
 
 
 def planned_llm(plan: Sequence[Sequence[Call]], *, record: Path | None = None) -> PlannedLlm:
