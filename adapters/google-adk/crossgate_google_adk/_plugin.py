@@ -3,9 +3,10 @@
 ``Gating`` is a per-run ``BasePlugin``. ADK hands its ``before_tool_callback`` every call of the run before
 the tool runs; whatever it returns is the call's result, and the tool is never called by ADK itself:
 
-- first sight of a call: the policy judges the model's arguments (with the standing rules). Allow runs the
-  tool here; deny answers the model with the policy's reason; ask calls ADK's own
-  ``tool_context.request_confirmation`` and ends the turn, so the run stops with an
+- first sight of a call: arguments the tool's schema refuses are answered with why (ADK hands a tool the
+  model's arguments unchecked), never judged and never run. Otherwise the policy judges them (with the
+  standing rules). Allow runs the tool here; deny answers the model with the policy's reason; ask calls
+  ADK's own ``tool_context.request_confirmation`` and ends the turn, so the run stops with an
   ``adk_request_confirmation`` call that the gate parks with the session.
 - the call again with a ``ToolConfirmation`` (a resume): ``crossgate.adapter.run_checked`` decides. The tool
   runs only for crossgate's approve or edit of that very call, with exactly the approved (or edited)
@@ -25,8 +26,9 @@ from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 from pydantic_core import to_jsonable_python
 
-from crossgate import AdapterError, FingerprintMismatchError, VerdictKind
+from crossgate import AdapterError, FingerprintMismatchError, InvalidArgumentsError, VerdictKind
 from crossgate.adapter import AdapterQueue, RunScope, deny_message, find_request, request_id, run_checked, run_recorded
+from crossgate.decisions import validate_args
 from crossgate.model import JsonObject
 from crossgate_google_adk._capabilities import CAPABILITIES, FRAMEWORK
 
@@ -34,6 +36,7 @@ NOT_THROUGH_GATE = (
     "crossgate did not run {tool}: it needs a reviewer's decision, and this call was confirmed outside "
     "crossgate, so no decision exists for it. Do not retry it; tell the user it needs approval."
 )
+INVALID = "crossgate did not run {tool}: {error}. Fix the arguments and retry."
 PENDING = "crossgate is holding {tool} for a reviewer's decision (request {request})."
 
 
@@ -74,11 +77,16 @@ class Gating(BasePlugin):
                 f"{tool.name} asks ADK for confirmation itself (require_confirmation=...); "
                 "declare it without, crossgate's policy decides which calls pause"
             )
+        schema = _schema(tool)
+        try:  # ADK hands a tool the model's arguments unchecked: what its schema refuses is never judged nor run
+            validate_args(args, schema)
+        except InvalidArgumentsError as exc:
+            return {"error": INVALID.format(tool=tool.name, error=exc)}
         call = self.scope.call(FRAMEWORK, tool.name, self.agent, args, call_id)
         try:
             submission = self.queue.prepare(
                 call,
-                args_schema=_schema(tool),
+                args_schema=schema,
                 description=tool.description or None,
                 requested_by=self.scope.requested_by,
                 capabilities=CAPABILITIES,
@@ -105,7 +113,7 @@ def _schema(tool: BaseTool) -> JsonObject | None:
     if declaration.parameters_json_schema is not None:
         return to_jsonable_python(declaration.parameters_json_schema)
     if declaration.parameters is not None:
-        return declaration.parameters.model_dump(mode="json", exclude_none=True)
+        return declaration.parameters.json_schema.model_dump(mode="json", exclude_none=True)
     return None
 
 

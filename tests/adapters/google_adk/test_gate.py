@@ -93,6 +93,17 @@ async def test_a_policy_deny_runs_nothing_and_the_model_reads_the_reason(
     assert tool_results(record, TOOL) == [f"crossgate did not run {TOOL}: Frozen."]
 
 
+async def test_arguments_the_tools_schema_refuses_are_never_judged_and_never_run(
+    queue: ReviewQueue, tickets: TicketStore, tmp_path: Path
+) -> None:
+    record = tmp_path / "in.jsonl"
+    done = await Gate(queue).run(ticket_agent(tickets, planned_llm([[delete_call(7)]], record=record)), "go")
+    assert isinstance(done, Finished)
+    assert queue.pending() == [] and tickets.delete_runs() == 0
+    [told] = tool_results(record, TOOL)
+    assert f"crossgate did not run {TOOL}: arguments fail the tool's schema at id" in told
+
+
 async def test_the_request_carries_the_tools_schema_and_description(
     queue: ReviewQueue, tickets: TicketStore, tmp_path: Path
 ) -> None:
