@@ -181,7 +181,8 @@ class Gate:
                 raise cause from None
             raise
         stored = await sessions.get_session(app_name=APP, user_id=adk_session.user_id, session_id=adk_session.id)
-        assert stored is not None
+        if stored is None:
+            raise AdapterError(f"ADK lost session {adk_session.id} of run {scope.run}")
         confirmations = _confirmations(events, scope)
         if not confirmations:
             return Finished(scope.run, RunResult(stored, events))
