@@ -6,8 +6,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-ADAPTERS := adapters/openai/pyproject.toml adapters/claude/pyproject.toml adapters/langgraph/pyproject.toml adapters/pydantic-ai/pyproject.toml adapters/agent-framework/pyproject.toml
-EDITABLES := -e "core[server,postgres,otel]" -e adapters/openai -e adapters/claude -e "adapters/langgraph[langchain,postgres]" -e adapters/pydantic-ai -e adapters/agent-framework
+ADAPTERS := adapters/openai/pyproject.toml adapters/claude/pyproject.toml adapters/langgraph/pyproject.toml adapters/pydantic-ai/pyproject.toml adapters/agent-framework/pyproject.toml adapters/google-adk/pyproject.toml
+EDITABLES := -e "core[server,postgres,otel]" -e adapters/openai -e adapters/claude -e "adapters/langgraph[langchain,postgres]" -e adapters/pydantic-ai -e adapters/agent-framework -e adapters/google-adk
 
 TS       := adapters/typescript
 TS_STAMP := $(TS)/node_modules/.package-lock.json

@@ -13,6 +13,7 @@ import pytest
 
 import crossgate_agent_framework
 import crossgate_claude
+import crossgate_google_adk
 import crossgate_langgraph
 import crossgate_openai
 import crossgate_pydantic_ai
@@ -22,6 +23,7 @@ from crossgate.stores import MemoryStore
 GATES = [
     crossgate_agent_framework.Gate,
     crossgate_claude.Gate,
+    crossgate_google_adk.Gate,
     crossgate_langgraph.Gate,
     crossgate_openai.Gate,
     crossgate_pydantic_ai.Gate,
@@ -43,8 +45,8 @@ def test_a_parameter_named_agent_is_always_a_name(gate: type) -> None:
 
 @pytest.mark.parametrize(
     "gate",
-    [crossgate_openai.Gate, crossgate_pydantic_ai.Gate, crossgate_agent_framework.Gate],
-    ids=["openai", "pydantic_ai", "agent_framework"],
+    [crossgate_openai.Gate, crossgate_pydantic_ai.Gate, crossgate_agent_framework.Gate, crossgate_google_adk.Gate],
+    ids=["openai", "pydantic_ai", "agent_framework", "google_adk"],
 )
 def test_the_sdk_agent_has_its_own_parameter(gate: type) -> None:
     for member in ("__init__", "run", "resume"):

@@ -12,7 +12,7 @@ arguments allows (an ask runs once approved), and a deny is never lifted: no req
 ``delete_ticket(id: str)`` refuses a number or a bool in every adapter (OpenAI by the tool's JSON
 Schema, LangGraph, LangChain, Pydantic AI and Agent Framework by the tool's pydantic schema), so such a call
 is never judged and never runs (the Claude CLI refuses them too). The in-process drivers (OpenAI, LangGraph,
-LangChain, Pydantic AI, Agent Framework) run a dozen examples each; the Claude driver starts the real CLI
+LangChain, Pydantic AI, Agent Framework, Google ADK) run a dozen examples each; the Claude driver starts the real CLI
 for every run and resume, so it runs six.
 """
 
@@ -60,6 +60,7 @@ DRIVERS = {
     "claude": ("tests.adapters.claude.driver", "ClaudeTicketDriver"),
     "pydantic-ai": ("tests.adapters.pydantic_ai.driver", "PydanticAITicketDriver"),
     "agent-framework": ("tests.adapters.agent_framework.driver", "AgentFrameworkTicketDriver"),
+    "google-adk": ("tests.adapters.google_adk.driver", "GoogleAdkTicketDriver"),
 }
 TOOL_NAMES = ("delete_ticket", "delete_*", "read_data", "*")
 STRING_IDS = ("t1", "t2", "t3", "t9")
@@ -173,7 +174,7 @@ ALLOW_ALL_WITH_A_NUMBER = example(
 SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@pytest.mark.parametrize("name", ["openai", "langgraph", "langchain", "pydantic-ai", "agent-framework"])
+@pytest.mark.parametrize("name", ["openai", "langgraph", "langchain", "pydantic-ai", "agent-framework", "google-adk"])
 def test_what_runs_is_what_the_policy_allows_in_process(name: str) -> None:
     driver_class = load(name)
 

@@ -34,10 +34,20 @@ from tests.support.clock import FakeClock
 ROOT = Path(__file__).resolve().parents[2]
 ASK = PolicyRule(name="ask-deletes", verdict=VerdictKind.ASK, tool="delete_ticket", apply_within_seconds=60)
 DENY = PolicyRule(name="no-deletes", verdict=VerdictKind.DENY, tool="delete_ticket", reason="deletes are frozen")
-SDKS = ("agents", "agent_framework", "claude_agent_sdk", "langgraph", "langchain", "langchain_core", "pydantic_ai")
+SDKS = (
+    "agents",
+    "agent_framework",
+    "claude_agent_sdk",
+    "google",
+    "langgraph",
+    "langchain",
+    "langchain_core",
+    "pydantic_ai",
+)
 ADAPTERS = {
     "agent-framework": "crossgate_agent_framework",
     "claude": "crossgate_claude",
+    "google-adk": "crossgate_google_adk",
     "langgraph": "crossgate_langgraph",
     "openai": "crossgate_openai",
 }

@@ -28,6 +28,7 @@ READMES = {
     "adapters/langgraph/README.md": (),
     "adapters/pydantic-ai/README.md": (),
     "adapters/agent-framework/README.md": (),
+    "adapters/google-adk/README.md": (),
 }
 
 

@@ -3,7 +3,8 @@
     python first_call.py SDK start DIR    # run the agent: one delete_ticket call, parked; prints the request id
     python first_call.py SDK resume DIR   # after `crossgate --db DIR/crossgate.db approve ID`: resume it
 
-SDK is openai, claude, langgraph or agent-framework. DIR holds the queue, the policy and the tool's record of what ran.
+SDK is openai, claude, langgraph, agent-framework or google-adk. DIR holds the queue, the policy and the tool's
+record of what ran.
 Each line printed is JSON. Standard library and the installed distributions only: no test package.
 """
 
@@ -126,9 +127,32 @@ async def agent_framework(queue: ReviewQueue, folder: Path, parked_run: str | No
     return await Gate(queue, sdk_agent=agent).resume(parked_run)
 
 
+async def google_adk(queue: ReviewQueue, folder: Path, parked_run: str | None) -> Finished[Any] | Parked:
+    from google.adk.agents import LlmAgent
+
+    from crossgate_google_adk import Gate
+    from crossgate_google_adk.testing import Call, planned_llm
+
+    def delete_ticket(id: str) -> str:
+        """Delete a ticket by id."""
+        return delete(folder, id)
+
+    model = planned_llm([[Call("delete_ticket", {"id": "t3"}, "call_t3")]])
+    agent = LlmAgent(name="triage", model=model, tools=[delete_ticket])
+    if parked_run is None:
+        return await Gate(queue).run(agent, "Delete the spam ticket t3")
+    return await Gate(queue, sdk_agent=agent).resume(parked_run)
+
+
 async def main(sdk: str, step: str, folder: Path) -> None:
     queue = queue_in(folder)
-    runners = {"openai": openai, "claude": claude, "langgraph": langgraph, "agent-framework": agent_framework}
+    runners = {
+        "openai": openai,
+        "claude": claude,
+        "langgraph": langgraph,
+        "agent-framework": agent_framework,
+        "google-adk": google_adk,
+    }
     runner = runners[sdk]
     parked_file = folder / "parked_run"
     parked_run = parked_file.read_text(encoding="utf-8") if step == "resume" else None

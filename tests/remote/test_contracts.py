@@ -10,6 +10,7 @@ import pytest
 
 from tests.adapters.agent_framework import test_contract as agent_framework
 from tests.adapters.claude import test_contract as claude
+from tests.adapters.google_adk import test_contract as google_adk
 from tests.adapters.langgraph import test_contract as langgraph
 from tests.adapters.openai import test_contract as openai
 from tests.adapters.pydantic_ai import test_contract as pydantic_ai
@@ -39,4 +40,8 @@ class TestPydanticAIOverHttp(OverHttp, pydantic_ai.TestPydanticAIContract):
 
 
 class TestAgentFrameworkOverHttp(OverHttp, agent_framework.TestAgentFrameworkContract):
+    supports_postgres = False
+
+
+class TestGoogleAdkOverHttp(OverHttp, google_adk.TestGoogleAdkContract):
     supports_postgres = False

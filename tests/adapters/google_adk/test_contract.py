@@ -1,0 +1,10 @@
+"""The Google ADK adapter passes ``AdapterContract``, subclassed as a third party would."""
+
+from __future__ import annotations
+
+from crossgate.testing import AdapterContract
+from tests.adapters.google_adk.driver import GoogleAdkTicketDriver
+
+
+class TestGoogleAdkContract(AdapterContract):
+    driver_class = GoogleAdkTicketDriver
