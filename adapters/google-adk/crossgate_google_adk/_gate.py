@@ -96,7 +96,7 @@ class Gate:
         context: JsonObject | None = None,
         authority: AuthorityPin = None,
     ) -> None:
-        self.queue: AdapterQueue = verified_queue(queue, authority)
+        self.queue: AdapterQueue = verified_queue(queue, authority, announce=True)
         self.sdk_agent = sdk_agent
         self.context: JsonObject = app_context(context)
         self.owner = owner or f"{FRAMEWORK}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
