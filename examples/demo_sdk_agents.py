@@ -287,6 +287,8 @@ class AgentFrameworkDemoAgent:
         for message in reversed(outcome.result.messages):  # what the tool returned, as the model saw it
             for content in message.contents:
                 if content.type == "function_result":
+                    if isinstance(content.result, str):  # the SDK keeps a plain string result as it is
+                        return content.result
                     return " ".join(str(getattr(c, "text", c)) for c in content.result or [])
         return str(outcome.result.text)
 

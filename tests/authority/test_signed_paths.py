@@ -165,7 +165,7 @@ async def test_the_cli_through_the_server_decides_as_the_tokens_reviewer_and_the
         code, out, err = cli("approve", "--server", url, "--reviewer", "security-lead", request_id)
         assert (code, "leave --reviewer out with --server" in err) == (2, True)
         code, out, err = cli("approve", "--server", url, request_id, XDG_CONFIG_HOME=str(tmp_path))
-        assert code == 1 and "needs a reviewer token" in err
+        assert code == 6 and "needs a reviewer token" in err  # denied: no credential
         code, out, err = cli("approve", "--server", url, "--token-file", str(token_file), request_id, "--json")
         assert code == 0, err
     assert '"reviewer": "alice"' in out

@@ -163,7 +163,7 @@ def test_worker_command_resumes_decided_runs_once(tmp_path: Path) -> None:
     again = run_cli("--db", db, "worker", *app, "--once", env=env)
     assert again.stdout == ""
     assert tickets.delete_runs() == ["T-101", "T-303"], "a parked run is resumed once"
-    assert sorted(p.id for p in queue.parked_runs()) == sorted([parked[1], parked[3]])
+    assert sorted(p.id for p in queue.parked_runs()) == sorted(p for i, p in enumerate(parked) if i not in (0, 2))
     queue.close()
 
 
@@ -189,7 +189,7 @@ async def test_two_workers_racing_resume_each_run_once(tmp_path: Path) -> None:
     outcomes = sorted(r.outcome for batch in results for r in batch)
     assert outcomes.count("finished") == len(SPECS)
     assert set(outcomes) <= {"finished", "claimed"}
-    assert sorted(tickets.delete_runs()) == ["T-101", "T-202", "T-303", "T-404"]
+    assert sorted(tickets.delete_runs()) == sorted(spec.ticket for spec in SPECS)
     other.close()
     queue.close()
 
@@ -198,6 +198,6 @@ def test_load_resumers_accepts_lists_and_factories(tmp_path: Path, monkeypatch: 
     queue = ReviewQueue(open_store("memory:"))
     monkeypatch.setenv("DEMO_TICKETS", str(tmp_path / "tickets.db"))
     found = load_resumers("tests.server.worker_app:resumers", queue)
-    assert sorted(r.framework for r in found) == ["claude-agent-sdk", "langgraph", "openai-agents", "pydantic-ai"]
+    assert sorted(r.framework for r in found) == sorted(spec.framework for spec in SPECS)
     with pytest.raises(ConfigurationError, match="two resumers"):
         Worker(queue, [*found, found[0]])

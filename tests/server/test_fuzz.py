@@ -110,6 +110,13 @@ def _skeletons(request_id: str) -> dict[str, list[str]]:
             '{"effect": "deny", "tool": "x", "expires_at": ' + PLACEHOLDER + "}",
             PLACEHOLDER,
         ],
+        "/api/requests/{request_id}/cancel": ['{"reason": ' + PLACEHOLDER + "}", PLACEHOLDER],
+        "/api/admin/{kinds}": [
+            '{"name": ' + PLACEHOLDER + "}",
+            '{"name": "x", "tools": ' + PLACEHOLDER + "}",
+            '{"name": "x", "admin": ' + PLACEHOLDER + "}",
+            PLACEHOLDER,
+        ],
         **_agent_skeletons(request_id),
         "/api/ag-ui/resume": [
             '{"threadId": "run-1", "resume": [{"interruptId": "'

@@ -99,10 +99,15 @@ class StoreBackend:
     def __init__(self, ctx: typer.Context, where: Where) -> None:
         state = ctx.ensure_object(CliContext)
         data = data_directory(where.data_dir)
-        target = resolve_db(state.db) if state.db else data_database(data)
-        require_database(target)
-        key_dir, _named = key_directory(data, where.authority_dir)
-        keyring = Keyring.open(key_dir)
+        try:
+            target = resolve_db(state.db) if state.db else data_database(data)
+            require_database(target)
+            key_dir, _named = key_directory(data, where.authority_dir)
+            keyring = Keyring.open(key_dir)
+        except OSError as exc:  # a path the file system refuses (too long): one line, as any bad value
+            raise ConfigurationError(f"cannot use {exc.filename or data}: {exc.strerror or exc}") from None
+        except ValueError as exc:  # a NUL in a path
+            raise ConfigurationError(f"cannot use the data directory {str(data)[:200]!r}: {exc}") from None
         self._store = open_store(target)
         ctx.call_on_close(self._store.close)
         self._manager = Credentials(self._store, authority=keyring.authority(), trusted=keyring.trusted_keys())

@@ -144,6 +144,8 @@ def diff(
 def _side(store: Store, given: str) -> tuple[Policy, str]:
     """A policy named on the command line: a stored version's number, or a file."""
     if given.isdigit():
+        if len(given) > 19:  # past any version a store holds (int64), and past what int() reads at all
+            raise NotFoundError(f"no policy version {given[:20]}… is stored")
         stored = _stored(store, int(given))
         return policy_from_document(stored.document, version=stored.version), f"version {stored.version}"
     return load_policy(given), given
