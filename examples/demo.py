@@ -82,7 +82,7 @@ class DemoReport:
     @property
     def as_expected(self) -> bool:
         expected = ["T-101", "T-204", "T-404", "T-606"] + (["T-505"] if self.typescript is None else [])
-        deletes = sorted(self.deletes_run) == expected
+        deletes = sorted(self.deletes_run) == sorted(expected)
         return self.tickets_left == EXPECTED_LEFT and deletes and self.policy_version is not None and not self.audit
 
 
