@@ -25,7 +25,8 @@ $(STAMP): requirements-dev.txt core/pyproject.toml $(ADAPTERS)
 install: $(STAMP) typescript
 
 # The npm workspace (adapters/typescript): `npm ci` when its lock file is newer than the install, then an
-# incremental build of the demo's agent and of @crossgate/langchain (the policy parity test runs it). Without npm this says so and goes on: the demo skips its TypeScript agent.
+# incremental build of the demo's agent and of @crossgate/langchain (the policy parity test runs it).
+# Without npm this says so and goes on: the demo skips its TypeScript agent.
 typescript:
 	@if command -v npm >/dev/null 2>&1; then \
 		if [ ! -f $(TS_STAMP) ] || [ $(TS)/package-lock.json -nt $(TS_STAMP) ]; then \

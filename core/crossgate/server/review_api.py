@@ -14,7 +14,7 @@ from crossgate.model import CANCEL_MESSAGE, ParkedRunStatus
 from crossgate.server.access import require_scope
 from crossgate.server.api import ERRORS, CallerDep, StateDep, request_view
 from crossgate.server.bodies import JsonRoute
-from crossgate.server.schemas import CancelIn, ParkedRunDetail, ParkedRunOut, ParkedRunsOut, RequestOut
+from crossgate.server.schemas import CancelRequestIn, ParkedRunDetail, ParkedRunOut, ParkedRunsOut, RequestOut
 
 router = APIRouter(
     prefix="/api",
@@ -30,7 +30,7 @@ router = APIRouter(
     responses={code: ERRORS[code] for code in (403, 404, 409)},
 )
 def cancel_request(
-    request_id: str, state: StateDep, caller: CallerDep, body: Annotated[CancelIn | None, Body()] = None
+    request_id: str, state: StateDep, caller: CallerDep, body: Annotated[CancelRequestIn | None, Body()] = None
 ) -> RequestOut:
     """Close a pending request without a decision; the agent's SDK gets a rejection carrying the reason."""
     queue = state.queue

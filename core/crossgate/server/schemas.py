@@ -232,7 +232,7 @@ class WhoAmI(BaseModel):
 DECISION_KINDS = tuple(k.value for k in DecisionKind)
 
 
-class CancelIn(_In):
+class CancelRequestIn(_In):
     """Close a pending request without a decision; the model reads ``reason`` as the call's rejection."""
 
     reason: str | None = Field(default=None, description="What the model reads (default: crossgate's own words).")

@@ -50,7 +50,7 @@ test('seed: park in one process, decide with the Python CLI through the server w
   assert.equal(request.status, 'pending');
   // Without credentials the CLI decides nothing: one line saying how, and the request stays pending.
   const refused = await server.cli('approve', parkedOut.ids.t3, '--reviewer', 'alice');
-  assert.equal(refused.status, 1);
+  assert.equal(refused.status, 6); // denied: no credential
   const errors = refused.stderr.split('\n').filter((line) => line.startsWith('crossgate: error:'));
   assert.equal(errors.length, 1, refused.stderr);
   assert.match(errors[0]!, /needs a reviewer's credentials/);
