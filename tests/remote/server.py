@@ -64,6 +64,10 @@ class LiveServer:
 
     def start(self, timeout: float = 30.0) -> LiveServer:
         env = {k: v for k, v in os.environ.items() if k not in ("CROSSGATE_TOKENS", "CROSSGATE_AGENT_TOKEN")}
+        # The server is another host: its first run pins its key in a config directory of its own, not in
+        # the one this test's gates read (where a found pin would make them verify the test's unsigned decisions).
+        env["XDG_CONFIG_HOME"] = str(self.workdir / "server-config")
+        env["XDG_DATA_HOME"] = str(self.workdir / "server-data")
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(self.command(), stdout=log, stderr=log, env=env, cwd=self.workdir)
         deadline = time.monotonic() + timeout
