@@ -5,13 +5,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from crossgate.errors import AuditHeadMissingError
 from crossgate.model import Event, NewEvent, chained_text, trusted
-
-if TYPE_CHECKING:
-    from crossgate.stores.base import Store
 
 GENESIS_HASH = "0" * 64
 """``prev_hash`` of the first event."""
@@ -90,7 +87,17 @@ def verify_chain(
     return AuditReport(True, checked)
 
 
-def verify_log(store: Store) -> AuditReport:
+class ChainedLog(Protocol):
+    """What :func:`verify_log` reads: a store, or the log a review server handed out."""
+
+    def list_events(self) -> list[Event]:
+        """Every event, in order."""
+
+    def audit_head(self) -> tuple[int, str]:
+        """The head recorded apart from the events; AuditHeadMissingError when it is gone."""
+
+
+def verify_log(store: ChainedLog) -> AuditReport:
     """Check ``store``'s whole log against the head it records apart; a missing head is a broken log."""
     events = store.list_events()
     try:

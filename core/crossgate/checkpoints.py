@@ -29,14 +29,14 @@ import logging
 import threading
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from crossgate.audit import GENESIS_HASH, AuditReport, verify_chain
+from crossgate.audit import GENESIS_HASH, AuditReport, ChainedLog, verify_chain
 from crossgate.authority.claims import CheckpointClaims, PolicyVersionClaims
 from crossgate.clock import Clock, utc_now
 from crossgate.errors import AuditHeadMissingError, ConfigurationError, SignatureError, StoreError
 from crossgate.model import Event
-from crossgate.stores.base import Checkpoint, Store
+from crossgate.stores.base import Checkpoint, PolicyVersion, Store
 
 if TYPE_CHECKING:
     from crossgate.authority import Authority, TrustedKeys
@@ -195,8 +195,18 @@ def read_exported(text: str, *, source: str = "the checkpoint") -> str:
     return token
 
 
+class SignedLog(ChainedLog, Protocol):
+    """What :func:`verify_signed_log` reads: a store, or what a review server handed out of one."""
+
+    def list_checkpoints(self) -> list[Checkpoint]:
+        """Every stored checkpoint, oldest first."""
+
+    def list_policy_versions(self) -> list[PolicyVersion]:
+        """Every stored policy version, oldest first."""
+
+
 def verify_signed_log(
-    store: Store, trusted: TrustedKeys, *, exported: Sequence[str] = (), since: int = 0
+    store: SignedLog, trusted: TrustedKeys, *, exported: Sequence[str] = (), since: int = 0
 ) -> AuditReport:
     """Check ``store``'s log against the authority: its hash chain, then every signed checkpoint.
 
@@ -241,7 +251,7 @@ def verify_signed_log(
 
 
 def _checkpoint_claims(
-    store: Store, trusted: TrustedKeys, exported: Sequence[str]
+    store: SignedLog, trusted: TrustedKeys, exported: Sequence[str]
 ) -> list[tuple[str, CheckpointClaims]] | AuditReport:
     """Every checkpoint's claims, the exported ones first; a failed report at the first that does not verify."""
     found: list[tuple[str, CheckpointClaims]] = []
@@ -274,7 +284,7 @@ def _covered(claims: CheckpointClaims, hashes: dict[int, str], last: int, origin
 
 
 def _policy_versions_problem(
-    store: Store, events: Sequence[Event], trusted: TrustedKeys
+    store: SignedLog, events: Sequence[Event], trusted: TrustedKeys
 ) -> tuple[str | None, int | None]:
     """Every stored policy version verifies and was applied by an event; every applied version is still stored."""
     from crossgate.policy.versions import POLICY_APPLIED, verify_policy_version

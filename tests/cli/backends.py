@@ -3,8 +3,9 @@
 A :class:`Reviewing` holds one SQLite database that an agent's queue submits to, and runs ``crossgate``
 in-process on it: ``local`` with ``$CROSSGATE_DB`` and the operator's signing key, ``server`` logged in
 (``crossgate login``) to a real uvicorn on 127.0.0.1 that serves the same database. The reviewer is named
-after the OS user on both sides (the local default, and the token's reviewer on the server), so every
-command line is the same and so must be what it prints.
+after the OS user on both sides (the local default, and the token's reviewer on the server, an admin), so
+every command line is the same and so must be what it prints. The server signs with the operator's key,
+and the CLI on the server's side pins its public key: signatures check alike on both.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from typing import Any
 from typer.testing import CliRunner
 
 from crossgate import ReviewQueue, ToolCall, open_store
-from crossgate.authority import Authority
+from crossgate.authority import Keyring, TrustedKeys
+from crossgate.authority.keyring import KEYRING_FILE
 from crossgate.cli import app
 from crossgate.cli.context import os_user
 from crossgate.model import ApprovalRequest, ParkedRunStatus
@@ -36,6 +38,8 @@ TOKEN = "reviewer-token-0001"
 SCOPED_TOKEN = "scoped-token-00002"
 """A second reviewer, ``lee``, who may decide only ``read_*`` tools."""
 KEYS = operator_keys()
+PIN = KEYS / KEYRING_FILE
+"""The operator's public keys, as ``audit verify --authority`` takes them."""
 
 
 @dataclass(frozen=True)
@@ -93,19 +97,19 @@ class Reviewing:
         return requests, store.list_events(), store.list_rules(include_revoked=True)
 
 
-def server_settings() -> ServerSettings:
-    """The server's reviewers: the OS user with every scope, and lee with read_* tools only."""
-    reviewers = (reviewer(os_user(), TOKEN), reviewer("lee", SCOPED_TOKEN, tools=["read_*"]))
-    return ServerSettings(reviewers=reviewers, secret=b"s" * 32, sweep_seconds=0.2)
+def server_settings(sweep_seconds: float = 0.2) -> ServerSettings:
+    """The server's reviewers: the OS user with every scope (an admin), and lee with read_* tools only."""
+    reviewers = (reviewer(os_user(), TOKEN, admin=True), reviewer("lee", SCOPED_TOKEN, tools=["read_*"]))
+    return ServerSettings(reviewers=reviewers, secret=b"s" * 32, sweep_seconds=sweep_seconds)
 
 
 @contextmanager
-def reviewing(mode: str, tmp_path: Path) -> Iterator[Reviewing]:
-    """A database with the CLI working on it as ``mode`` says."""
+def reviewing(mode: str, tmp_path: Path, settings: ServerSettings | None = None) -> Iterator[Reviewing]:
+    """A database with the CLI working on it as ``mode`` says (the server's ``settings`` given, or the default)."""
     db = tmp_path / "crossgate.db"
     config = tmp_path / "config"
     with ExitStack() as stack:
-        agent = ReviewQueue(open_store(str(db)))
+        agent = ReviewQueue(open_store(str(db)), trusted=TrustedKeys.from_file(PIN))
         stack.callback(agent.close)
         base: dict[str, str | None] = {
             "XDG_CONFIG_HOME": str(config),
@@ -113,16 +117,22 @@ def reviewing(mode: str, tmp_path: Path) -> Iterator[Reviewing]:
             "CROSSGATE_SERVER": None,
             "CROSSGATE_POLICY": None,
             "CROSSGATE_AUTHORITY_DIR": None,
+            "CROSSGATE_AUTHORITY_PUBKEY": None,
+            "CROSSGATE_AUTHORITY_PUBKEY_FILE": None,
         }
         world = Reviewing(mode, db, agent, config)
         if mode == "local":
             world.env = {**base, "CROSSGATE_DB": str(db), "CROSSGATE_AUTHORITY_DIR": str(KEYS)}
         else:
-            served = ReviewQueue(open_store(str(db)), authority=Authority.generate())
+            served = ReviewQueue(open_store(str(db)), authority=Keyring.open(KEYS).authority())
             stack.callback(served.close)
-            world.url = stack.enter_context(live_server(create_app(served, server_settings())))
+            world.url = stack.enter_context(live_server(create_app(served, settings or server_settings())))
             # the login beats $CROSSGATE_DB: a database there would make every command fail
-            world.env = {**base, "CROSSGATE_DB": str(tmp_path / "absent.db")}
+            world.env = {
+                **base,
+                "CROSSGATE_DB": str(tmp_path / "absent.db"),
+                "CROSSGATE_AUTHORITY_PUBKEY_FILE": str(PIN),
+            }
             world.ok("login", world.url, input=TOKEN + "\n")
         yield world
 

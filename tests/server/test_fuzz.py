@@ -111,6 +111,17 @@ def _skeletons(request_id: str) -> dict[str, list[str]]:
             PLACEHOLDER,
         ],
         "/api/requests/{request_id}/cancel": ['{"reason": ' + PLACEHOLDER + "}", PLACEHOLDER],
+        "/api/admin/policy/versions": [
+            '{"policy": ' + PLACEHOLDER + "}",
+            '{"policy": {"rules": ' + PLACEHOLDER + "}}",
+            '{"policy": {}, "source": ' + PLACEHOLDER + "}",
+            PLACEHOLDER,
+        ],
+        "/api/admin/runs/prune": [
+            '{"older_than_seconds": ' + PLACEHOLDER + "}",
+            '{"older_than_seconds": 60, "dry_run": ' + PLACEHOLDER + "}",
+            PLACEHOLDER,
+        ],
         "/api/admin/{kinds}": [
             '{"name": ' + PLACEHOLDER + "}",
             '{"name": "x", "tools": ' + PLACEHOLDER + "}",

@@ -1,4 +1,9 @@
-"""The audit log: ``crossgate events``, ``crossgate audit verify`` (``checkpoint`` is in ``cli.checkpoints``)."""
+"""The audit log: ``crossgate events``, ``crossgate audit verify`` (``checkpoint`` is in ``cli.checkpoints``).
+
+Both work on a review server too. ``audit verify`` then reads the server's events, head, checkpoints and
+policy versions, and checks them here, against the keys given in ``--authority``: it trusts no answer of
+the server's, so a server (or a writer of its store) that rewrote the log is caught as a local check would.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,9 @@ from typing import Annotated
 
 import typer
 
+from crossgate.audit import verify_log
 from crossgate.authority import TrustedKeys
 from crossgate.checkpoints import read_exported, verify_signed_log
-from crossgate.cli.context import queue_of
 from crossgate.cli.deciding import ServerOpt, TokenFileOpt, reviewer_backend
 from crossgate.cli.exit_codes import FAILURE, one_line
 from crossgate.cli.ids import RequestOption
@@ -73,22 +78,23 @@ def verify(
         int,
         typer.Option("--since", metavar="SEQ", min=0, max=MAX_INT64, help="Events up to SEQ predate the authority."),
     ] = 0,
+    server: ServerOpt = None,
+    token_file: TokenFileOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Check the hash chain: exit 0 if intact, 1 if an event was changed, removed or reordered.
 
     With --authority, also every signed checkpoint (and each exported one): exit 1 if one does not verify,
     covers an event that is gone or hashes otherwise, or a decision, approval, standing rule or policy
-    version has no checkpoint signed by the process that wrote it.
+    version has no checkpoint signed by the process that wrote it. On a review server the log is read
+    from it and checked here.
     """
     if authority is None and (checkpoint or since):
         raise typer.BadParameter("--checkpoint and --since need --authority", param_hint="'--authority'")
-    queue = queue_of(ctx)
-    if authority is None:
-        report = queue.verify_audit()
-    else:
-        exported = [read_exported(_read(path), source=str(path)) for path in checkpoint or ()]
-        report = verify_signed_log(queue.store, pinned_keys(authority), exported=exported, since=since)
+    trusted = pinned_keys(authority) if authority is not None else None
+    exported = [read_exported(_read(path), source=str(path)) for path in checkpoint or ()]
+    log = reviewer_backend(ctx, "audit verify", server=server, token_file=token_file, reviewer=None).audit_log()
+    report = verify_log(log) if trusted is None else verify_signed_log(log, trusted, exported=exported, since=since)
     if as_json:
         data = {"ok": report.ok, "checked": report.checked, "problem": report.problem, "bad_seq": report.bad_seq}
         if authority is not None:

@@ -1,7 +1,8 @@
 """The reviewer's backend: what the reading and deciding commands ask of a review queue, local or remote.
 
-Each of ``list``, ``show``, ``review``, ``events``, ``rules``, ``runs``, ``cancel`` and the decision
-commands is written once, against :class:`ReviewerBackend`. :class:`LocalBackend` answers from a
+Each of ``list``, ``show``, ``review``, ``events``, ``rules``, ``runs``, ``cancel``, the decision
+commands, ``expire``, ``policy show|history|diff|apply`` and ``audit verify`` is written once, against
+:class:`ReviewerBackend`. :class:`LocalBackend` answers from a
 ``ReviewQueue`` on the local database; ``crossgate.cli.server_backend.ServerBackend`` from the review
 server's API with a reviewer token. Both raise the same crossgate errors, so a command prints the same
 lines and exits with the same code either way; a server adds three of its own (a refused token, a call
@@ -13,14 +14,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Protocol
 
+from crossgate.authority import Authority
 from crossgate.authority.claims import ReviewerKind
+from crossgate.checkpoints import SignedLog
 from crossgate.cli.context import CHANNEL
 from crossgate.cli.options import validated
 from crossgate.coverage import still_asking
 from crossgate.decisions import AnyDecision
-from crossgate.errors import ConfigurationError, CrossgateError, InvalidDecisionError
+from crossgate.errors import AuditHeadMissingError, ConfigurationError, CrossgateError, InvalidDecisionError
 from crossgate.fingerprint import fingerprint
 from crossgate.model import (
     ApprovalRequest,
@@ -30,9 +34,11 @@ from crossgate.model import (
     ParkedRunStatus,
     StandingRule,
 )
+from crossgate.policy import Policy
+from crossgate.policy.versions import apply_policy
 from crossgate.queue import ReviewQueue
 from crossgate.stores import RequestQuery
-from crossgate.stores.base import Page
+from crossgate.stores.base import Checkpoint, Page, PolicyVersion
 
 
 class ReviewerTokenRefusedError(ConfigurationError):
@@ -55,6 +61,49 @@ class RunDetail:
     state_bytes: int
     requests: list[ApprovalRequest]
     applied_without_outcome: list[str]
+
+
+@dataclass(frozen=True)
+class PrunedRun:
+    """A parked run (its state left out) whose SDK state a prune dropped, or would drop, and that state's size."""
+
+    parked: ParkedRun
+    state_bytes: int
+
+
+@dataclass(frozen=True)
+class AppliedPolicy:
+    """What ``policy apply`` stored: the version now current, whether it was so already, what changed."""
+
+    version: PolicyVersion
+    unchanged: bool
+    changes: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class LogSnapshot:
+    """A review server's signed log as read at one head, for the audit checks to verify here (a ``SignedLog``)."""
+
+    events: list[Event]
+    head: tuple[int, str] | None
+    missing: str | None
+    """Why there is no head (the store lost it), when ``head`` is None."""
+    checkpoints: list[Checkpoint]
+    policy_versions: list[PolicyVersion]
+
+    def list_events(self) -> list[Event]:
+        return self.events
+
+    def audit_head(self) -> tuple[int, str]:
+        if self.head is None:
+            raise AuditHeadMissingError(*([self.missing] if self.missing else []))
+        return self.head
+
+    def list_checkpoints(self) -> list[Checkpoint]:
+        return self.checkpoints
+
+    def list_policy_versions(self) -> list[PolicyVersion]:
+        return self.policy_versions
 
 
 class ReviewerBackend(Protocol):
@@ -103,6 +152,24 @@ class ReviewerBackend(Protocol):
     def still_asks(self, request: ApprovalRequest) -> str | None:
         """After a remembered allow: the rule the policy still asks by for calls like this, if it says."""
 
+    def expire_overdue(self) -> list[ApprovalRequest]:
+        """Close every pending request past its expiry; those closed (on a server: an admin's)."""
+
+    def prune_runs(self, *, older_than: timedelta, include_failed: bool, dry_run: bool) -> list[PrunedRun]:
+        """Drop (or, dry, list) the SDK state of runs that ended before ``older_than`` ago (on a server: an admin's)."""
+
+    def policy_versions(self) -> list[PolicyVersion]:
+        """Every stored policy version, oldest first, as signed (verify before trusting one)."""
+
+    def policy_version(self, version: int | None) -> PolicyVersion | None:
+        """One stored version (None: the current one), or None when there is no such version."""
+
+    def apply_policy(self, policy: Policy, *, source: str | None) -> AppliedPolicy:
+        """Store ``policy`` as the next signed version (on a server: an admin's, signed by the server)."""
+
+    def audit_log(self) -> SignedLog:
+        """The event log, its head, checkpoints and policy versions, for the audit checks run here."""
+
 
 def stateless(parked: ParkedRun) -> ParkedRun:
     """``parked`` without its SDK state."""
@@ -115,6 +182,8 @@ class LocalBackend:
 
     queue: ReviewQueue
     actor: str
+    signer: Authority | None = None
+    """The key ``apply_policy`` signs with (the operator's; set by ``policy apply``)."""
 
     def get(self, request_id: str) -> ApprovalRequest:
         return self.queue.get(request_id)
@@ -170,3 +239,34 @@ class LocalBackend:
 
     def still_asks(self, request: ApprovalRequest) -> str | None:
         return still_asking(self.queue.evaluate(request.call))
+
+    def expire_overdue(self) -> list[ApprovalRequest]:
+        expired: list[ApprovalRequest] = []
+        while batch := self.queue.expire_overdue():  # the store hands out overdue requests in batches
+            expired.extend(batch)
+        return expired
+
+    def prune_runs(self, *, older_than: timedelta, include_failed: bool, dry_run: bool) -> list[PrunedRun]:
+        if dry_run:
+            runs = self.queue.prunable_parked_states(older_than=older_than, include_failed=include_failed)
+        else:
+            runs = self.queue.prune_parked_states(
+                older_than=older_than, include_failed=include_failed, actor=self.actor
+            )
+        return [PrunedRun(stateless(p), len(p.state.encode())) for p in runs]
+
+    def policy_versions(self) -> list[PolicyVersion]:
+        return self.queue.store.list_policy_versions()
+
+    def policy_version(self, version: int | None) -> PolicyVersion | None:
+        return self.queue.store.get_policy_version(version)
+
+    def apply_policy(self, policy: Policy, *, source: str | None) -> AppliedPolicy:
+        if self.signer is None:
+            raise ConfigurationError("policy apply signs with the authority's private key, which this command lacks")
+        queue = self.queue
+        applied = apply_policy(queue.store, self.signer, policy, created_by=self.actor, source=source, clock=queue.now)
+        return AppliedPolicy(applied.version, applied.unchanged, applied.diff.summary())
+
+    def audit_log(self) -> SignedLog:
+        return self.queue.store

@@ -21,6 +21,7 @@ import typer
 from crossgate.checkpoints import Checkpointer, export_checkpoint
 from crossgate.cli.audit import audit_app
 from crossgate.cli.context import CliContext
+from crossgate.cli.deciding import local_only
 from crossgate.cli.operator import AuthorityDirOpt
 from crossgate.display import visible
 from crossgate.errors import ConfigurationError, NotFoundError, SignatureError
@@ -44,6 +45,7 @@ def checkpoint(
         raise typer.BadParameter(f"expected '-' (standard output), got {target!r}", param_hint="'[-]'")
     if out is not None and webhook is not None:
         raise typer.BadParameter("give --out or --webhook, not both", param_hint="'--out'")
+    local_only(ctx, "audit checkpoint", "it signs the head with the key on this machine, or reads the store's newest")
     state = ctx.ensure_object(CliContext)
     if directory is not None:
         state.key_dir = directory

@@ -1,8 +1,10 @@
 """Where a reviewer's command works, and with what credentials: a review server, or the local database.
 
 The reading and deciding commands (``list``, ``show``, ``review``, ``events``, ``rules``, ``runs``,
-``cancel``, ``approve``, ``edit``, ``reject``, ``respond``) each get a
-:class:`~crossgate.cli.backend.ReviewerBackend` from :func:`reviewer_backend`, chosen in this order:
+``cancel``, ``approve``, ``edit``, ``reject``, ``respond``), and the operator's that a server can do with
+an admin token (``expire``, ``runs prune``, ``policy apply``) or read for the client to verify (``policy
+show|history|diff``, ``audit verify``), each get a :class:`~crossgate.cli.backend.ReviewerBackend` from
+:func:`reviewer_backend`, chosen in this order:
 
 1. ``--db`` on the command line: the local database (with ``--server`` too: a usage error);
 2. ``--server URL``, else ``$CROSSGATE_SERVER``: that review server;
@@ -16,6 +18,9 @@ authority's signing key (the keyring in ``--authority-dir``, ``$CROSSGATE_AUTHOR
 ``~/.config/crossgate/authority``) and decides as an **operator** under ``--reviewer`` (else the OS user).
 Without either, the command refuses with one line that says how to decide (exit 6, denied). A queue handed to the CLI
 ready-made (tests, embedding) is the local database, and decides with its own authority, if it has one.
+
+``submit``, ``policy replay`` and ``audit checkpoint`` work on a local database only: when a server is
+chosen (and no ``--db`` given) they refuse with one line, exit 2 (:func:`local_only`).
 """
 
 from __future__ import annotations
@@ -82,6 +87,20 @@ class NoCredentialsError(ConfigurationError):
     """A command that lets calls run was given neither a server with a reviewer token nor the signing key."""
 
 
+class LocalOnlyError(ConfigurationError):
+    """A command that works on a local database only was run with a review server chosen (exit 2, usage)."""
+
+
+def local_only(ctx: typer.Context, command: str, why: str) -> None:
+    """LocalOnlyError when a review server is chosen for ``command`` (``$CROSSGATE_SERVER`` or the login)."""
+    url = _chosen_server(ctx, os.environ.get(SERVER_ENV) or None)
+    if url is not None:
+        raise LocalOnlyError(
+            f"crossgate {command} works on a local database only ({why}), and the review server {url} is chosen: "
+            "give --db, or unset $CROSSGATE_SERVER / crossgate logout"
+        )
+
+
 def reviewer_backend(
     ctx: typer.Context,
     command: str,
@@ -91,8 +110,13 @@ def reviewer_backend(
     reviewer: str | None,
     authority_dir: Path | None = None,
     decides: bool = False,
+    reviewer_option: str = "--reviewer",
 ) -> ReviewerBackend:
-    """Where ``command`` works (the order in this module's docstring); ``decides`` needs a credential."""
+    """Where ``command`` works (the order in this module's docstring); ``decides`` needs a credential.
+
+    ``reviewer`` is the command's ``reviewer_option`` (who acts, locally); a server refuses it, as it
+    records the reviewer its token names.
+    """
     url = _chosen_server(ctx, server)
     if url is None:
         if token_file is not None:
@@ -102,8 +126,8 @@ def reviewer_backend(
         return LocalBackend(ctx.ensure_object(CliContext).open_queue(), reviewer_name(reviewer))
     if reviewer is not None:
         raise typer.BadParameter(
-            "the server records the reviewer its token names; leave --reviewer out with --server",
-            param_hint="'--reviewer'",
+            f"the server records the reviewer its token names; leave {reviewer_option} out with --server",
+            param_hint=f"'{reviewer_option}'",
         )
     backend = connect(url, _token(url, token_file))
     ctx.call_on_close(backend.close)

@@ -6,7 +6,8 @@ code meaning
 0    ok
 1    any other crossgate error (configuration, store), a tampered audit log, a reviewer token the
      review server refuses (401), or a review server that fails or does not answer
-2    usage: an unknown option, a missing or malformed value (click's own), an id start naming several
+2    usage: an unknown option, a missing or malformed value (click's own), an id start naming several,
+     a command that works on a local database only run with a review server chosen (``LocalOnlyError``)
 3    not found: no request, standing rule or parked run has this id, or no database is at ``--db``
 4    conflict: already decided or applied, expired, cancelled, already revoked
 5    invalid decision or arguments: not allowed, bad JSON, schema failure, wrong fingerprint, a
@@ -20,7 +21,7 @@ code meaning
 
 from __future__ import annotations
 
-from crossgate.cli.deciding import NoCredentialsError
+from crossgate.cli.deciding import LocalOnlyError, NoCredentialsError
 from crossgate.errors import ConflictError, CrossgateError, InvalidDecisionError, NotFoundError
 
 OK = 0
@@ -33,6 +34,7 @@ DENIED = 6
 
 _BY_ERROR: tuple[tuple[type[CrossgateError], int], ...] = (
     (NoCredentialsError, DENIED),
+    (LocalOnlyError, USAGE),
     (NotFoundError, NOT_FOUND),
     (ConflictError, CONFLICT),
     (InvalidDecisionError, INVALID),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -30,6 +30,9 @@ from crossgate.model import (
 )
 from crossgate.policy.replay import ReplayReport
 from crossgate.queue import Submission
+
+if TYPE_CHECKING:
+    from crossgate.cli.backend import PrunedRun
 
 ARGS_PREVIEW = 60
 ARGS_MIN = 12
@@ -341,10 +344,6 @@ def print_parked_run(parked: ParkedRun, requests: Sequence[ApprovalRequest], sta
     _print_block(rows)
 
 
-def _state_bytes(parked: ParkedRun) -> int:
-    return len(parked.state.encode())
-
-
 def size_text(size: int) -> str:
     """A byte count for people: ``512 B``, ``1.5 KiB``, ``3.2 MiB``."""
     amount, unit = float(size), "B"
@@ -355,40 +354,42 @@ def size_text(size: int) -> str:
     return f"{size} B" if unit == "B" else f"{amount:.1f} {unit}"
 
 
-def pruned_json(runs: Sequence[ParkedRun], *, dry_run: bool, older_than: timedelta) -> dict[str, Any]:
+def pruned_json(runs: Sequence[PrunedRun], *, dry_run: bool, older_than: timedelta) -> dict[str, Any]:
     """The JSON form of a prune: how many runs and bytes, and each run with the size of its state."""
     return {
         "dry_run": dry_run,
         "older_than_seconds": int(older_than.total_seconds()),
         "count": len(runs),
-        "state_bytes": sum(_state_bytes(p) for p in runs),
+        "state_bytes": sum(p.state_bytes for p in runs),
         "runs": [
             {
-                "id": p.id,
-                "framework": p.framework,
-                "run": p.run,
-                "status": p.status.value,
-                "updated_at": _time(p.updated_at),
-                "state_bytes": _state_bytes(p),
+                "id": p.parked.id,
+                "framework": p.parked.framework,
+                "run": p.parked.run,
+                "status": p.parked.status.value,
+                "updated_at": _time(p.parked.updated_at),
+                "state_bytes": p.state_bytes,
             }
             for p in runs
         ],
     }
 
 
-def print_pruned(runs: Sequence[ParkedRun], *, dry_run: bool) -> None:
+def print_pruned(runs: Sequence[PrunedRun], *, dry_run: bool) -> None:
     """What a prune did (or, for a dry run, would do): a table of the runs for a dry run, then one line."""
     if not runs:
         say("no parked run has state to prune")
         return
-    freed = size_text(sum(_state_bytes(p) for p in runs))
+    freed = size_text(sum(p.state_bytes for p in runs))
     counted = f"{len(runs)} parked run{'' if len(runs) == 1 else 's'}"
     if not dry_run:
         say(f"pruned the SDK state of {counted}, {freed} freed")
         return
     rows = [
-        (p.id, p.framework, p.run, p.status.value, _short_time(p.updated_at), size_text(_state_bytes(p))) for p in runs
-    ]
+        (p.parked.id, p.parked.framework, p.parked.run, p.parked.status.value, _short_time(p.parked.updated_at),
+         size_text(p.state_bytes))
+        for p in runs
+    ]  # fmt: skip
     _print_table(("ID", "FRAMEWORK", "RUN", "STATUS", "ENDED", "STATE"), rows, flexible="RUN")
     say(f"would prune the SDK state of {counted}, freeing {freed} (dry run: nothing changed)")
 

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from crossgate.cli.context import queue_of
+from crossgate.cli.deciding import local_only
 from crossgate.cli.options import JsonFlag
 from crossgate.cli.output import print_json, print_replay, replay_json, say
 from crossgate.model import Event
@@ -41,6 +42,7 @@ def replay_policy(
 
     Both see the same standing rules and clock, so what differs is the policy alone.
     """
+    local_only(ctx, "policy replay", "it evaluates the log with the policy this machine loads")
     proposed = load_policy(candidate)
     queue = queue_of(ctx)
     report = replay(_all_events(queue), queue.policy, proposed, standing_rules=queue.rules(), now=queue.now())

@@ -1,19 +1,24 @@
 """``crossgate policy apply | show | history | diff``: the one policy, stored and signed.
 
 ``apply`` signs the next version with the operator's key (:mod:`crossgate.cli.operator`) and records who
-changed it and the diff; every process that has no ``--policy`` of its own then evaluates it. ``show``,
-``history`` and ``diff`` read the stored versions and say whether each one's signature verifies with the
-keys this command trusts. Standard output carries the policy or the diff; notes go to standard error.
+changed it and the diff; every process that has no ``--policy`` of its own then evaluates it. On a review
+server (:mod:`crossgate.cli.deciding`) it takes an admin's token, and the server signs. ``show``,
+``history`` and ``diff`` read the stored versions, locally or from a server, and say whether each one's
+signature verifies with the keys this command trusts (never the server's word). Standard output carries
+the policy or the diff; notes go to standard error.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from crossgate.authority import TrustedKeys
-from crossgate.cli.context import CliContext, queue_of, reviewer_name
+from crossgate.cli.backend import LocalBackend, ReviewerBackend
+from crossgate.cli.context import CliContext
+from crossgate.cli.deciding import ServerOpt, TokenFileOpt, reviewer_backend
 from crossgate.cli.exit_codes import FAILURE
 from crossgate.cli.operator import AuthorityDirOpt, require_authority
 from crossgate.cli.options import JsonFlag
@@ -22,13 +27,12 @@ from crossgate.display import visible
 from crossgate.errors import ConfigurationError, NotFoundError, SignatureError
 from crossgate.policy import Policy, load_policy
 from crossgate.policy.versions import (
-    apply_policy,
     policy_diff,
     policy_from_document,
     policy_text,
     verify_policy_version,
 )
-from crossgate.stores.base import PolicyVersion, Store
+from crossgate.stores.base import PolicyVersion
 
 NO_VERSION = "no policy version is stored yet; store one with: crossgate policy apply FILE"
 
@@ -40,28 +44,38 @@ def apply(
         str | None, typer.Option("--by", metavar="NAME", help="Who changes the policy. [default: the OS user]")
     ] = None,
     directory: AuthorityDirOpt = None,
+    server: ServerOpt = None,
+    token_file: TokenFileOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Store FILE as the next policy version, signed with the authority's key; every agent evaluates it."""
+    """Store FILE as the next policy version, signed with the authority's key; every agent evaluates it.
+
+    On a review server it takes an admin's token; the server signs, and records the admin.
+    """
     policy = load_policy(file)
     state = ctx.ensure_object(CliContext)
     if directory is not None:
         state.key_dir = directory
-    queue = queue_of(ctx)
-    authority = require_authority(state.keys(), "crossgate policy apply")
-    name = reviewer_name(by)
-    if not name.strip():
-        raise ConfigurationError("--by cannot be empty: the audit log records who changed the policy")
-    applied = apply_policy(queue.store, authority, policy, created_by=name, source=file, clock=queue.now)
-    record = _version_json(applied.version, _check(applied.version, authority.trusted_keys()))
+    backend = reviewer_backend(
+        ctx, "policy apply", server=server, token_file=token_file, reviewer=by, reviewer_option="--by"
+    )
+    trusted = state.keys().trusted
+    if isinstance(backend, LocalBackend):
+        backend.signer = require_authority(state.keys(), "crossgate policy apply")
+        trusted = backend.signer.trusted_keys()
+        if not backend.actor.strip():
+            raise ConfigurationError("--by cannot be empty: the audit log records who changed the policy")
+    applied = backend.apply_policy(policy, source=file)
+    record = _version_json(applied.version, _check(applied.version, trusted))
     if as_json:
-        print_json({**record, "unchanged": applied.unchanged, "changes": applied.diff.summary()})
+        print_json({**record, "unchanged": applied.unchanged, "changes": applied.changes})
         return
     if applied.unchanged:
         say(f"policy unchanged: version {applied.version.version} is this policy already")
         return
-    say(f"applied policy version {applied.version.version} (sha256 {applied.version.digest[:12]}, by {name})")
-    _note(_changes_line(applied.diff.summary()))
+    stored = applied.version
+    say(f"applied policy version {stored.version} (sha256 {stored.digest[:12]}, by {stored.created_by})")
+    _note(_changes_line(applied.changes))
 
 
 def show(
@@ -69,11 +83,13 @@ def show(
     version: Annotated[
         int | None, typer.Argument(metavar="[VERSION]", min=1, help="[default: the current one]")
     ] = None,
+    server: ServerOpt = None,
+    token_file: TokenFileOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Print a stored policy version (the current one by default) as a policy file; exit 1 if it does not verify."""
-    store, trusted = _reading(ctx)
-    stored = _stored(store, version)
+    backend, trusted = _reading(ctx, "policy show", server, token_file)
+    stored = _stored(backend, version)
     check = _check(stored, trusted)
     if as_json:
         print_json({**_version_json(stored, check), "policy": _policy_json(stored)})
@@ -88,10 +104,12 @@ def show(
         raise typer.Exit(FAILURE)
 
 
-def history(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+def history(
+    ctx: typer.Context, server: ServerOpt = None, token_file: TokenFileOpt = None, as_json: JsonFlag = False
+) -> None:
     """List every stored policy version, oldest first, with who applied it and whether its signature verifies."""
-    store, trusted = _reading(ctx)
-    versions = store.list_policy_versions()
+    backend, trusted = _reading(ctx, "policy history", server, token_file)
+    versions = backend.policy_versions()
     records = [_version_json(v, _check(v, trusted)) for v in versions]
     if as_json:
         print_json(list_json(records))
@@ -116,20 +134,22 @@ def diff(
     after: Annotated[
         str | None, typer.Argument(metavar="[B]", help="A version number or a policy file. [default: the current one]")
     ] = None,
+    server: ServerOpt = None,
+    token_file: TokenFileOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Show what changes from A to B: rules added, removed or changed, settings, and the text diff."""
-    store = queue_of(ctx).store
+    backend, _trusted = _reading(ctx, "policy diff", server, token_file)
     if before is None:  # the previous version to the current one
-        current = _stored(store, None)
+        current = _stored(backend, None)
         old: Policy | None = None
         old_name = "no policy"
         if current.version > 1:
-            old, old_name = _side(store, str(current.version - 1))
-        new, new_name = _side(store, str(current.version))
+            old, old_name = _side(backend, str(current.version - 1))
+        new, new_name = _side(backend, str(current.version))
     else:
-        old, old_name = _side(store, before)
-        new, new_name = _side(store, after if after is not None else str(_stored(store, None).version))
+        old, old_name = _side(backend, before)
+        new, new_name = _side(backend, after if after is not None else str(_stored(backend, None).version))
     found = policy_diff(old, new, old_name=old_name, new_name=new_name)
     if as_json:
         print_json({"from": old_name, "to": new_name, "changes": found.summary(), "diff": found.text})
@@ -141,23 +161,26 @@ def diff(
     _note(_changes_line(found.summary()))
 
 
-def _side(store: Store, given: str) -> tuple[Policy, str]:
+def _side(backend: ReviewerBackend, given: str) -> tuple[Policy, str]:
     """A policy named on the command line: a stored version's number, or a file."""
     if given.isdigit():
         if len(given) > 19:  # past any version a store holds (int64), and past what int() reads at all
             raise NotFoundError(f"no policy version {given[:20]}… is stored")
-        stored = _stored(store, int(given))
+        stored = _stored(backend, int(given))
         return policy_from_document(stored.document, version=stored.version), f"version {stored.version}"
     return load_policy(given), given
 
 
-def _reading(ctx: typer.Context) -> tuple[Store, TrustedKeys | None]:
-    """The store, and the public keys this command trusts (pinned, else the operator's keyring)."""
-    return queue_of(ctx).store, ctx.ensure_object(CliContext).keys().trusted
+def _reading(
+    ctx: typer.Context, command: str, server: str | None, token_file: Path | None
+) -> tuple[ReviewerBackend, TrustedKeys | None]:
+    """Where the versions are, and the public keys this command trusts (pinned, else the operator's keyring)."""
+    backend = reviewer_backend(ctx, command, server=server, token_file=token_file, reviewer=None)
+    return backend, ctx.ensure_object(CliContext).keys().trusted
 
 
-def _stored(store: Store, version: int | None) -> PolicyVersion:
-    stored = store.get_policy_version(version)
+def _stored(backend: ReviewerBackend, version: int | None) -> PolicyVersion:
+    stored = backend.policy_version(version)
     if stored is None:
         raise NotFoundError(NO_VERSION if version is None else f"no policy version {version} is stored")
     return stored

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from crossgate.cli.context import queue_of
-from crossgate.cli.deciding import ServerOpt, TokenFileOpt, reviewer_backend
+from crossgate.cli.deciding import ServerOpt, TokenFileOpt, local_only, reviewer_backend
 from crossgate.cli.exit_codes import DENIED
 from crossgate.cli.ids import RequestId, request_id
 from crossgate.cli.options import JsonFlag, Reviewer, StatusFilter, check_cursor, json_args, validated
@@ -38,7 +38,11 @@ def submit(
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Submit a tool call: print the new pending request, or the policy's allow or deny (exit 6)."""
+    """Submit a tool call: print the new pending request, or the policy's allow or deny (exit 6).
+
+    Works on a local database only: an agent submits to a review server with its agent token.
+    """
+    local_only(ctx, "submit", "an agent submits to a review server with its agent token")
     parsed = json_args(args)
     call = validated(
         lambda: ToolCall(framework=framework, tool=tool, args=parsed, agent=agent, run=run, session=session),
@@ -133,12 +137,11 @@ def cancel(
         say(f"cancelled {closed.id}")
 
 
-def expire(ctx: typer.Context, as_json: JsonFlag = False) -> None:
-    """Close every pending request past its expiry."""
-    queue = queue_of(ctx)
-    expired = []
-    while batch := queue.expire_overdue():  # the store hands out overdue requests in batches
-        expired.extend(batch)
+def expire(
+    ctx: typer.Context, server: ServerOpt = None, token_file: TokenFileOpt = None, as_json: JsonFlag = False
+) -> None:
+    """Close every pending request past its expiry (on a review server: with an admin's token)."""
+    expired = reviewer_backend(ctx, "expire", server=server, token_file=token_file, reviewer=None).expire_overdue()
     if as_json:
         print_json(list_json([request_json(r) for r in expired]))
         return

@@ -8,7 +8,6 @@ from typing import Annotated, Any
 
 import typer
 
-from crossgate.cli.context import queue_of, reviewer_name
 from crossgate.cli.deciding import ServerOpt, TokenFileOpt, reviewer_backend
 from crossgate.cli.ids import ParkedId, parked_id
 from crossgate.cli.options import JsonFlag, Reviewer
@@ -157,15 +156,16 @@ def prune_runs(
         str | None,
         typer.Option("--reviewer", metavar="NAME", help="Who prunes, for the audit log. [default: the OS user]"),
     ] = None,
+    server: ServerOpt = None,
+    token_file: TokenFileOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Drop the SDK state of runs resumed (or failed) long ago, which nothing reads again; run it daily."""
-    queue = queue_of(ctx)
-    if dry_run:
-        runs = queue.prunable_parked_states(older_than=older_than, include_failed=include_failed)
-    else:
-        actor = reviewer_name(reviewer)
-        runs = queue.prune_parked_states(older_than=older_than, include_failed=include_failed, actor=actor)
+    """Drop the SDK state of runs resumed (or failed) long ago, which nothing reads again; run it daily.
+
+    On a review server it takes an admin's token.
+    """
+    backend = reviewer_backend(ctx, "runs prune", server=server, token_file=token_file, reviewer=reviewer)
+    runs = backend.prune_runs(older_than=older_than, include_failed=include_failed, dry_run=dry_run)
     if as_json:
         print_json(pruned_json(runs, dry_run=dry_run, older_than=older_than))
     else:

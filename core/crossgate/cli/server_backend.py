@@ -12,13 +12,22 @@ from __future__ import annotations
 import ipaddress
 import os
 from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
 
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from crossgate.cli.backend import OutsideScopeError, ReviewerTokenRefusedError, RunDetail, ServerUnreachableError
+from crossgate.cli.backend import (
+    AppliedPolicy,
+    LogSnapshot,
+    OutsideScopeError,
+    PrunedRun,
+    ReviewerTokenRefusedError,
+    RunDetail,
+    ServerUnreachableError,
+)
 from crossgate.decisions import AnyDecision
 from crossgate.errors import (
     ConfigurationError,
@@ -28,15 +37,18 @@ from crossgate.errors import (
     NotFoundError,
 )
 from crossgate.model import ApprovalRequest, Event, JsonObject, ParkedRun, ParkedRunStatus, StandingRule
+from crossgate.policy import Policy
 from crossgate.remote._errors import error_class
 from crossgate.stores import RequestQuery
-from crossgate.stores.base import Page
+from crossgate.stores.base import Checkpoint, Page, PolicyVersion
 
 M = TypeVar("M", bound=BaseModel)
 CHANNEL_HEADER = "X-Crossgate-Channel"
 TIMEOUT_SECONDS = 30.0
 EVENTS_PAGE = 1000
 """The most events the server answers at once."""
+SNAPSHOT_TRIES = 3
+"""How often ``audit_log`` reads the log again when the server appended to it while it was read."""
 PLAIN_HTTP_ENV = "CROSSGATE_ALLOW_PLAIN_HTTP"
 """Set to 1 to send a reviewer token over plain http to a host that is not this machine."""
 
@@ -175,6 +187,81 @@ class ServerBackend:
 
     def still_asks(self, request: ApprovalRequest) -> str | None:
         return self._still_asks.get(request.id)  # what the server's policy said when it recorded the decision
+
+    def expire_overdue(self) -> list[ApprovalRequest]:
+        answer = self._call("POST", "/api/admin/requests/expire")
+        return [self._request(r) for r in self._field(answer, "items", list)]
+
+    def prune_runs(self, *, older_than: timedelta, include_failed: bool, dry_run: bool) -> list[PrunedRun]:
+        body = {"older_than_seconds": int(older_than.total_seconds()), "include_failed": include_failed}
+        answer = self._call("POST", "/api/admin/runs/prune", body={**body, "dry_run": dry_run})
+        found = self._field(answer, "items", list)
+        return [PrunedRun(self._parked(p), int(p.get("state_bytes") or 0)) for p in found]
+
+    def policy_versions(self) -> list[PolicyVersion]:
+        answer = self._call("GET", "/api/policy/versions")
+        return [self._version(v) for v in self._field(answer, "items", list)]
+
+    def policy_version(self, version: int | None) -> PolicyVersion | None:
+        if version is None:
+            versions = self.policy_versions()
+            return versions[-1] if versions else None
+        try:
+            return self._version(self._call("GET", f"/api/policy/versions/{version}"))
+        except NotFoundError:
+            return None
+
+    def apply_policy(self, policy: Policy, *, source: str | None) -> AppliedPolicy:
+        body = {"policy": policy.model_dump(mode="json"), "source": source}
+        answer = self._call("POST", "/api/admin/policy/versions", body=body)
+        version = self._version(self._field(answer, "version", dict))
+        return AppliedPolicy(version, answer.get("unchanged") is True, self._field(answer, "changes", dict))
+
+    def audit_log(self) -> LogSnapshot:
+        """The log read whole between two reads of its head; read again (a few times) if it moved meanwhile."""
+        for _ in range(SNAPSHOT_TRIES):
+            head = self._head()
+            events = self.events(after=0, limit=None, request_id=None)
+            answer = self._call("GET", "/api/audit/checkpoints")
+            checkpoints = [self._checkpoint(c) for c in self._field(answer, "items", list)]
+            versions = self.policy_versions()
+            if self._head() == head:
+                return LogSnapshot(events, head[0], head[1], checkpoints, versions)
+        raise ConflictError(f"the audit log at {self.url} kept growing while it was read; run the check again")
+
+    def _head(self) -> tuple[tuple[int, str] | None, str | None]:
+        answer = self._call("GET", "/api/audit/head")
+        if not isinstance(answer, dict):
+            raise self._not_api()
+        seq, head_hash, missing = answer.get("seq"), answer.get("hash"), answer.get("missing")
+        if isinstance(seq, int) and isinstance(head_hash, str):
+            return (seq, head_hash), None
+        if isinstance(missing, str):
+            return None, missing
+        raise self._not_api()
+
+    def _version(self, data: Any) -> PolicyVersion:
+        try:
+            return PolicyVersion(
+                version=int(data["version"]),
+                document=str(data["document"]),
+                token=str(data["token"]),
+                digest=str(data["digest"]),
+                created_by=str(data["created_by"]),
+                created_at=datetime.fromisoformat(data["created_at"]),
+                source=data.get("source") if isinstance(data.get("source"), str) else None,
+            )
+        except (KeyError, TypeError, ValueError):
+            raise self._not_api() from None
+
+    def _checkpoint(self, data: Any) -> Checkpoint:
+        try:
+            at = datetime.fromisoformat(data["at"])
+            return Checkpoint(
+                int(data["seq"]), str(data["head_hash"]), at, str(data["token"]), data["authored"] is True
+            )
+        except (KeyError, TypeError, ValueError):
+            raise self._not_api() from None
 
     def _request_events(self, request_id: str) -> list[Event]:
         answer = self._call("GET", f"/api/requests/{_part(request_id)}/events")

@@ -23,6 +23,7 @@ import crossgate.server.agui_api as agui_api
 import crossgate.server.api as api
 import crossgate.server.linkpages as linkpages
 import crossgate.server.metrics as metrics
+import crossgate.server.operator_api as operator_api
 import crossgate.server.pages as pages
 import crossgate.server.review_api as review_api
 import crossgate.server.stream as stream
@@ -135,7 +136,9 @@ def create_app(
     # The review API first: its list and decision routes are the ones called most, and routes are matched
     # in order. No path of it matches one under /api/agent/v1 (the agents' own), so the order is free.
     app.include_router(api.router)
+    app.include_router(operator_api.upkeep)  # /api/admin/<two segments>: never taken for admin_api's /{kinds}
     app.include_router(admin_api.router)
+    app.include_router(operator_api.reading)
     app.include_router(review_api.router)
     app.include_router(agent_api.router)
     app.include_router(agui_api.router)
