@@ -89,7 +89,7 @@ class TypeScriptAgent:
     def _env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("CROSSGATE_")}
         env.update(
-            CROSSGATE_URL=self.url,
+            CROSSGATE_SERVER=self.url,
             CROSSGATE_AGENT_TOKEN=self.token,
             CROSSGATE_TICKETS=str(self.tickets.path),
             CROSSGATE_TICKET=self.ticket,

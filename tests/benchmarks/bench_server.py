@@ -338,6 +338,8 @@ def run_row(row: Row, tokens: dict[str, str]) -> tuple[int, float]:
     db = row.database("crossgate")
     ReviewQueue(open_store(db)).close()
     env = {**os.environ, "CROSSGATE_TOKENS": ",".join(f"{n}:{t}" for n, t in tokens.items())}
+    # The servers' host is not the benchmark's: a first run pins its key in a config directory of its own.
+    env.update(XDG_CONFIG_HOME=str(row.folder / "server-config"), XDG_DATA_HOME=str(row.folder / "server-data"))
     ports = [free_port() for _ in range(row.servers)]
     cmds = [
         [sys.executable, "-m", "crossgate.cli", "--db", db, "serve", "--port", str(p), "--log-level", "warning"]

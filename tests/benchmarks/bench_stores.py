@@ -28,6 +28,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import shutil
 import signal
 import socket
 import sqlite3
@@ -339,6 +340,9 @@ def server_wakeups(kind: str, pg_url: str | None, decide_times: list[float]) -> 
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
         env = {**os.environ, "CROSSGATE_TOKENS": f"ann:{SERVER_TOKEN}"}
+        # The server's host is not the benchmark's: a first run pins its key in a config directory of its own.
+        home = Path(tempfile.mkdtemp(prefix="crossgate-bench-serve-"))
+        env.update(XDG_CONFIG_HOME=str(home / "config"), XDG_DATA_HOME=str(home / "data"))
         command = [sys.executable, "-m", "crossgate.cli", "serve", "--db", url, "--port", str(port)]
         server = subprocess.Popen([*command, "--log-level", "warning"], env=env, stdout=subprocess.DEVNULL)
         client = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {SERVER_TOKEN}"})
@@ -362,6 +366,7 @@ def server_wakeups(kind: str, pg_url: str | None, decide_times: list[float]) -> 
             client.close()
             server.send_signal(signal.SIGINT)
             server.wait(15)
+            shutil.rmtree(home, ignore_errors=True)
             queue._waits.close()
 
 

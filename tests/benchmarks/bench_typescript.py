@@ -51,7 +51,7 @@ def measure(trips: int, warmup: int, sdks: list[str], folder: Path) -> dict[str,
         with LiveServer(folder, str(folder / "queue.db"), ASK_POLICY) as server, MessagesAPI() as api:
             env = {k: v for k, v in os.environ.items() if not k.startswith("CROSSGATE_")}
             env.update(
-                CROSSGATE_URL=server.url,
+                CROSSGATE_SERVER=server.url,
                 CROSSGATE_AGENT_TOKEN=AGENT_TOKEN,
                 CROSSGATE_REVIEWER_TOKEN=REVIEWERS["ann"],
                 CROSSGATE_AUTHORITY_PUBKEY=keys.pin_text(),

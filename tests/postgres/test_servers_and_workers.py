@@ -70,6 +70,9 @@ def cluster(pg_store: PostgresStore, tmp_path: Path) -> Iterator[Cluster]:
         "CG_TEST_TOOL_LOG": str(tmp_path / "tool.log"),
         "CG_TEST_HANG_FILE": str(tmp_path / "hang.pid"),
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        # The servers' host is not this test's: a first run pins its key in a config directory of its own.
+        "XDG_CONFIG_HOME": str(tmp_path / "server-config"),
+        "XDG_DATA_HOME": str(tmp_path / "server-data"),
     }
     (tmp_path / "tool.log").touch()
     cli = [sys.executable, "-m", "crossgate.cli"]

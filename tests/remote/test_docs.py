@@ -20,7 +20,7 @@ def test_the_quick_start_blocks_run(
     served: tuple[str, ReviewQueue], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     url, _ = served
-    monkeypatch.setenv("CROSSGATE_URL", url)
+    monkeypatch.setenv("CROSSGATE_SERVER", url)
     monkeypatch.setenv(TOKEN_ENV, AGENT_TOKEN)
     blocks = [dataclasses.replace(b, code=textwrap.dedent(b.code)) for b in snippets(DOC)]
     assert [b for b in blocks if b.skip_reason is None], "the quick start has a block that runs"

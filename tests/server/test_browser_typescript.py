@@ -60,7 +60,7 @@ def _park_each(base: str, messages_api: str, workdir: Path) -> dict[str, dict[st
         (work / "tickets.json").write_text(json.dumps({"tickets": [f"T-{n}00"], "deletes": []}), encoding="utf-8")
         env = {k: v for k, v in os.environ.items() if not k.startswith("CROSSGATE_")}
         env.update(
-            CROSSGATE_URL=base,
+            CROSSGATE_SERVER=base,
             CROSSGATE_AGENT_TOKEN=AGENT_TOKEN,
             CROSSGATE_TICKETS=str(work / "tickets.json"),
             CROSSGATE_TICKET=f"T-{n}00",

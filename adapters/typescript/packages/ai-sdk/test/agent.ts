@@ -1,7 +1,7 @@
 /**
  * The seed agent as its own process: `node agent.js park <tickets>` runs until it parks, and
  * `node agent.js resume <tickets> <parked id>` resumes it. Prints one JSON line. The server and the
- * credential come from $CROSSGATE_URL and $CROSSGATE_AGENT_TOKEN: no store, only a token.
+ * credential come from $CROSSGATE_SERVER and $CROSSGATE_AGENT_TOKEN: no store, only a token.
  */
 
 import { AgentClient } from '@crossgate/client';
@@ -13,7 +13,7 @@ import { seedGate, ticketModel, toolResults } from './support.js';
 
 async function main(): Promise<void> {
   const [mode, ticketsPath, parkedId] = process.argv.slice(2);
-  const client = new AgentClient({ baseUrl: process.env.CROSSGATE_URL ?? '', token: process.env.CROSSGATE_AGENT_TOKEN ?? '' });
+  const client = new AgentClient({ baseUrl: process.env.CROSSGATE_SERVER ?? '', token: process.env.CROSSGATE_AGENT_TOKEN ?? '' });
   const tickets = new TicketStore(ticketsPath ?? '');
   const model = ticketModel();
   const gate = seedGate(client, tickets, model);

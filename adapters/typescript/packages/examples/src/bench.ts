@@ -15,7 +15,7 @@
  * `run` (park on the server), a reviewer decides over the review API, `resume` runs the tool; the Claude
  * gate holds the call in its hook until a reviewer decides over the review API, in the same single query.
  *
- * Environment: `CROSSGATE_URL`, `CROSSGATE_AGENT_TOKEN`, `CROSSGATE_REVIEWER_TOKEN`, `CROSSGATE_WORK`,
+ * Environment: `CROSSGATE_SERVER`, `CROSSGATE_AGENT_TOKEN`, `CROSSGATE_REVIEWER_TOKEN`, `CROSSGATE_WORK`,
  * `MESSAGES_API` (Claude), and `CROSSGATE_AUTHORITY_PUBKEY` (pinned). Prints one JSON line: for each SDK,
  * the seconds of every measured trip, native and through crossgate.
  */
@@ -44,14 +44,14 @@ const warmup = Number(values.warmup);
 const sdks = (values.sdks ? values.sdks.split(',') : [...SDKS]) as Sdk[];
 const env = process.env;
 const work = env.CROSSGATE_WORK ?? '.';
-const client = new AgentClient({ baseUrl: env.CROSSGATE_URL ?? '', token: env.CROSSGATE_AGENT_TOKEN ?? '' });
+const client = new AgentClient({ baseUrl: env.CROSSGATE_SERVER ?? '', token: env.CROSSGATE_AGENT_TOKEN ?? '' });
 const PLAN = [{ tool: 'delete_ticket' as const, args: { id: 't3' } }];
 const deleted: string[] = [];
 const deleteBody = async ({ id }: { id: string }) => (deleted.push(id), `deleted ticket ${id}`);
 
 /** A reviewer's decision over the review API, as the page makes it. */
 async function approve(requestId: string): Promise<void> {
-  const reply = await fetch(`${env.CROSSGATE_URL}/api/requests/${encodeURIComponent(requestId)}/decision`, {
+  const reply = await fetch(`${env.CROSSGATE_SERVER}/api/requests/${encodeURIComponent(requestId)}/decision`, {
     method: 'POST',
     headers: { authorization: `Bearer ${env.CROSSGATE_REVIEWER_TOKEN}`, 'content-type': 'application/json' },
     body: JSON.stringify({ kind: 'approve' }),
@@ -64,7 +64,7 @@ function approving(framework: string) {
   let running = true;
   const done = (async () => {
     while (running) {
-      const reply = await fetch(`${env.CROSSGATE_URL}/api/requests?status=pending&framework=${framework}`, {
+      const reply = await fetch(`${env.CROSSGATE_SERVER}/api/requests?status=pending&framework=${framework}`, {
         headers: { authorization: `Bearer ${env.CROSSGATE_REVIEWER_TOKEN}` },
       });
       for (const request of ((await reply.json()) as { items: { id: string }[] }).items) await approve(request.id);

@@ -3,7 +3,7 @@
  * `$CROSSGATE_TICKET` and finishes or parks; `node dist/cli.js <sdk> resume <parkedRun>` takes a parked
  * run forward. The demo runs it (the AI SDK agent), and so do the page's tests (one per SDK).
  *
- * It holds only the server's address and an agent token (`$CROSSGATE_URL`, `$CROSSGATE_AGENT_TOKEN`), and
+ * It holds only the server's address and an agent token (`$CROSSGATE_SERVER`, `$CROSSGATE_AGENT_TOKEN`), and
  * the authority's public key when `$CROSSGATE_AUTHORITY_PUBKEY` pins one: never the store. Tickets are
  * the JSON file `$CROSSGATE_TICKETS`; `$CROSSGATE_WORK` keeps what an SDK needs across processes
  * (Mastra's storage, the Claude CLI's sessions); the Claude agent talks to the scripted Messages API at
@@ -25,12 +25,13 @@ function fail(message: string): never {
 
 if (!SDKS.includes(sdk as Sdk)) fail(`the first argument is an SDK: ${SDKS.join(', ')}`);
 if ((command !== 'start' && command !== 'resume') || !target) fail('usage: cli.js <sdk> start <run> | resume <parkedRun>');
-for (const name of ['CROSSGATE_URL', 'CROSSGATE_AGENT_TOKEN', 'CROSSGATE_TICKETS', 'CROSSGATE_TICKET', 'CROSSGATE_WORK']) {
+if (!env.CROSSGATE_SERVER && env.CROSSGATE_URL) fail('$CROSSGATE_URL is now $CROSSGATE_SERVER (one name with the Python side): rename it');
+for (const name of ['CROSSGATE_SERVER', 'CROSSGATE_AGENT_TOKEN', 'CROSSGATE_TICKETS', 'CROSSGATE_TICKET', 'CROSSGATE_WORK']) {
   if (!env[name]) fail(`$${name} is not set`);
 }
 
 const tickets = new TicketStore(env.CROSSGATE_TICKETS!);
-const client = new AgentClient({ baseUrl: env.CROSSGATE_URL!, token: env.CROSSGATE_AGENT_TOKEN! });
+const client = new AgentClient({ baseUrl: env.CROSSGATE_SERVER!, token: env.CROSSGATE_AGENT_TOKEN! });
 const api = env.MESSAGES_API ? { baseUrl: env.MESSAGES_API, recordPath: '', requests: () => [], stop: async () => {} } : undefined;
 const agent = scriptedAgent(sdk as Sdk, [{ tool: 'delete_ticket', args: { id: env.CROSSGATE_TICKET! } }], {
   client,

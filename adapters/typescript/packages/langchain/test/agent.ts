@@ -13,7 +13,7 @@ import { seedAgent, toolResults } from './support.js';
 
 async function main(): Promise<void> {
   const [mode, ticketsPath, checkpoints, parkedId] = process.argv.slice(2);
-  const client = new AgentClient({ baseUrl: process.env.CROSSGATE_URL ?? '', token: process.env.CROSSGATE_AGENT_TOKEN ?? '' });
+  const client = new AgentClient({ baseUrl: process.env.CROSSGATE_SERVER ?? '', token: process.env.CROSSGATE_AGENT_TOKEN ?? '' });
   const tickets = new TicketStore(ticketsPath ?? '');
   const { model, agent } = seedAgent(client, tickets, checkpoints ?? '');
   const gate = new Gate({ client, graph: agent, agent: 'tickets' });

@@ -14,7 +14,7 @@ import { toolGraph } from './support.js';
 
 async function main(): Promise<void> {
   const [mode, ticketsPath, checkpoints, parkedId] = process.argv.slice(2);
-  const client = verifiedClient(new AgentClient({ baseUrl: process.env.CROSSGATE_URL ?? '', token: process.env.CROSSGATE_AGENT_TOKEN ?? '' }));
+  const client = verifiedClient(new AgentClient({ baseUrl: process.env.CROSSGATE_SERVER ?? '', token: process.env.CROSSGATE_AGENT_TOKEN ?? '' }));
   const tickets = new TicketStore(ticketsPath ?? '');
   const { model, graph } = toolGraph(client, tickets, checkpoints ?? '');
   const gate = new Gate({ client, graph, agent: 'tickets' });

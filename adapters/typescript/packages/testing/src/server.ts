@@ -192,7 +192,7 @@ function liveServer(parts: Parts): LiveServer {
     policyFile,
     pin,
     authorityDir,
-    agentEnv: { CROSSGATE_URL: url, CROSSGATE_AGENT_TOKEN: AGENT_TOKEN, ...(pin === null ? {} : { CROSSGATE_AUTHORITY_PUBKEY: pin }) },
+    agentEnv: { CROSSGATE_SERVER: url, CROSSGATE_AGENT_TOKEN: AGENT_TOKEN, ...(pin === null ? {} : { CROSSGATE_AUTHORITY_PUBKEY: pin }) },
     client: (options = {}) => new AgentClient({ baseUrl: url, token: AGENT_TOKEN, ...options }),
     async decide(requestId, decision) {
       const reply = await reviewerFetch(`/api/requests/${encodeURIComponent(requestId)}/decision`, {

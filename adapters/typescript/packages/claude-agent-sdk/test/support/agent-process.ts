@@ -15,7 +15,7 @@ export const SEED_PROMPT = calls(['delete_ticket', { id: 't3' }], ['delete_ticke
 
 const [command, target] = process.argv.slice(2);
 const env = process.env;
-const client = new AgentClient({ baseUrl: env.CROSSGATE_URL ?? '', token: env.CROSSGATE_AGENT_TOKEN ?? '' });
+const client = new AgentClient({ baseUrl: env.CROSSGATE_SERVER ?? '', token: env.CROSSGATE_AGENT_TOKEN ?? '' });
 const gate = new Gate({
   client,
   options: { env: cliEnv(env.MESSAGES_API ?? '', env.CLI_ROOT ?? ''), cwd: env.WORK ?? '', settingSources: [], tools: [] },

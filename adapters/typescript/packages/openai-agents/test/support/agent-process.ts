@@ -12,7 +12,7 @@ import { del, triage } from './triage.js';
 
 const [command, target] = process.argv.slice(2);
 const env = process.env;
-const client = new AgentClient({ baseUrl: env.CROSSGATE_URL ?? '', token: env.CROSSGATE_AGENT_TOKEN ?? '' });
+const client = new AgentClient({ baseUrl: env.CROSSGATE_SERVER ?? '', token: env.CROSSGATE_AGENT_TOKEN ?? '' });
 const { agent, model } = triage(new TicketStore(env.TICKETS ?? ''), [[del('t3'), del('t1')]]);
 const gate = new Gate({ client, sdkAgent: agent });
 
