@@ -254,6 +254,7 @@ def test_commands_that_stay_local_say_so_when_a_server_is_chosen(
     with reviewing("server", tmp_path) as world:
         world.submit()
         before = world.stored()
+        assert world.url is not None
         for env in ({}, {"CROSSGATE_SERVER": world.url}):
             run = world(*args, **env)
             assert run.exit_code == 2, run

@@ -12,7 +12,7 @@ code meaning
 4    conflict: already decided or applied, expired, cancelled, already revoked
 5    invalid decision or arguments: not allowed, bad JSON, schema failure, wrong fingerprint, a
      decision by the person the run acts for (``SelfDecisionError``), or outside the reviewer's
-     scope on a review server (403)
+     scope on a review server, or not an admin there (403)
 6    denied: ``submit``'s call was denied by the policy (the verdict is printed, nothing was stored), or
      a command holds no credential it needs (``NoCredentialsError``: no reviewer token for a review
      server; no authority key to decide on the local database)
