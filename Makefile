@@ -33,7 +33,7 @@ install: $(STAMP) typescript
 # (the policy parity test runs it). Without npm this says so and goes on: the demo skips its TypeScript agent.
 typescript:
 	@if command -v npm >/dev/null 2>&1; then \
-		eval "$$(.ci/node22)" || exit 1; \
+		node22=$$(.ci/node22) || exit 1; eval "$$node22"; \
 		if [ ! -f $(TS_STAMP) ] || [ $(TS)/package-lock.json -nt $(TS_STAMP) ] \
 			|| [ "$$(cat $(TS_NODE) 2>/dev/null)" != "$$(node --version)" ]; then \
 			(cd $(TS) && npm ci --no-audit --no-fund --loglevel=error) || exit 1; \
