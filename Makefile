@@ -11,6 +11,9 @@ EDITABLES := -e "core[server,postgres,otel]" -e adapters/openai -e adapters/clau
 
 TS       := adapters/typescript
 TS_STAMP := $(TS)/node_modules/.package-lock.json
+TS_NODE  := $(TS)/node_modules/.node-version
+# Every recipe (the demo's agent, the tests that start node) runs the node that `make typescript` installs.
+export PATH := $(CURDIR)/.tools/node22/bin:$(PATH)
 
 .PHONY: demo test lint typecheck unit bench install typescript clean
 
@@ -24,13 +27,17 @@ $(STAMP): requirements-dev.txt core/pyproject.toml $(ADAPTERS)
 
 install: $(STAMP) typescript
 
-# The npm workspace (adapters/typescript): `npm ci` when its lock file is newer than the install, then an
-# incremental build of the demo's agent and of @crossgate/langchain (the policy parity test runs it).
-# Without npm this says so and goes on: the demo skips its TypeScript agent.
+# The npm workspace (adapters/typescript), on the Node.js 22 that .ci/node22 installs into .tools/node22:
+# `npm ci` when its lock file is newer than the install or the install was made by another node (native
+# modules are built for one), then an incremental build of the demo's agent and of @crossgate/langchain
+# (the policy parity test runs it). Without npm this says so and goes on: the demo skips its TypeScript agent.
 typescript:
 	@if command -v npm >/dev/null 2>&1; then \
-		if [ ! -f $(TS_STAMP) ] || [ $(TS)/package-lock.json -nt $(TS_STAMP) ]; then \
-			(cd $(TS) && npm ci --no-audit --no-fund --loglevel=error) || exit 1; fi; \
+		node22=$$(.ci/node22) || exit 1; eval "$$node22"; \
+		if [ ! -f $(TS_STAMP) ] || [ $(TS)/package-lock.json -nt $(TS_STAMP) ] \
+			|| [ "$$(cat $(TS_NODE) 2>/dev/null)" != "$$(node --version)" ]; then \
+			(cd $(TS) && npm ci --no-audit --no-fund --loglevel=error) || exit 1; \
+			node --version >$(TS_NODE); fi; \
 		(cd $(TS) && npx tsc -b packages/examples packages/langchain) || exit 1; \
 	else echo "make: npm is not installed, so the TypeScript agents (adapters/typescript) are not installed"; fi
 
@@ -56,4 +63,4 @@ bench: $(STAMP)
 		$(BIN)/python -m tests.benchmarks.$$m || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(TS)/node_modules $(TS)/packages/*/dist $(TS)/packages/*/dist-test
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .tools $(TS)/node_modules $(TS)/packages/*/dist $(TS)/packages/*/dist-test

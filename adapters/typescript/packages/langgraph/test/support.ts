@@ -5,7 +5,8 @@ import { TicketStore } from '@crossgate/testing';
 import { type ScriptedCall, ScriptedModel } from '@crossgate/testing/langchain';
 import { AIMessage } from '@langchain/core/messages';
 import { tool } from '@langchain/core/tools';
-import { Annotation, END, MessagesAnnotation, START, StateGraph } from '@langchain/langgraph';
+import { Annotation, type BaseCheckpointSaver, END, MessagesAnnotation, START, StateGraph } from '@langchain/langgraph';
+import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
 import { z } from 'zod';
 
@@ -26,15 +27,35 @@ export function deleteTool(tickets: TicketStore) {
   });
 }
 
-/** model → tools (crossgate's gated tool node) → model, on a SQLite checkpointer at `checkpoints`. */
-export function toolGraph(client: VerifiedClient, tickets: TicketStore, checkpoints: string, model = new ScriptedModel(seedCalls)) {
+export interface Checkpoints {
+  readonly saver: BaseCheckpointSaver;
+  /** Ends the PostgreSQL saver's connection pool (which keeps a process alive); nothing for SQLite. */
+  close(): Promise<void>;
+}
+
+/**
+ * The checkpointer at `spec`, as an app opens it at start: a PostgreSQL URL whose `schema` parameter names
+ * the schema of its tables (set up, if not yet), else a SQLite file.
+ */
+export async function openCheckpoints(spec: string): Promise<Checkpoints> {
+  if (!/^postgres(ql)?:\/\//.test(spec)) return { saver: SqliteSaver.fromConnString(spec), close: async () => {} };
+  const url = new URL(spec);
+  const schema = url.searchParams.get('schema') ?? 'public';
+  url.searchParams.delete('schema');
+  const saver = PostgresSaver.fromConnString(url.toString(), { schema });
+  await saver.setup();
+  return { saver, close: () => saver.end() };
+}
+
+/** model → tools (crossgate's gated tool node) → model, on `checkpoints`. */
+export function toolGraph(client: VerifiedClient, tickets: TicketStore, checkpoints: BaseCheckpointSaver, model = new ScriptedModel(seedCalls)) {
   const graph = new StateGraph(MessagesAnnotation)
     .addNode('model', async (state) => ({ messages: [await model.invoke(state.messages)] }))
     .addNode('tools', gatedToolNode([deleteTool(tickets)], { client }))
     .addEdge(START, 'model')
     .addConditionalEdges('model', (state) => ((state.messages.at(-1) as AIMessage).tool_calls?.length ? 'tools' : END), ['tools', END])
     .addEdge('tools', 'model')
-    .compile({ checkpointer: SqliteSaver.fromConnString(checkpoints), name: 'tickets' });
+    .compile({ checkpointer: checkpoints, name: 'tickets' });
   return { model, graph };
 }
 
