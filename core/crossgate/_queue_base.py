@@ -18,7 +18,7 @@ from crossgate.model import ApprovalRequest, Event, JsonObject, NewEvent, ToolCa
 from crossgate.stores.base import Store
 
 if TYPE_CHECKING:
-    from crossgate.authority import Authority
+    from crossgate.authority import Authority, TrustedKeys
     from crossgate.authority.claims import StateHeadClaims
     from crossgate.checkpoints import Checkpointer
     from crossgate.state_head import HeadSigner
@@ -101,8 +101,12 @@ class QueueBase:
         if self._head_signer is None or self._head_signer.authority is not self.authority:
             from crossgate.state_head import HeadSigner
 
-            self._head_signer = HeadSigner(self.store, self.authority, clock=self._clock)
+            self._head_signer = HeadSigner(self.store, self.authority, trusted=self._trusted_keys(), clock=self._clock)
         return self._head_signer
+
+    def _trusted_keys(self) -> TrustedKeys | None:
+        """The keys this queue verifies signed state with (None: the authority's own)."""
+        return None
 
     def sign_state_head(self) -> StateHeadClaims | None:
         """Sign and store a fresh state head (see :mod:`crossgate.state_head`); None without an authority.
