@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -64,6 +65,7 @@ class QueueBase:
     """The key this queue signs with (a server's, an operator's); None: it signs nothing."""
     _checkpointer: Checkpointer | None = None
     _head_signer: HeadSigner | None = None
+    _head_file: str | os.PathLike[str] | None = None
 
     def __init__(self, store: Store, *, clock: Clock, limits: InputLimits = DEFAULT_LIMITS) -> None:
         self.store = store
@@ -102,6 +104,10 @@ class QueueBase:
             from crossgate.state_head import HeadSigner
 
             self._head_signer = HeadSigner(self.store, self.authority, trusted=self._trusted_keys(), clock=self._clock)
+            if self._head_file is not None:
+                from crossgate.adapter._heads import HeadFile
+
+                self._head_signer.keep_in(HeadFile(self._head_file))
         return self._head_signer
 
     def _trusted_keys(self) -> TrustedKeys | None:

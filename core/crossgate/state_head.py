@@ -143,6 +143,11 @@ class HeadSigner:
             self.store.put_state_head(self.authority.kid, self._signed, claims.issued_at)
             return claims
 
+    @property
+    def memory(self) -> HeadFile | None:
+        """The file this signer remembers its heads in (see :meth:`keep_in`); None: only its process does."""
+        return self._memory
+
     def keep_in(self, memory: HeadFile) -> None:
         """Remember every head signed in ``memory`` (the server's own file, not the store) and adopt what the
         head there vouches for: a restarted server forgets no revocation, consumed approval or policy version."""

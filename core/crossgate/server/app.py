@@ -172,8 +172,8 @@ def _channels(state: ServerState) -> list[Channel]:
 def _remembering_signer(queue: ReviewQueue, settings: ServerSettings) -> HeadSigner | None:
     """The queue's head signer, remembering its heads in the server's own file; None without the key."""
     signer = queue.head_signer
-    if signer is None:
-        return None
+    if signer is None or signer.memory is not None:
+        return signer
     from crossgate.adapter._heads import HeadFile, default_signer_file
 
     signer.keep_in(HeadFile(settings.state_head_file or default_signer_file(signer.authority.kid)))
