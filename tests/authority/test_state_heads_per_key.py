@@ -213,7 +213,7 @@ def test_the_server_answers_each_kids_head_and_a_remote_gate_reads_its_own(tmp_p
             try:
                 assert agent.state_head_token(generated.kid) == imported.store.get_state_head(generated.kid)
                 assert agent.state_head_token(Authority.generate().kid) is None
-                gate = verified_queue(agent, operator.public_key)  # type: ignore[arg-type]
+                gate = verified_queue(agent, operator.public_key)
                 assert gate.heads is not None
                 head = gate.heads.current()
                 assert head == read_state_head(server.store.get_state_head(operator.kid), operator.trusted_keys())
