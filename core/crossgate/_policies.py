@@ -50,6 +50,9 @@ class PoliciesMixin(QueueBase):
         against the state head); reads the store only before the first evaluation."""
         return self._policies.evaluated(self.store.rules_version)
 
-    def state_head_token(self) -> str | None:
-        """The store's state head token, unverified (a gate verifies it with its own pinned keys)."""
-        return self.store.get_state_head()
+    def state_head_token(self, kid: str) -> str | None:
+        """The store's state head token of key ``kid``, unverified (a gate verifies it with its own pinned keys)."""
+        return self.store.get_state_head(kid)
+
+    def _trusted_keys(self) -> TrustedKeys | None:
+        return self._policies.trusted

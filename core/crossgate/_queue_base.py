@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -18,7 +19,7 @@ from crossgate.model import ApprovalRequest, Event, JsonObject, NewEvent, ToolCa
 from crossgate.stores.base import Store
 
 if TYPE_CHECKING:
-    from crossgate.authority import Authority
+    from crossgate.authority import Authority, TrustedKeys
     from crossgate.authority.claims import StateHeadClaims
     from crossgate.checkpoints import Checkpointer
     from crossgate.state_head import HeadSigner
@@ -64,6 +65,7 @@ class QueueBase:
     """The key this queue signs with (a server's, an operator's); None: it signs nothing."""
     _checkpointer: Checkpointer | None = None
     _head_signer: HeadSigner | None = None
+    _head_file: str | os.PathLike[str] | None = None
 
     def __init__(self, store: Store, *, clock: Clock, limits: InputLimits = DEFAULT_LIMITS) -> None:
         self.store = store
@@ -101,8 +103,16 @@ class QueueBase:
         if self._head_signer is None or self._head_signer.authority is not self.authority:
             from crossgate.state_head import HeadSigner
 
-            self._head_signer = HeadSigner(self.store, self.authority, clock=self._clock)
+            self._head_signer = HeadSigner(self.store, self.authority, trusted=self._trusted_keys(), clock=self._clock)
+            if self._head_file is not None:
+                from crossgate.adapter._heads import HeadFile
+
+                self._head_signer.keep_in(HeadFile(self._head_file))
         return self._head_signer
+
+    def _trusted_keys(self) -> TrustedKeys | None:
+        """The keys this queue verifies signed state with (None: the authority's own)."""
+        return None
 
     def sign_state_head(self) -> StateHeadClaims | None:
         """Sign and store a fresh state head (see :mod:`crossgate.state_head`); None without an authority.

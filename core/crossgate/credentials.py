@@ -5,25 +5,37 @@ as its sha256. Each stored row is signed by the authority (``crossgate.credentia
 server accepts a stored credential only when that signature verifies with its keys: a writer of the store
 who lacks the private key cannot add a credential of its own. Every change is an audit event (who, what,
 never the token). The tokens file (``crossgate.server.settings``) stays as configuration-as-code beside it.
+
+The signature does not cover ``revoked_at``, so a writer of the store could put a revoked (or rotated
+away) row back live. Each revocation and rotation therefore signs a state head at once
+(:mod:`crossgate.state_head`), which names the revoked credential ids; a server refuses every
+credential its signer has signed or adopted as revoked, whatever the store shows, and keeps its newest
+head in a file of its own so that a restart forgets nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import secrets
 import threading
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from crossgate.authority.claims import CredentialClaims
 from crossgate.authority.keys import Authority, TrustedKeys
 from crossgate.clock import Clock, utc_now
-from crossgate.errors import ConfigurationError, NotFoundError, SignatureError
+from crossgate.errors import ConfigurationError, NotFoundError, SignatureError, StoreError
 from crossgate.model import NewEvent
 from crossgate.stores.credentials import Credential, CredentialKind, CredentialStore, credential_store
+
+if TYPE_CHECKING:
+    from crossgate.state_head import HeadSigner
+
+log = logging.getLogger(__name__)
 
 TOKEN_PREFIX: dict[CredentialKind, str] = {"reviewer": "cgr_", "agent": "cga_"}
 """Each kind's tokens start with this, so a token found in a log says what it is."""
@@ -136,7 +148,9 @@ class Credentials:
     """Adds, rotates, revokes and looks up stored credentials; signs with ``authority``, verifies with ``trusted``.
 
     Changing credentials needs the authority's private key; looking one up needs only ``trusted`` (None:
-    stored credentials are not accepted at all, as nothing can tell a signed one from a forged one).
+    stored credentials are not accepted at all, as nothing can tell a signed one from a forged one). With
+    ``heads`` (a server's signer), a credential it names revoked is refused even when its row is live again,
+    and each revocation or rotation signs a fresh head at once.
     """
 
     def __init__(
@@ -146,10 +160,12 @@ class Credentials:
         authority: Authority | None = None,
         trusted: TrustedKeys | None = None,
         clock: Clock = utc_now,
+        heads: HeadSigner | None = None,
     ) -> None:
         self.store: CredentialStore = credential_store(store)
         self.authority = authority
         self.trusted = trusted if trusted is not None else (authority.trusted_keys() if authority else None)
+        self.heads = heads
         self._clock = clock
         self._verified: dict[Credential, bool] = {}  # each row as read, once checked
         self._lock = threading.Lock()
@@ -174,6 +190,7 @@ class Credentials:
         event = self._event("credential_rotated", issued.credential, actor, channel, replaces=current.id)
         if self.store.rotate_credential(current.id, issued.credential, event) is None:
             raise NotFoundError(f"{kind} {name!r} was revoked or rotated meanwhile")
+        self._sign_head()
         return issued
 
     def revoke(self, kind: CredentialKind, name: str, *, actor: str, channel: str = "cli") -> Credential:
@@ -183,7 +200,17 @@ class Credentials:
         event = self._event("credential_revoked", current, actor, channel)
         if self.store.revoke_credential(current.id, now, actor, event) is None:
             raise NotFoundError(f"{kind} {name!r} was revoked or rotated meanwhile")
+        self._sign_head()
         return replace(current, revoked_at=now, revoked_by=actor)
+
+    def _sign_head(self) -> None:
+        """Vouch for the revocation in a state head now (the store's copy can be put back later)."""
+        if self.heads is None:
+            return
+        try:
+            self.heads.sign()
+        except StoreError as exc:  # the revocation stands in the store; the next head names it
+            log.warning("crossgate: could not sign a state head naming the revocation: %s", exc)
 
     def _new(self, kind: CredentialKind, name: str, scope: Scope, actor: str) -> Issued:
         if self.authority is None:
@@ -243,6 +270,8 @@ class Credentials:
         """True if the authority signed exactly this credential (remembered per row: verifying is pure)."""
         if self.trusted is None:
             return False
+        if self.heads is not None and self.heads.credential_revoked(credential.id):
+            return False  # revoked or rotated away, whatever the store shows now
         with self._lock:
             known = self._verified.get(credential)
         if known is not None:

@@ -7,6 +7,7 @@ It enforces DESIGN.md's invariants 1 (fail closed), 2 (bound to arguments), 3 (e
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -103,14 +104,18 @@ class ReviewQueue(ApprovalsMixin, StandingRulesMixin, ParkedRunsMixin, SigningMi
         limits: InputLimits = DEFAULT_LIMITS,
         authority: Authority | None = None,
         trusted: TrustedKeys | None = None,
+        head_file: str | os.PathLike[str] | None = None,
     ) -> None:
         """``policy``: a local policy (development, tests). Without one the queue evaluates the store's current
         signed version (see :mod:`crossgate.policy.versions`), verified with ``trusted`` (default: the keys
         pinned in ``$CROSSGATE_AUTHORITY_PUBKEY`` or ``_FILE``, else ``authority``'s), or the default policy
         (ask for every call) while none is stored. ``authority``: the private key of a server or an operator;
-        the queue then signs an audit checkpoint after each decision and standing rule it records.
+        the queue then signs an audit checkpoint after each decision and standing rule it records. ``head_file``:
+        where its state head signer remembers its newest head (a server's own file, read before it first signs;
+        see :meth:`crossgate.state_head.HeadSigner.keep_in`).
         """
         super().__init__(store, clock=clock, limits=limits)
+        self._head_file = head_file
         self._use_policy(policy, trusted, authority)
         self.authority = authority
         self._waits = WaitRegistry(store)

@@ -4,14 +4,18 @@ Signatures prove who decided, not that what the store shows is the newest state:
 could delete the newest policy version, un-revoke a standing rule or set an applied request back to
 decided. A **state head** (``crossgate.state_head.v1``, :class:`~crossgate.authority.StateHeadClaims`)
 is the authority's token over the current policy version (number and digest), the revoked standing
-rules, the audit head and the approvals already consumed, with a short ``expires_at``.
+rules and credentials, the audit head and the approvals already consumed, with a short ``expires_at``.
+The store keeps the newest head of each signing key (``kid``): a process holding another key (a
+generated one) files its heads under its own kid and replaces nobody's.
 
 Every :class:`~crossgate.queue.ReviewQueue` holding the authority's key signs a fresh head when it
 starts and whenever it writes a decision, a standing rule, a revocation or a policy version, and
 ``crossgate serve`` refreshes it on a timer (:class:`StateHeadTimer`). Gates remember the newest head
 in their own file (``crossgate.adapter``) and refuse what it shows stale. A signer never vouches for
-less than it (or the stored head it verifies) vouched for before: a policy version older than the last
-head's, a rule revoked before, an approval consumed before, stay in the next head.
+less than it (or the stored heads of its trusted keys, or its own head file) vouched for before: a
+policy version older than the last head's, a rule or credential revoked before, an approval consumed
+before, stay in the next head. The server keeps its newest head in a file of its own
+(:meth:`HeadSigner.keep_in`), so a restarted server still refuses what a rolled-back store shows again.
 """
 
 from __future__ import annotations
@@ -23,16 +27,19 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from crossgate.authority.claims import DecisionClaims, StateHeadClaims
-from crossgate.authority.consumed import GrowingFilter, filter_bytes, merge_filters
+from crossgate.authority._jws import token_kid
+from crossgate.authority.claims import CredentialClaims, DecisionClaims, StateHeadClaims
+from crossgate.authority.consumed import GrowingFilter, filter_bytes, in_filter, merge_filters
 from crossgate.clock import Clock, utc_now
 from crossgate.errors import AuditHeadMissingError, ConfigurationError, SignatureError, StoreError
 from crossgate.model import DecisionKind, Event
 from crossgate.stores.base import Store
 
 if TYPE_CHECKING:
+    from crossgate.adapter._heads import HeadFile
     from crossgate.authority import Authority, TrustedKeys
     from crossgate.stores.base import PolicyVersion
+    from crossgate.stores.credentials import Credential
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +53,16 @@ PRUNE_EVERY = timedelta(minutes=1)
 _APPLIED_KINDS = frozenset({DecisionKind.APPROVE.value, DecisionKind.EDIT.value})
 
 
-def read_state_head(token: str | None, trusted: TrustedKeys) -> StateHeadClaims | None:
-    """The claims of a stored head's ``token``; None when there is none or it does not verify."""
+def read_state_head(token: str | None, trusted: TrustedKeys, kid: str | None = None) -> StateHeadClaims | None:
+    """The claims of a stored head's ``token``; None when there is none or it does not verify.
+
+    With ``kid`` (the key it was filed under), a head signed with another key is ignored too: a writer of
+    the store gains nothing by filing one key's head under another's kid.
+    """
     if not token:
+        return None
+    if kid is not None and (signed_by := token_kid(token)) != kid:
+        log.warning("crossgate: ignoring a state head filed under key %s but signed with key %s", kid, signed_by)
         return None
     try:
         return trusted.verify(token, StateHeadClaims)
@@ -64,7 +78,8 @@ class HeadSigner:
     store: Store
     authority: Authority
     trusted: TrustedKeys | None = None
-    """Keys the stored heads and decisions are read with (a keyring's, so rotated keys still count)."""
+    """Keys the stored heads and decisions are read with (a keyring's, so rotated keys still count); the
+    authority's own key is always among them."""
     clock: Clock = utc_now
     lifetime_seconds: float = DEFAULT_LIFETIME_SECONDS
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -75,6 +90,12 @@ class HeadSigner:
     _carried: tuple[bytes, int, datetime | None] | None = field(default=None, repr=False)
     """The consumed filter of heads other signers stored (bits, count, until; None until: for good)."""
     _signed: str | None = field(default=None, repr=False)
+    _seen: dict[str, str] = field(default_factory=dict, repr=False)
+    """Kid -> the stored head last read under it (adopted once per token)."""
+    _memory: HeadFile | None = field(default=None, repr=False)
+    _revoked_credentials: set[str] = field(default_factory=set, repr=False)
+    _credential_checked: dict[tuple[str, str], bool] = field(default_factory=dict, repr=False)
+    """(credential id, signature) -> whether the row's signature verified (a forged row revokes nothing)."""
     _filter: GrowingFilter = field(default_factory=GrowingFilter, repr=False)
     _pruned: datetime | None = field(default=None, repr=False)
     _rebuild_needed: bool = field(default=False, repr=False)
@@ -89,14 +110,14 @@ class HeadSigner:
             )
         if self.trusted is None:
             self.trusted = self.authority.trusted_keys()
+        elif self.authority.kid not in self.trusted.kids:
+            self.trusted = self.trusted.including(self.authority.public_key)
 
     def sign(self) -> StateHeadClaims:
         """Sign the state as the store shows it now (never less than signed before), store it, return it."""
         with self._lock:
             now = self.clock()
-            stored = self.store.get_state_head()
-            if stored != self._signed:
-                self._adopt(read_state_head(stored, self._keys), now)
+            self._adopt_stored(now)
             seq, head_hash = self._scan()
             carried = self._consumed_now(now)
             ends = list(self._consumed.values()) + ([carried[2]] if carried is not None else [])
@@ -113,10 +134,46 @@ class HeadSigner:
                 consumed=self._filter.encoded(),
                 consumed_count=len(self._consumed) + (carried[1] if carried is not None else 0),
                 consumed_until=None if None in ends or not ends else max(e for e in ends if e is not None),
+                revoked_credentials=tuple(sorted(self._revoked_credentials_now())),
             )
-            self._signed = self.authority.sign(claims)
-            self.store.put_state_head(self._signed, claims.issued_at)
+            self._signed = self._seen[self.authority.kid] = self.authority.sign(claims)
+            if self._memory is not None:
+                signed = self._signed
+                self._memory.write(lambda _stored: signed)
+            self.store.put_state_head(self.authority.kid, self._signed, claims.issued_at)
             return claims
+
+    @property
+    def memory(self) -> HeadFile | None:
+        """The file this signer remembers its heads in (see :meth:`keep_in`); None: only its process does."""
+        return self._memory
+
+    def keep_in(self, memory: HeadFile) -> None:
+        """Remember every head signed in ``memory`` (the server's own file, not the store) and adopt what the
+        head there vouches for: a restarted server forgets no revocation, consumed approval or policy version."""
+        with self._lock:
+            self._memory = memory
+            self._adopt(read_state_head(memory.read(), self._keys), self.clock())
+
+    # What this signer knows, whatever the store shows now (the server checks what it answers against it).
+    def consumed(self, request_id: str) -> bool:
+        """True when an approval of ``request_id`` was applied, as this signer saw or adopted it."""
+        with self._lock:
+            if request_id in self._consumed:
+                return True
+            carried = self._carried
+            return carried is not None and in_filter(carried[0], request_id)
+
+    def credential_revoked(self, credential_id: str) -> bool:
+        """True when the stored credential ``credential_id`` was revoked or rotated away, as signed or adopted."""
+        with self._lock:
+            return credential_id in self._revoked_credentials
+
+    @property
+    def policy_floor(self) -> tuple[int, str] | None:
+        """The newest policy version (number, digest) signed or adopted; None while there is none."""
+        with self._lock:
+            return self._floor
 
     def knows_policy(self, stored: PolicyVersion, digest: str) -> None:
         """Take ``stored`` as verified (its signer just signed it as ``digest``): not verified again here."""
@@ -126,6 +183,18 @@ class HeadSigner:
     def _keys(self) -> TrustedKeys:
         assert self.trusted is not None  # set in __post_init__
         return self.trusted
+
+    def _adopt_stored(self, now: datetime) -> None:
+        """Adopt the stored head of each trusted key (a rotated key's, another signer's) that changed."""
+        keys = self._keys
+        for kid in keys.kids:
+            if kid in keys.revoked:
+                continue
+            stored = self.store.get_state_head(kid)
+            if stored is None or self._seen.get(kid) == stored:
+                continue
+            self._seen[kid] = stored
+            self._adopt(read_state_head(stored, keys, kid), now)
 
     def _adopt(self, stored: StateHeadClaims | None, now: datetime) -> None:
         """Take in what a head another signer stored vouches for (so signers converge, none forgets)."""
@@ -142,6 +211,7 @@ class HeadSigner:
                 later = None if until is None or old_until is None else max(until, old_until)
                 self._carried = (merge_filters(old_bits, bits), max(count, stored.consumed_count), later)
         self._revoked.update(stored.revoked_rules)
+        self._revoked_credentials.update(stored.revoked_credentials)
         if stored.policy_version is not None and stored.policy_digest is not None:
             self._raise_floor(stored.policy_version, stored.policy_digest)
         if self._scanned is None:
@@ -240,6 +310,28 @@ class HeadSigner:
             if rule is not None and rule.expires_at is not None and rule.expires_at <= now:
                 self._revoked.discard(rule_id)  # past its own expiry: it covers nothing any more
         return self._revoked
+
+    def _revoked_credentials_now(self) -> set[str]:
+        """Credentials revoked: the store's (rows the authority signed), and those signed revoked before."""
+        from crossgate.stores.credentials import CredentialStore
+
+        if isinstance(self.store, CredentialStore):
+            for credential in self.store.list_credentials(include_revoked=True):
+                known = credential.id in self._revoked_credentials
+                if not known and credential.revoked_at is not None and self._credential_signed(credential):
+                    self._revoked_credentials.add(credential.id)
+        return self._revoked_credentials
+
+    def _credential_signed(self, credential: Credential) -> bool:
+        key = (credential.id, credential.signature)
+        known = self._credential_checked.get(key)
+        if known is None:
+            try:
+                known = self._keys.verify(credential.signature, CredentialClaims).id == credential.id
+            except SignatureError:
+                known = False
+            self._credential_checked[key] = known
+        return known
 
 
 class StateHeadTimer:

@@ -19,7 +19,7 @@ ASK = Policy(rules=(PolicyRule(name="deletes", tool="delete_*", verdict=VerdictK
 
 
 def stored_head(queue: ReviewQueue, authority: Authority) -> StateHeadClaims:
-    head = read_state_head(queue.store.get_state_head(), authority.trusted_keys())
+    head = read_state_head(queue.store.get_state_head(authority.kid), authority.trusted_keys())
     assert head is not None
     return head
 

@@ -14,7 +14,7 @@ import pytest
 
 from crossgate import ConfigurationError
 from crossgate.stores.migrations import Migration, load_migrations, run_migrations
-from crossgate.stores.sqlite import SqliteStore, _statements, migrations
+from crossgate.stores.sqlite import SqliteStore, _statements, migrations, register_functions
 
 
 def folder(tmp_path: Path, *names: str) -> Path:
@@ -111,6 +111,7 @@ def test_sqlite_upgraded_one_release_at_a_time_equals_one_set_up_at_once(tmp_pat
     path = tmp_path / "stepwise.db"
     known = migrations()
     with sqlite3.connect(path, isolation_level=None) as db:
+        register_functions(db)
 
         def apply(migration: Migration) -> None:
             for statement in _statements(migration.text):

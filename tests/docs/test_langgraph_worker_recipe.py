@@ -44,13 +44,6 @@ def crossgate(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.xfail(
-    reason="known defect: importing the README's tickets_app in the worker builds its module-level queue with a "
-    "generated key, which signs a state head at start and replaces the store's one head row, so the worker "
-    "(pinned to the operator's key) finds no head of its authority and fails closed; heads kept per key, or "
-    "the example building its queue in main(), closes it",
-    strict=True,
-)
 async def test_the_documented_worker_recipe_resumes_a_parked_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -622,7 +622,7 @@ def verified_queue(
     return guarded
 
 
-def _no_head() -> str | None:
+def _no_head(kid: str) -> str | None:
     return None
 
 

@@ -1,8 +1,9 @@
 """The state head where the tool runs: the newest signed head this gate has seen, kept in its own file.
 
-A verified gate reads the store's state head (``crossgate.state_head``) every few seconds, verifies it with
-its pinned keys and remembers the newest one in a file of its own, never the store, beside a marker for
-each approval this machine's gates applied. It then refuses, before anything runs:
+A verified gate reads the store's state head of each of its pinned keys (``crossgate.state_head``; one per
+kid) every few seconds, verifies each with its pinned keys and remembers the newest one in a file of its
+own, never the store, beside a marker for each approval this machine's gates applied. It then refuses,
+before anything runs:
 
 - every call while the newest head it has is past its ``expires_at``, or there is none (``stale_head``:
   a frozen store, or no signer);
@@ -48,11 +49,21 @@ FETCH_SECONDS = 2.0
 
 def default_head_file(keys: TrustedKeys) -> Path:
     """Where a gate pinning ``keys`` keeps its newest head (see the module's docstring)."""
+    return _head_dir() / f"{keys.kids[0]}.json"
+
+
+def default_signer_file(kid: str) -> Path:
+    """Where a server signing with key ``kid`` keeps the newest head it signed: ``<kid>.signer.json`` beside
+    the gates' files (its own file, not a gate's: see ``HeadSigner.keep_in``)."""
+    return _head_dir() / f"{kid}.signer.json"
+
+
+def _head_dir() -> Path:
     directory = os.environ.get(HEAD_DIR_ENV)
     if not directory:
         state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
         directory = str(Path(state) / "crossgate" / "heads")
-    return Path(directory) / f"{keys.kids[0]}.json"
+    return Path(directory)
 
 
 FOREVER = 2**40
@@ -167,10 +178,11 @@ REVOKED_RULE = (
 
 @dataclass
 class HeadGuard:
-    """The newest valid head a gate has seen, fetched from ``fetch`` every :data:`FETCH_SECONDS`."""
+    """The newest valid head a gate has seen, fetched (``fetch(kid)``, for each pinned key not revoked)
+    every :data:`FETCH_SECONDS`."""
 
     keys: TrustedKeys
-    fetch: Callable[[], str | None]
+    fetch: Callable[[str], str | None]
     file: HeadFile
     clock: Clock
     sign: Callable[[], object] | None = None
@@ -222,20 +234,25 @@ class HeadGuard:
             head = self._head
             if self.sign is not None and (head is None or _aging(head, now)):
                 self.sign()
-            try:
-                token = self.fetch()
-            except Exception as exc:  # the store or the server is down: the remembered head still counts
-                log.warning("crossgate: could not read the state head: %s", exc)
-                return self._head
-            if self._take(token):
+            adopted = False
+            for kid in self.keys.kids:
+                if kid in self.keys.revoked:
+                    continue
+                try:
+                    token = self.fetch(kid)
+                except Exception as exc:  # the store or the server is down: the remembered head still counts
+                    log.warning("crossgate: could not read the state head: %s", exc)
+                    continue
+                adopted = self._take(token, kid) or adopted
+            if adopted:
                 self.file.write(self._newer)
             return self._head
 
-    def _take(self, token: str | None) -> bool:
-        """Adopt ``token`` if it verifies and is newer than the head held; True when it was adopted."""
+    def _take(self, token: str | None, kid: str | None = None) -> bool:
+        """Adopt ``token`` (filed under ``kid``) if it verifies and is newer than the head held; True if adopted."""
         if token is None or token == self._token:
             return False
-        claims = read_state_head(token, self.keys)
+        claims = read_state_head(token, self.keys, kid)
         if claims is None or (self._head is not None and claims.issued_at <= self._head.issued_at):
             return False
         self._head, self._token = claims, token

@@ -101,6 +101,14 @@ def verify(token: str, key_for: Callable[[str], Ed25519PublicKey]) -> str:
         raise _malformed("its payload is not UTF-8") from None
 
 
+def token_kid(token: str) -> str | None:
+    """The kid ``token``'s header names, unverified (where a token is filed); None when it names none."""
+    try:
+        return _kid_of(token.split(".", 1)[0])
+    except SignatureError:
+        return None
+
+
 def _header(segment: str) -> dict[str, Any]:
     try:
         header = json.loads(b64decode(segment, "header"))

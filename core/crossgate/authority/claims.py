@@ -247,6 +247,9 @@ class StateHeadClaims(_Claims):
     """How many approvals the filter holds (for people, and its expected false-positive rate)."""
     consumed_until: UtcTime | None = None
     """The latest ``apply_by`` among them; None while one never lapses or the filter is empty."""
+    revoked_credentials: tuple[str, ...] = ()
+    """Ids of the stored reviewer and agent credentials revoked or rotated away, sorted: a server refuses them
+    even when the store shows their rows live again (see :mod:`crossgate.credentials`)."""
 
     @model_validator(mode="after")
     def _digest_with_version(self) -> StateHeadClaims:

@@ -239,6 +239,10 @@ class TrustedKeys:
             return cls.parse(value)
         return cls.from_file(file) if file else None
 
+    def including(self, key: PublicKey) -> TrustedKeys:
+        """These keys and ``key`` (a signer reads its own heads whatever else it trusts)."""
+        return TrustedKeys([*self._keys.values(), key], revoked=self.revoked)
+
     @property
     def kids(self) -> tuple[str, ...]:
         """The kids of every pinned key, revoked ones included."""

@@ -23,6 +23,7 @@ from crossgate.credentials import Credentials, Scope, check_name, credential_jso
 from crossgate.datadir import DATA_DIR_ENV, data_database, data_directory, key_directory
 from crossgate.display import visible
 from crossgate.errors import ConfigurationError, ConflictError, CrossgateError, NotFoundError
+from crossgate.state_head import HeadSigner
 from crossgate.stores import open_store, resolve_db
 from crossgate.stores.credentials import CredentialKind
 
@@ -110,7 +111,9 @@ class StoreBackend:
             raise ConfigurationError(f"cannot use the data directory {str(data)[:200]!r}: {exc}") from None
         self._store = open_store(target)
         ctx.call_on_close(self._store.close)
-        self._manager = Credentials(self._store, authority=keyring.authority(), trusted=keyring.trusted_keys())
+        authority, trusted = keyring.authority(), keyring.trusted_keys()
+        heads = HeadSigner(self._store, authority, trusted=trusted)  # servers adopt what it signs
+        self._manager = Credentials(self._store, authority=authority, trusted=trusted, heads=heads)
         self._actor = where.by if where.by is not None else os_user()
 
     def add(self, kind: CredentialKind, name: str, scope: Scope) -> dict[str, Any]:

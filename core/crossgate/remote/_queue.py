@@ -132,9 +132,10 @@ class RemoteQueue:
         self._policy = (version, policy, time.monotonic() + self.policy_ttl_seconds)
         return policy
 
-    def state_head_token(self) -> str | None:
-        """The server's newest signed state head, unverified (the gate verifies it with its own pinned keys)."""
-        answer = self._call("GET", "/state-head")
+    def state_head_token(self, kid: str) -> str | None:
+        """The server's newest signed state head of key ``kid``, unverified (the gate verifies it with its own
+        pinned keys)."""
+        answer = self._call("GET", "/state-head", params={"kid": kid})
         token = answer.get("token") if isinstance(answer, dict) else None
         return token if isinstance(token, str) else None
 

@@ -44,7 +44,7 @@ from crossgate.server.settings import ServerSettings
 from crossgate.server.state import ServerState
 from crossgate.server.tracecontext import TraceContext
 from crossgate.server.webhooks import Notifier
-from crossgate.state_head import StateHeadTimer
+from crossgate.state_head import HeadSigner, StateHeadTimer
 from crossgate.stores.credentials import CredentialStore
 
 log = logging.getLogger(__name__)
@@ -73,9 +73,12 @@ def create_app(
     is the caller's job.
     """
     settings = settings or ServerSettings()
+    signer = _remembering_signer(queue, settings)
     credentials = None
     if isinstance(queue.store, CredentialStore):
-        credentials = Credentials(queue.store, authority=queue.authority, trusted=credential_keys, clock=queue.now)
+        credentials = Credentials(
+            queue.store, authority=queue.authority, trusted=credential_keys, clock=queue.now, heads=signer
+        )
     state = ServerState(
         queue=queue,
         settings=settings,
@@ -167,6 +170,17 @@ def _channels(state: ServerState) -> list[Channel]:
 
         channels.append(EmailNotifier(state, state.settings.email))
     return channels
+
+
+def _remembering_signer(queue: ReviewQueue, settings: ServerSettings) -> HeadSigner | None:
+    """The queue's head signer, remembering its heads in the server's own file; None without the key."""
+    signer = queue.head_signer
+    if signer is None or signer.memory is not None:
+        return signer
+    from crossgate.adapter._heads import HeadFile, default_signer_file
+
+    signer.keep_in(HeadFile(settings.state_head_file or default_signer_file(signer.authority.kid)))
+    return signer
 
 
 def _state_head_timer(queue: ReviewQueue, settings: ServerSettings) -> StateHeadTimer | None:

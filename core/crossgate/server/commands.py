@@ -209,7 +209,9 @@ def serve(
             queue.authority = server_authority(authority_dir)
         app = create_app(queue, settings)
     else:
-        queue, keyring = _set_up(target, data, authority_dir, policy or state.policy, limits, report)
+        queue, keyring = _set_up(
+            target, data, authority_dir, policy or state.policy, limits, report, settings.state_head_file
+        )
         try:
             app = create_app(queue, settings, credential_keys=keyring.trusted_keys())
             first_credentials(
@@ -317,6 +319,7 @@ def _set_up(
     policy_file: str | None,
     limits: InputLimits | None,
     report: SetupReport,
+    head_file: str | None = None,
 ) -> tuple[ReviewQueue, Keyring]:
     """The queue on ``target`` under the store's signed policy, with the keyring (made on a first run) and
     ``policy_file`` applied as version 1 when the store has none."""
@@ -331,8 +334,16 @@ def _set_up(
     try:
         if policy_file:
             first_policy(store, keyring, load_policy(policy_file), policy_file, actor=os_user(), report=report)
+        from crossgate.adapter._heads import default_signer_file
+
+        authority = keyring.authority()
         queue = ReviewQueue(
-            store, None, limits=limits or DEFAULT_LIMITS, authority=keyring.authority(), trusted=keyring.trusted_keys()
+            store,
+            None,
+            limits=limits or DEFAULT_LIMITS,
+            authority=authority,
+            trusted=keyring.trusted_keys(),
+            head_file=head_file or default_signer_file(authority.kid),  # read before the first head is signed
         )
     except BaseException:
         store.close()

@@ -282,6 +282,10 @@ class ServerSettings:
     """How often the server signs a fresh state head (with the authority's key): see docs/security.md."""
     state_head_lifetime_seconds: float = 300.0
     """How long each state head is valid: a gate that sees nothing newer for that long refuses every call."""
+    state_head_file: str | None = None
+    """Where the server keeps the newest state head it signed, its own memory of revoked credentials, consumed
+    approvals and policy versions across restarts (never the store's); None: ``<kid>.signer.json`` in
+    ``$CROSSGATE_HEAD_DIR``, else ``$XDG_STATE_HOME/crossgate/heads``."""
 
     def __post_init__(self) -> None:
         names = [r.name for r in self.reviewers]

@@ -24,7 +24,7 @@ class _Host(Protocol):
 
 
 class SignedStateMixin:
-    """``Store``'s policy versions and checkpoints (migration 005) and the state head (migration 008)."""
+    """``Store``'s policy versions and checkpoints (migration 005) and the state heads (migrations 008, 010)."""
 
     def insert_policy_version(self: _Host, version: PolicyVersion, event: NewEvent) -> Event:
         row = {
@@ -81,13 +81,13 @@ class SignedStateMixin:
             row = conn.execute(_query("latest_checkpoint")).fetchone()
         return None if row is None else _checkpoint(row)
 
-    def put_state_head(self: _Host, token: str, issued_at: datetime) -> None:
+    def put_state_head(self: _Host, kid: str, token: str, issued_at: datetime) -> None:
         with self._conn("store the state head") as conn:
-            conn.execute(_query("put_state_head"), {"issued_at": issued_at, "token": token})
+            conn.execute(_query("put_state_head"), {"kid": kid, "issued_at": issued_at, "token": token})
 
-    def get_state_head(self: _Host) -> str | None:
+    def get_state_head(self: _Host, kid: str) -> str | None:
         with self._conn("read the state head") as conn:
-            row = conn.execute(_query("get_state_head")).fetchone()
+            row = conn.execute(_query("get_state_head"), {"kid": kid}).fetchone()
         return None if row is None else str(row[0])
 
 

@@ -24,7 +24,7 @@ class _Host(Protocol):
 
 
 class SignedStateMixin:
-    """``Store``'s policy versions and checkpoints (migration 0006) and the state head (migration 0008)."""
+    """``Store``'s policy versions and checkpoints (migration 0006) and the state heads (migrations 0008, 0010)."""
 
     def insert_policy_version(self: _Host, version: PolicyVersion, event: NewEvent) -> Event:
         with self._write("insert_policy_version") as conn:
@@ -80,16 +80,16 @@ class SignedStateMixin:
         rows = self._read(f"{_CHECKPOINT_SELECT} ORDER BY seq DESC LIMIT 1")
         return _checkpoint(rows[0]) if rows else None
 
-    def put_state_head(self: _Host, token: str, issued_at: datetime) -> None:
+    def put_state_head(self: _Host, kid: str, token: str, issued_at: datetime) -> None:
         with self._write("put_state_head") as conn:
             conn.execute(
-                "INSERT INTO state_heads (one, issued_at, token) VALUES (1, ?, ?)"
-                " ON CONFLICT (one) DO UPDATE SET issued_at = excluded.issued_at, token = excluded.token",
-                (_utc_text(issued_at), token),
+                "INSERT INTO state_heads (kid, issued_at, token) VALUES (?, ?, ?)"
+                " ON CONFLICT (kid) DO UPDATE SET issued_at = excluded.issued_at, token = excluded.token",
+                (kid, _utc_text(issued_at), token),
             )
 
-    def get_state_head(self: _Host) -> str | None:
-        rows = self._read("SELECT token FROM state_heads WHERE one = 1")
+    def get_state_head(self: _Host, kid: str) -> str | None:
+        rows = self._read("SELECT token FROM state_heads WHERE kid = ?", (kid,))
         return str(rows[0][0]) if rows else None
 
 

@@ -274,13 +274,15 @@ class Store(Protocol):
         """The stored checkpoint with the highest ``seq``, or None."""
 
     # the signed state head
-    def put_state_head(self, token: str, issued_at: datetime) -> None:
-        """Keep ``token``, the newest signed state head, in place of the stored one.
+    def put_state_head(self, kid: str, token: str, issued_at: datetime) -> None:
+        """Keep ``token``, the newest state head signed with key ``kid``, in place of the one stored under ``kid``.
 
+        One head per signing key, so a process holding another key does not replace the authority's head.
         Always replaced, so a row forged with a later date cannot keep the signer out. Bookkeeping, not
-        audited state: no event. Only what the token verifies is trusted (:mod:`crossgate.state_head`);
-        gates remember the newest head in their own file.
+        audited state: no event. Only what the token verifies is trusted (:mod:`crossgate.state_head`: a
+        head filed under one kid and signed with another is ignored); gates remember the newest head in
+        their own file.
         """
 
-    def get_state_head(self) -> str | None:
-        """The stored state head's token, or None."""
+    def get_state_head(self, kid: str) -> str | None:
+        """The token of the state head stored under ``kid``, or None."""

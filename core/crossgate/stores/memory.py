@@ -57,7 +57,7 @@ class MemoryStore:
         self._policy_versions: list[PolicyVersion] = []
         self._checkpoints: dict[int, Checkpoint] = {}
         self._credentials: dict[str, Credential] = {}
-        self._state_head: tuple[datetime, str] | None = None
+        self._state_heads: dict[str, tuple[datetime, str]] = {}
 
     def setup(self) -> None:
         """Nothing to create."""
@@ -301,13 +301,14 @@ class MemoryStore:
         with self._lock:
             return self._checkpoints[max(self._checkpoints)] if self._checkpoints else None
 
-    def put_state_head(self, token: str, issued_at: datetime) -> None:
+    def put_state_head(self, kid: str, token: str, issued_at: datetime) -> None:
         with self._lock:
-            self._state_head = (issued_at, token)
+            self._state_heads[kid] = (issued_at, token)
 
-    def get_state_head(self) -> str | None:
+    def get_state_head(self, kid: str) -> str | None:
         with self._lock:
-            return None if self._state_head is None else self._state_head[1]
+            head = self._state_heads.get(kid)
+            return None if head is None else head[1]
 
     def claim_delivery_cursor(
         self, name: str, owner: str, now: datetime, lease_until: datetime, start: int

@@ -220,6 +220,7 @@ class SqliteStore(SignedStateMixin, RequestUpdatesMixin, ParkedRunsMixin, Delive
         except OSError as exc:
             raise StoreError(f"cannot create the folder for SQLite database {self.path}: {exc}") from exc
         with self._write("setup") as conn:
+            register_functions(conn)
             conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
             applied = {version for (version,) in conn.execute("SELECT version FROM schema_version")}
 
@@ -501,6 +502,13 @@ def _event_from_row(row: tuple[Any, ...]) -> Event:
         prev_hash=prev_hash,
         hash=digest,
     )
+
+
+def register_functions(conn: sqlite3.Connection) -> None:
+    """The SQL functions the migrations call: ``crossgate_token_kid(token)``, the kid a token's header names."""
+    from crossgate.authority._jws import token_kid
+
+    conn.create_function("crossgate_token_kid", 1, lambda token: token_kid(str(token)), deterministic=True)
 
 
 def _statements(sql: str) -> list[str]:

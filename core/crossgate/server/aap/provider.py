@@ -4,16 +4,22 @@ A call from an instance goes through the queue's policy, standing rules, page an
 ``aap``, the instance id as its agent and run. What AAP cannot carry is mapped as ``wire`` describes;
 an edit also leaves a one-shot standing rule (created by ``EDIT_ONCE``) that lets exactly the edited
 call of that instance through once, and is revoked by the request that uses it.
+
+An AAP peer sees no state head, so when the server holds the authority's key the provider checks for it
+against its signer's memory (``crossgate.state_head``), whatever the store shows now: a call evaluated
+under a policy version older than one signed is denied (``rolled_back``), and an approval the signer saw
+applied is not consumed again (a store set back to yesterday's copy cannot replay it).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import uuid
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from crossgate.errors import AlreadyAppliedError, ConflictError, CrossgateError, RequestExpiredError
+from crossgate.errors import AlreadyAppliedError, ConflictError, CrossgateError, RequestExpiredError, StoreError
 from crossgate.fingerprint import fingerprint
 from crossgate.model import (
     ApprovalRequest,
@@ -24,7 +30,7 @@ from crossgate.model import (
     ToolCall,
     VerdictKind,
 )
-from crossgate.queue import ReviewQueue
+from crossgate.queue import ReviewQueue, Submission
 from crossgate.server.aap.registry import Immediate, Instance, MemoryRegistry, Submitted, digest
 from crossgate.server.aap.wire import (
     MAX_TIMEOUT_SECONDS,
@@ -39,6 +45,8 @@ from crossgate.server.aap.wire import (
 )
 from crossgate.server.agent_api.ownership import owner_of
 
+log = logging.getLogger(__name__)
+
 FRAMEWORK = "aap"
 EDIT_ONCE = "aap:edit-once"
 """``created_by`` of the one-shot standing rule an edit leaves behind."""
@@ -46,6 +54,11 @@ EDIT_RETRY_SECONDS = 3600.0
 """How long the edited call stays pre-approved for its one retry."""
 CANCELLED_BY_AGENT = "The agent withdrew this request (AAP cancel)."
 CANCELLED_BY_DELETE = "The AAP instance that made this request was deleted."
+ROLLED_BACK = (
+    "crossgate did not allow this call: {problem}. The store was rolled back; do not retry it, tell the user an "
+    "operator must look at it."
+)
+REPLAYED = "The approval on this request was applied already; a store rolled back shows it unused again."
 
 
 class Provider:
@@ -102,6 +115,7 @@ class Provider:
         now = self.queue.now()
         window = min(timeout, MAX_TIMEOUT_SECONDS)
         result = self.queue.submit(call, request_id=rid, timeout_seconds=window)
+        rolled_back = self._rolled_back()
         base = Submitted(
             id=rid,
             instance_id=instance.id,
@@ -111,6 +125,10 @@ class Provider:
             created_at=now,
             deadline_at=now + timedelta(seconds=window),
         )
+        if rolled_back is not None:
+            return replace(
+                base, immediate=Immediate(status="denied", decided_at=now, note=self._refuse(result, call, rolled_back))
+            )
         if result.request is not None:
             deadline = result.request.expires_at or base.deadline_at
             return replace(base, created_at=result.request.created_at, deadline_at=deadline)
@@ -121,6 +139,29 @@ class Provider:
         if status == "approved" and verdict.rule is not None:
             note = verdict.reason or None
         return replace(base, immediate=Immediate(status=status, decided_at=now, note=note))
+
+    def _rolled_back(self) -> str | None:
+        """What is wrong when the policy just evaluated is older than the newest one the server signed."""
+        heads = self.queue.head_signer
+        floor = heads.policy_floor if heads is not None else None
+        if floor is None:
+            return None
+        local, version, _digest = self.queue.evaluated_policy()
+        if local or (version is not None and version >= floor[0]):
+            return None
+        return f"the store shows policy version {version}, older than version {floor[0]} already signed"
+
+    def _refuse(self, result: Submission, call: ToolCall, problem: str) -> str:
+        """Close what the rolled-back policy let through (a pending request, or the call's record); the note."""
+        message = ROLLED_BACK.format(problem=problem)
+        if result.request is not None:
+            with contextlib.suppress(ConflictError):
+                self.queue.cancel(result.request.id, reason=message, actor=FRAMEWORK)
+        else:
+            self.queue.refuse_unverified(
+                call, reason="rolled_back", problem=problem, message=message, rule=result.verdict.rule, actor=FRAMEWORK
+            )
+        return message
 
     def _use_edit_once(self, rule_id: str) -> bool:
         """Revoke a one-shot edit rule that just allowed a call; False if another request used it first."""
@@ -227,17 +268,39 @@ class Provider:
             if request is not None:
                 if now >= approval_expiry(request, request.decided_at or now, self.ttl):
                     raise conflict("approval_expired", "the approval expired before the call started")
+                self._refuse_replay(request, record.instance_id)
                 try:
                     self.queue.mark_applied(request, args=request.call.args, actor=record.instance_id)
                 except AlreadyAppliedError:
                     raise conflict("already_consumed", "this approval was already used") from None
                 except (RequestExpiredError, ConflictError) as exc:
                     raise conflict("approval_expired", str(exc)) from None
+                self._vouch_applied()
             elif record.immediate is not None and now >= record.immediate.decided_at + timedelta(seconds=self.ttl):
                 raise conflict("approval_expired", "the approval expired before the call started")
             record = replace(record, consumed_at=now, consume_key=key)
             self.registry.save(record)
             return self.view(record)
+
+    def _vouch_applied(self) -> None:
+        """Sign a head naming the approval just applied now, not at the next tick (a crash must not forget it)."""
+        heads = self.queue.head_signer
+        if heads is not None:
+            try:
+                heads.sign()
+            except StoreError as exc:  # applied in the store; the next head names it
+                log.warning("crossgate: could not sign a state head naming the consumed approval: %s", exc)
+
+    def _refuse_replay(self, request: ApprovalRequest, actor: str) -> None:
+        """409 ``already_consumed`` when the server's signer saw this approval applied (the store shows it
+        decided again: rolled back); the request is closed so that nothing else applies it either."""
+        heads = self.queue.head_signer
+        if heads is None or not heads.consumed(request.id):
+            return
+        self.queue.refuse_unverified(
+            request, reason="consumed", problem="the approval was applied already", message=REPLAYED, actor=actor
+        )
+        raise conflict("already_consumed", "this approval was already used")
 
     def report(self, record: Submitted, outcome: OutcomeIn) -> JsonObject:
         """Record whether the approved call succeeded (once; a repeat of the same report is answered again)."""

@@ -114,10 +114,22 @@ def get_policy(
     return JSONResponse(body.model_dump(mode="json"), headers={"ETag": etag})
 
 
+KID = Query(
+    pattern=r"^[A-Za-z0-9_-]{1,128}$",
+    description="The signing key (kid) whose head to return; default: the server's own key.",
+)
+
+
 @router.get("/state-head", response_model=StateHeadOut)
-def get_state_head(api: ApiDep, caller: AgentDep) -> StateHeadOut:
-    """The newest signed state head the store holds (``token`` null when none): see docs/security.md."""
-    return StateHeadOut(token=api.queue.store.get_state_head())
+def get_state_head(api: ApiDep, caller: AgentDep, kid: Annotated[str | None, KID] = None) -> StateHeadOut:
+    """The newest signed state head the store holds for key ``kid`` (``token`` null when none): see
+    docs/security.md. Ask once per pinned key; the gate verifies each with its own pinned keys."""
+    if kid is None:
+        authority = api.queue.authority
+        if authority is None:
+            return StateHeadOut(token=None)
+        kid = authority.kid
+    return StateHeadOut(token=api.queue.store.get_state_head(kid))
 
 
 @router.post("/evaluate", response_model=Verdict)

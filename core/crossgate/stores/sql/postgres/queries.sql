@@ -241,10 +241,11 @@ WHERE (%(kind)s::text IS NULL OR kind = %(kind)s) AND (%(include_revoked)s OR re
 ORDER BY created_at, id;
 
 -- name: put_state_head
--- Bookkeeping, not audited state: no event. Always replaced: a row a writer of the store forged (dated in
--- the future) must not keep the signer's heads out; gates keep the newest valid head they saw anyway.
-INSERT INTO state_heads (one, issued_at, token) VALUES (1, %(issued_at)s, %(token)s)
-ON CONFLICT (one) DO UPDATE SET issued_at = excluded.issued_at, token = excluded.token;
+-- Bookkeeping, not audited state: no event. One row per signing key, always replaced: a row a writer of the
+-- store forged (dated in the future) must not keep the signer's heads out; gates keep the newest valid head
+-- they saw anyway.
+INSERT INTO state_heads (kid, issued_at, token) VALUES (%(kid)s, %(issued_at)s, %(token)s)
+ON CONFLICT (kid) DO UPDATE SET issued_at = excluded.issued_at, token = excluded.token;
 
 -- name: get_state_head
-SELECT token FROM state_heads WHERE one = 1;
+SELECT token FROM state_heads WHERE kid = %(kid)s;

@@ -112,10 +112,10 @@ CREATE TABLE credentials (
 
 CREATE UNIQUE INDEX credentials_live_name ON credentials (kind, name) WHERE revoked_at IS NULL;
 
--- The newest signed state head (crossgate.state_head.v1): one row, kept for gates to read; they remember
--- the newest one in their own file, never here.
+-- The newest signed state head (crossgate.state_head.v1) of each signing key (kid), kept for gates to read;
+-- they remember the newest one in their own file, never here.
 CREATE TABLE state_heads (
-    one smallint PRIMARY KEY CHECK (one = 1),
+    kid text PRIMARY KEY,
     issued_at timestamptz NOT NULL,
     token text NOT NULL
 );
