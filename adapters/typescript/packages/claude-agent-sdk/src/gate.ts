@@ -21,6 +21,7 @@ import {
   isOpen,
   type JsonObject,
   parked,
+  type ParkedRun,
   resumeLeased,
   type RunOutcome,
   verifiedClient,
@@ -122,15 +123,16 @@ export class Gate {
 
   /**
    * Continue a parked session once its request is decided: the CLI resumes it with no new prompt, asks
-   * again about the deferred call, and canUseTool answers from the decision. A run still pending comes
-   * back parked unchanged; a run resumed before, or being resumed elsewhere, is refused with ConflictError.
+   * again about the deferred call, and canUseTool answers from the decision. A run still pending after
+   * `wait` seconds (0: at once) comes back parked unchanged; a run resumed before, or being resumed elsewhere, is refused with ConflictError.
    */
   async resume(parkedRun: string, options: { wait?: number } = {}): Promise<RunOutcome<SDKResultMessage>> {
     const client = this.#core.client;
     const stored = await client.getParked(parkedRun);
     if (stored.framework !== FRAMEWORK) throw new ConfigurationError(`parked run ${stored.id} belongs to ${stored.framework}, not ${FRAMEWORK}`);
     await client.expireOverdue();
-    if (stored.status === 'parked' && !(await client.isReady(stored.id))) return parked(stored.run, stored.id, stored.request_ids);
+    const deadline = Date.now() + (options.wait ?? 0) * 1000;
+    if (stored.status === 'parked' && !(await decidedBy(client, stored, deadline))) return parked(stored.run, stored.id, stored.request_ids);
     return resumeLeased(client, stored.id, {
       owner: this.owner,
       leaseSeconds: this.#options.leaseSeconds ?? 600,
@@ -145,7 +147,7 @@ export class Gate {
         const sessionOptions = this.#sessionOptions(binding, state.session_id);
         if (sessionOptions.cwd === undefined && state.cwd) sessionOptions.cwd = state.cwd;
         const result = await this.#turn(sessionOptions, binding, null);
-        return this.#outcome(result, binding, options.wait ?? 0);
+        return this.#outcome(result, binding, Math.max(0, (deadline - Date.now()) / 1000));
       },
     });
   }
@@ -239,6 +241,16 @@ export class Gate {
     }
     return this.resume(outcome.parkedRun, { wait: Math.max(0, (deadline - Date.now()) / 1000) });
   }
+}
+
+/** True once `stored`'s requests are all decided, waiting for the reviewer until `deadline` (ms). */
+async function decidedBy(client: AgentClient, stored: ParkedRun, deadline: number): Promise<boolean> {
+  if (await client.isReady(stored.id)) return true;
+  for (const id of stored.request_ids) {
+    const left = (deadline - Date.now()) / 1000;
+    if (left <= 0 || isOpen(await client.wait(id, left))) return false;
+  }
+  return client.isReady(stored.id);
 }
 
 interface ParkedState {
