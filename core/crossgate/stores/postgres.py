@@ -248,8 +248,9 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
     @contextlib.contextmanager
     def _write(self, action: str) -> Iterator[psycopg.Cursor[Any]]:
         # A write of several statements: BEGIN, its change, its events sealed by the database, COMMIT.
-        # (The hot writes are one statement each and skip this: ``_seal_alone``.) Events enqueued before this write commit first, in their own transaction: they keep their
-        # place in the chain before its change, and the change's head lock is not taken any earlier.
+        # (The hot writes are one statement each and skip this: ``_seal_alone``.) Events enqueued before
+        # this write commit first, in their own statement: they keep their place in the chain before its
+        # change, and the change's head lock is not taken any earlier.
         if self._batch.pending:
             self._commit_enqueued()
         with self._conn(action) as conn, conn.transaction(), conn.cursor() as cur:
@@ -307,7 +308,9 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
     # requests ------------------------------------------------------------------------------------
     def insert_request(self, request: ApprovalRequest, event: NewEvent) -> Event:
         try:
-            sealed = self._seal_alone(f"store request {request.id}", "insert_request_sealed", _request_row(request), [event])
+            sealed = self._seal_alone(
+                f"store request {request.id}", "insert_request_sealed", _request_row(request), [event]
+            )
         except StoreError as exc:
             if isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
                 raise ConflictError(f"request {request.id} already exists") from exc.__cause__
