@@ -10,9 +10,10 @@ gate and a reviewer make them), in a loop for ``--seconds``. One fresh schema of
 decisions per second, the statements the store sent per decision (every ``execute`` of its
 connections), the database's transactions per decision, reads included (``pg_stat_database.xact_commit``),
 the WAL syncs per decision (``pg_stat_wal.wal_sync``, the whole server: other load counts too) and the mean
-number of this database's backends waiting for a lock (``pg_locks``, sampled every 10 ms). It imports whatever
-``crossgate`` is first on the path, so two checkouts run it in turn give a before and an after
-(``--label`` names the row). Not collected by pytest.
+number of this database's backends waiting for a lock (``pg_locks``, sampled every 10 ms): all of them,
+those waiting for the chain head's row, and those waiting for the server-wide lock that a transaction
+sending a NOTIFY holds through its commit. It imports whatever ``crossgate`` is first on the path, so two
+checkouts run it in turn give a before and an after (``--label`` names the row). Not collected by pytest.
 """
 
 from __future__ import annotations
@@ -100,15 +101,25 @@ def counters(url: str) -> tuple[int, int]:
     return int(commits[0]), int(syncs[0])
 
 
-def lock_waiters(url: str, stop: threading.Event, samples: list[int]) -> None:
+WAITS = {
+    "head": "l.locktype IN ('transactionid', 'tuple')",  # a row lock: the chain head (or a request) held by another
+    "notify": "l.locktype = 'object' AND l.classid = 'pg_database'::regclass AND l.objid = 0",
+}
+"""What a waiting backend waits for: the chain head's row (held by the transaction that locked it), or the
+lock on "database 0" that every transaction sending a NOTIFY holds from its pre-commit until after its commit
+(PostgreSQL's async.c: it keeps notifications in commit order, and it is one lock for the whole server)."""
+
+
+def lock_waiters(url: str, stop: threading.Event, samples: list[tuple[int, int, int]]) -> None:
+    """Sample, every 10 ms, how many of this database's backends wait: for any lock, the head, the NOTIFY lock."""
+    query = (
+        "SELECT count(*), count(*) FILTER (WHERE {head}), count(*) FILTER (WHERE {notify})"
+        " FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE NOT l.granted AND a.datname = %s"
+    ).format(**WAITS)
     with psycopg.connect(url, autocommit=True) as conn:
         while not stop.is_set():
-            row = conn.execute(
-                "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)"
-                " WHERE NOT l.granted AND a.datname = %s",
-                (DATABASE,),
-            ).fetchone()
-            samples.append(int(row[0]) if row else 0)
+            row = conn.execute(query.encode(), (DATABASE,)).fetchone()
+            samples.append((int(row[0]), int(row[1]), int(row[2])) if row else (0, 0, 0))
             time.sleep(0.01)
 
 
@@ -130,7 +141,7 @@ def main() -> int:
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
     (commits0, syncs0), stop = counters(url), threading.Event()
-    samples: list[int] = []
+    samples: list[tuple[int, int, int]] = []
     sampler = threading.Thread(target=lock_waiters, args=(url, stop, samples))
     sampler.start()
     procs = [
@@ -157,10 +168,15 @@ def main() -> int:
         f" {decisions / args.seconds:.1f} decisions/s (submit + decide + apply each);"
         f" per decision {statements / decisions:.1f} statements, {(commits1 - commits0) / decisions:.2f} transactions,"
         f" {(syncs1 - syncs0) / decisions:.2f} WAL syncs (server-wide);"
-        f" lock waiters {sum(samples) / max(1, len(samples)):.1f} on average;"
+        f" backends waiting for a lock {_mean(samples, 0):.1f} on average"
+        f" (the head {_mean(samples, 1):.1f}, NOTIFY's {_mean(samples, 2):.1f});"
         f" chain verifies: {verified}; load {os.getloadavg()[0]:.1f}"
     )
     return 0 if verified else 1
+
+
+def _mean(samples: list[tuple[int, int, int]], column: int) -> float:
+    return sum(sample[column] for sample in samples) / max(1, len(samples))
 
 
 if __name__ == "__main__":
