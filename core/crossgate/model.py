@@ -536,6 +536,22 @@ def chained_text(fields: Event | NewEvent, *, seq: int, at: str, prev_hash: str)
     )
 
 
+def chained_parts(fields: Event | NewEvent, *, at: str) -> tuple[str, str]:
+    """:func:`chained_text` of ``fields`` without its two chain values: the text before the previous hash's
+    hex digits and the text between them and the seq's digits (then ``}``).
+
+    For a store that seals in the database (PostgreSQL's ``crossgate_seal``), which knows the head only
+    under its lock: ``before + prev_hash + between + str(seq) + "}"`` is exactly ``chained_text``.
+    """
+    before = (
+        f'{{"actor":{_text_or_null(fields.actor)},"at":{json_string(at)},'
+        f'"channel":{_text_or_null(fields.channel)},"kind":{json_string(fields.kind)},'
+        f'"payload":{canonical_json(fields.payload)},"prev_hash":"'
+    )
+    between = f'","request_id":{_text_or_null(fields.request_id)},"run":{_text_or_null(fields.run)},"seq":'
+    return before, between
+
+
 def event_kind(event: Event) -> str:
     """``event``'s kind in the current vocabulary: an outcome written as ``executed`` reads ``ran`` or ``not_run``."""
     if event.kind == LEGACY_OUTCOME:

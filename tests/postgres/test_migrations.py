@@ -33,6 +33,9 @@ CATALOG = {
         SELECT rel.relname, con.conname, pg_get_constraintdef(con.oid) FROM pg_constraint con
         JOIN pg_class rel ON rel.oid = con.conrelid JOIN pg_namespace ns ON ns.oid = rel.relnamespace
         WHERE ns.nspname = %(s)s ORDER BY 1, 2""",
+    "functions": """
+        SELECT p.proname, replace(pg_get_functiondef(p.oid), %(s)s || '.', '') FROM pg_proc p
+        JOIN pg_namespace ns ON ns.oid = p.pronamespace WHERE ns.nspname = %(s)s ORDER BY 1""",
     "head": "SELECT seq, hash FROM {schema}.audit_head",
     "versions": "SELECT version, name FROM {schema}.schema_version ORDER BY version",
 }

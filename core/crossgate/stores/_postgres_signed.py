@@ -18,7 +18,7 @@ from crossgate.stores.postgres_listen import Listener
 class _Host(Protocol):
     def _write(self, action: str) -> AbstractContextManager[psycopg.Cursor[Any]]: ...
     def _conn(self, action: str) -> AbstractContextManager[psycopg.Connection[Any]]: ...
-    def _append(self, cur: psycopg.Cursor[Any], new: NewEvent, head: tuple[int, str] | None = None) -> Event: ...
+    def _append(self, cur: psycopg.Cursor[Any], new: NewEvent) -> Event: ...
     @property
     def _listener(self) -> Listener: ...
 
@@ -41,7 +41,7 @@ class SignedStateMixin:
                 head = cur.execute(_query("insert_policy_version"), row).fetchone()
                 if head is None:
                     raise ConflictError(f"policy version {version.version} is not the next one")
-                sealed = self._append(cur, event, (int(head[0]), str(head[1])))
+                sealed = self._append(cur, event)
         except StoreError as exc:
             if isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
                 raise ConflictError(f"policy version {version.version} already exists") from exc.__cause__

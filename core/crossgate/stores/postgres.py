@@ -2,9 +2,12 @@
 
 Needs the extra ``crossgate[postgres]`` (psycopg 3 and psycopg-pool). Every write is one transaction
 that changes a row and appends its event; the chain head is one row locked ``FOR UPDATE``, so the hash
-chain stays a chain under any number of writers. Decide and apply are compare-and-set updates
-(``WHERE status = ANY(...)``); those that wait for the head meanwhile share the next transaction
-(``_update_batch``), each still its own compare-and-set and event. Parked runs are claimed with
+chain stays a chain under any number of writers. Events are sealed in the database (``crossgate_seal``,
+migration 010; ``_postgres_sealing``), and the hot writes (a submission, a batch of compare-and-sets,
+events) are each one statement that the server commits by itself, so the head is held only while the
+server works. Decide and apply are compare-and-set updates (``WHERE status = ANY(...)``); those that wait
+for the head meanwhile share the next statement (``_update_batch``), each still its own compare-and-set
+and event. Parked runs are claimed with
 ``FOR UPDATE SKIP LOCKED`` and a lease, and each event commits with a ``NOTIFY`` that wakes waiters in
 every other process. A delivery cursor's claim, advance and release are each one statement (an upsert
 or a compare-and-set on the lease owner).
@@ -32,7 +35,6 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ValidationError
 
-from crossgate.audit import seal
 from crossgate.errors import AuditHeadMissingError, ConfigurationError, ConflictError, StoreError
 from crossgate.model import (
     ApprovalRequest,
@@ -44,6 +46,7 @@ from crossgate.model import (
     StandingRule,
 )
 from crossgate.stores._event_batch import EventBatch
+from crossgate.stores._postgres_sealing import seal_params, sealed, sealed_all
 from crossgate.stores._signatures import request_body, request_from_row, request_signatures, rule_body, rule_from_row
 from crossgate.stores._update_batch import MovedHints, Update, UpdateQueue, commit_together
 from crossgate.stores.base import (
@@ -244,11 +247,10 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
     # writing -------------------------------------------------------------------------------------
     @contextlib.contextmanager
     def _write(self, action: str) -> Iterator[psycopg.Cursor[Any]]:
-        # Each compare-and-set or insert locks the chain head in the same statement, so a write is BEGIN,
-        # that statement, the event, COMMIT. (Pipeline mode saves two round trips but costs more Python
-        # than it saves on a busy machine; measured with tests/benchmarks/bench_stores.py.)
-        # Events enqueued before this write commit first, in their own transaction: they keep their
-        # place in the chain before its change, and the change's head lock is not taken any earlier.
+        # A write of several statements: BEGIN, its change, its events sealed by the database, COMMIT.
+        # (The hot writes are one statement each and skip this: ``_seal_alone``.) Events enqueued before
+        # this write commit first, in their own statement: they keep their place in the chain before its
+        # change, and the change's head lock is not taken any earlier.
         if self._batch.pending:
             self._commit_enqueued()
         with self._conn(action) as conn, conn.transaction(), conn.cursor() as cur:
@@ -260,39 +262,33 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
             if not waiting:
                 return
             try:
-                with self._conn("append the enqueued events") as conn, conn.transaction(), conn.cursor() as cur:
-                    head = None
-                    for new in waiting:
-                        event = self._append(cur, new, head)
-                        head = (event.seq, event.hash)
+                event = self._seal_alone("append the enqueued events", "seal_events", {}, waiting)[-1]
             except BaseException:
                 self._batch.give_back(waiting)
                 raise
         self._batch.committed()
         self._listener.observe(event.seq)
 
-    def _append(self, cur: psycopg.Cursor[Any], new: NewEvent, head: tuple[int, str] | None = None) -> Event:
-        """Seal ``new`` after ``head`` (the locked chain head; locked here when not given) and queue its insert."""
-        seq, prev = head or _head(cur.execute(_q("lock_head")))
-        event = seal(new, seq=seq + 1, prev_hash=prev)
-        cur.execute(
-            _q("append_event"),
-            {
-                "seq": event.seq,
-                "hash": event.hash,
-                "at": event.at,
-                "kind": event.kind,
-                "request_id": event.request_id,
-                "data": event.model_dump_json(),
-                "channel": self._channel,
-            },
-        )
-        return event
+    def _append(self, cur: psycopg.Cursor[Any], new: NewEvent) -> Event:
+        """Seal ``new`` after the chain head in the caller's transaction (the database locks the head)."""
+        return sealed_all([new], cur.execute(_q("seal_events"), seal_params([new], self._channel)).fetchall())[0]
+
+    def _seal_alone(self, action: str, query: str, row: dict[str, Any], events: Sequence[NewEvent]) -> list[Event]:
+        """Run ``query``, a statement that makes a change and seals its ``events``, as its own transaction
+        (the connection is in autocommit): one round trip, the head held only by the server."""
+        return sealed_all(events, self._statement(action, query, row, events))
+
+    def _statement(self, action: str, query: str, row: dict[str, Any], events: Sequence[NewEvent]) -> list[Any]:
+        if self._batch.pending and query != "seal_events":
+            self._commit_enqueued()  # enqueued events keep their place in the chain before this change
+        with self._conn(action) as conn:
+            return conn.execute(_q(query), {**row, **seal_params(events, self._channel)}).fetchall()
 
     def _insert(self, query: str, row: dict[str, Any], new: NewEvent, what: str) -> Event:
         try:
             with self._write(f"store {what}") as cur:
-                event = self._append(cur, new, _one(cur.execute(_q(query), row)))
+                _one(cur.execute(_q(query), row))
+                event = self._append(cur, new)
         except StoreError as exc:
             if isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
                 raise ConflictError(f"{what} already exists") from exc.__cause__
@@ -302,17 +298,25 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
 
     def _change(self, query: str, row: dict[str, Any], new: NewEvent, action: str) -> Event | None:
         with self._write(action) as cur:
-            head = cur.execute(_q(query), row).fetchone()
-            if head is None:
+            if cur.execute(_q(query), row).fetchone() is None:
                 _head(cur.execute(_q("read_head")))  # a lost compare-and-set, or no head to chain to: roll back
                 return None
-            event = self._append(cur, new, (head[0], head[1]))
+            event = self._append(cur, new)
         self._listener.observe(event.seq)
         return event
 
     # requests ------------------------------------------------------------------------------------
     def insert_request(self, request: ApprovalRequest, event: NewEvent) -> Event:
-        return self._insert("insert_request", _request_row(request), event, f"request {request.id}")
+        try:
+            sealed = self._seal_alone(
+                f"store request {request.id}", "insert_request_sealed", _request_row(request), [event]
+            )
+        except StoreError as exc:
+            if isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
+                raise ConflictError(f"request {request.id} already exists") from exc.__cause__
+            raise
+        self._listener.observe(sealed[0].seq)
+        return sealed[0]
 
     def get_request(self, request_id: str) -> ApprovalRequest | None:
         with self._conn(f"read {request_id}") as conn:
@@ -353,27 +357,32 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
         commit_together(take(), self._update_together)
 
     def _update_together(self, updates: Sequence[Update]) -> list[Event | None]:
-        """The compare-and-sets of ``updates`` in one transaction, in order; each one's sealed event or None.
+        """The compare-and-sets of ``updates`` in one statement (``crossgate_update_requests``), in order;
+        each one's sealed event or None.
 
-        The head is locked first, so of the requests changed here none is locked by a writer waiting for
-        the head (see ``lock_head``). When none of them changed, the transaction rolls back: a batch of
-        lost races writes nothing and waits for no sync.
+        The function locks the head before any request (the lock order in ``queries.sql``), and locks and writes nothing
+        when none of the requests is in an expected status: a batch of lost races waits for no sync.
         """
-        results: list[Event | None] = []
-        with self._write("update requests") as cur:
-            head = _head(cur.execute(_q("lock_head")))
-            for update in updates:
-                if cur.execute(_q("update_request"), update.params).fetchone() is None:
-                    results.append(None)
-                    continue
-                event = self._append(cur, update.event, (head[0], head[1]))
-                head = (event.seq, event.hash)
-                results.append(event)
-            changed = any(result is not None for result in results)
-            if not changed:
-                raise psycopg.Rollback()
+        rows = [_dict(update.params) for update in updates]
+        batch = {
+            "ids": [row["id"] for row in rows],
+            "statuses": [row["status"] for row in rows],
+            "expires_ats": [row["expires_at"] for row in rows],
+            "data": [row["data"] for row in rows],
+            "signatures": [row["signatures"] for row in rows],
+            "expected": [" ".join(update.expected) for update in updates],
+        }
+        try:
+            changed = self._statement("update requests", "update_requests_sealed", batch, [u.event for u in updates])
+        except StoreError as exc:
+            if isinstance(exc.__cause__, psycopg.errors.NoDataFound):
+                raise AuditHeadMissingError() from exc.__cause__
+            raise
+        results: list[Event | None] = [None] * len(updates)
+        for index, seq, prev, digest in changed:
+            results[index - 1] = sealed(updates[index - 1].event, seq, prev, digest)
         if changed:
-            self._listener.observe(int(head[0]))
+            self._listener.observe(int(changed[-1][1]))
             for update, result in zip(updates, results, strict=True):  # committed: remember what moved
                 if result is not None:
                     self._moved.note(update.request_id, update.status)
@@ -412,8 +421,10 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
         try:
             with self._write(f"store parked run {parked.id}") as cur:
                 for request, submitted in requests:
-                    self._append(cur, submitted, _one(cur.execute(_q("insert_request"), _request_row(request))))
-                last = self._append(cur, event, _one(cur.execute(_q("insert_parked_run"), _parked_row(parked))))
+                    _one(cur.execute(_q("insert_request"), _request_row(request)))
+                    self._append(cur, submitted)
+                _one(cur.execute(_q("insert_parked_run"), _parked_row(parked)))
+                last = self._append(cur, event)
         except StoreError as exc:
             if isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
                 ids = ", ".join(r.id for r, _ in requests)
@@ -449,7 +460,8 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
             if current is None or not change.allowed(current):
                 return None
             changed = change.apply(current)
-            sealed = self._append(cur, event, _one(cur.execute(_q("update_parked_run"), _parked_row(changed))))
+            _one(cur.execute(_q("update_parked_run"), _parked_row(changed)))
+            sealed = self._append(cur, event)
         self._listener.observe(sealed.seq)
         return changed
 
@@ -468,14 +480,16 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
                 "lease_untils": [p.lease_until for p in new],
                 "data": [p.model_dump_json() for p in new],
             }
-            sealed = self._append(cur, event(changed), _one(cur.execute(_q("update_parked_runs"), rows)))
+            _one(cur.execute(_q("update_parked_runs"), rows))
+            sealed = self._append(cur, event(changed))
         self._listener.observe(sealed.seq)
         return changed
 
     # events --------------------------------------------------------------------------------------
     def append_event(self, event: NewEvent) -> Event:
-        with self._write(f"append a {event.kind} event") as cur:
-            sealed = self._append(cur, event)
+        if self._batch.pending:
+            self._commit_enqueued()
+        sealed = self._seal_alone(f"append a {event.kind} event", "seal_events", {}, [event])[0]
         self._listener.observe(sealed.seq)
         return sealed
 
@@ -579,6 +593,12 @@ def list_statement(query: RequestQuery) -> tuple[sql.Composed, dict[str, Any]]:
 
 def _read_head(conn: psycopg.Connection[Any]) -> int:
     return int(_head(conn.execute(_q("read_head")))[0])
+
+
+def _dict(params: tuple[Any, ...] | dict[str, Any]) -> dict[str, Any]:
+    if not isinstance(params, dict):
+        raise TypeError("PostgresStore's updates carry named parameters")
+    return params
 
 
 def _one(cursor: psycopg.Cursor[Any]) -> tuple[Any, ...]:

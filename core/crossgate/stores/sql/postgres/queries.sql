@@ -15,13 +15,12 @@ SELECT version FROM schema_version ORDER BY version;
 -- name: record_version
 INSERT INTO schema_version (version, name) VALUES (%(version)s, %(name)s);
 
--- name: lock_head
--- Every write locks the chain head until it commits. Inserts and request updates lock it first (a batch
+-- The lock order: every write locks the chain head until it commits. Inserts and request updates lock it first (a batch
 -- of request updates may change several requests, and a request row is only ever locked by a holder of
 -- the head); the standing-rule and parked-run changes lock their own row first, then the head (so a
 -- losing compare-and-set of theirs locks nothing): no transaction waits for a row while holding the head
--- and another holds that row while waiting for the head, so there are no deadlocks.
-SELECT seq, hash FROM audit_head FOR UPDATE;
+-- and another holds that row while waiting for the head, so there are no deadlocks. The sealing
+-- functions (migration 010) keep this order.
 
 -- name: read_head
 SELECT seq, hash FROM audit_head;
@@ -29,16 +28,29 @@ SELECT seq, hash FROM audit_head;
 -- name: rules_version
 SELECT rules_version FROM audit_head;
 
--- name: append_event
--- One event, the new chain head and the wake-up, in the caller's transaction (NOTIFY is sent at commit).
-WITH head AS (
-    UPDATE audit_head SET seq = %(seq)s, hash = %(hash)s RETURNING seq
-), event AS (
-    INSERT INTO events (seq, at, kind, request_id, data)
-    VALUES (%(seq)s, %(at)s, %(kind)s, %(request_id)s, %(data)s)
-    RETURNING seq
-)
-SELECT pg_notify(%(channel)s, event.seq::text) FROM event, head;
+-- name: seal_events
+-- Locks the head and seals the events (crossgate_seal): one row per event, its seq, previous hash, hash.
+SELECT event_seq, event_prev, event_hash FROM crossgate_seal(
+    %(before)s::text[], %(between)s::text[], %(bodies)s::text[], %(ats)s::timestamptz[], %(kinds)s::text[],
+    %(request_ids)s::text[], %(channel)s
+);
+
+-- name: insert_request_sealed
+-- A submission in one statement: the head locked, the request stored at the next position, its event sealed.
+SELECT event_seq, event_prev, event_hash FROM crossgate_insert_request(
+    %(id)s, %(status)s, %(framework)s, %(tool)s, %(agent)s, %(run)s, %(expires_at)s, %(data)s, %(signatures)s,
+    %(before)s::text[], %(between)s::text[], %(bodies)s::text[], %(ats)s::timestamptz[], %(kinds)s::text[],
+    %(request_ids)s::text[], %(channel)s
+);
+
+-- name: update_requests_sealed
+-- A batch of compare-and-sets in one statement (crossgate_update_requests): one row per update that changed.
+SELECT update_index, event_seq, event_prev, event_hash FROM crossgate_update_requests(
+    %(ids)s::text[], %(statuses)s::text[], %(expires_ats)s::timestamptz[], %(data)s::text[],
+    %(signatures)s::text[], %(expected)s::text[],
+    %(before)s::text[], %(between)s::text[], %(bodies)s::text[], %(ats)s::timestamptz[], %(kinds)s::text[],
+    %(request_ids)s::text[], %(channel)s
+);
 
 -- name: insert_request
 -- Locks the head, then stores the request at the next position; returns the head it locked.
@@ -58,13 +70,6 @@ SELECT data, signatures FROM requests WHERE id = %(id)s;
 
 -- name: request_status
 SELECT status FROM requests WHERE id = %(id)s;
-
--- name: update_request
--- Compare-and-set, in a transaction that holds the chain head (``lock_head``): only a request whose status
--- is still one of the expected ones changes. One row when it did, none when it did not.
-UPDATE requests SET status = %(status)s, expires_at = %(expires_at)s, data = %(data)s, signatures = %(signatures)s
-WHERE id = %(id)s AND status = ANY(%(expected)s)
-RETURNING position;
 
 -- name: list_requests
 SELECT position, data, signatures FROM requests {where} ORDER BY position {direction} LIMIT %(limit)s;
