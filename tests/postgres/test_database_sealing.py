@@ -1,4 +1,4 @@
-"""Events sealed by PostgreSQL (migration 010) are the events ``crossgate.audit.seal`` makes, byte for byte,
+"""Events sealed by PostgreSQL (migration 011) are the events ``crossgate.audit.seal`` makes, byte for byte,
 and the Python verifier catches any change to them; a log sealed in Python before the upgrade goes on."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Sealing in PostgreSQL (migration 010): the parameters of ``crossgate_seal`` and its kin, and the Events
+"""Sealing in PostgreSQL (migration 011): the parameters of ``crossgate_seal`` and its kin, and the Events
 their rows describe.
 
 The database locks the chain head, fills in each event's seq and previous hash, and hashes it, so the head

@@ -3,7 +3,7 @@
 Needs the extra ``crossgate[postgres]`` (psycopg 3 and psycopg-pool). Every write is one transaction
 that changes a row and appends its event; the chain head is one row locked ``FOR UPDATE``, so the hash
 chain stays a chain under any number of writers. Events are sealed in the database (``crossgate_seal``,
-migration 010; ``_postgres_sealing``), and the hot writes (a submission, a batch of compare-and-sets,
+migration 011; ``_postgres_sealing``), and the hot writes (a submission, a batch of compare-and-sets,
 events) are each one statement that the server commits by itself, so the head is held only while the
 server works. Decide and apply are compare-and-set updates (``WHERE status = ANY(...)``); those that wait
 for the head meanwhile share the next statement (``_update_batch``), each still its own compare-and-set

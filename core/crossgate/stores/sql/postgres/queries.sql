@@ -20,7 +20,7 @@ INSERT INTO schema_version (version, name) VALUES (%(version)s, %(name)s);
 -- the head); the standing-rule and parked-run changes lock their own row first, then the head (so a
 -- losing compare-and-set of theirs locks nothing): no transaction waits for a row while holding the head
 -- and another holds that row while waiting for the head, so there are no deadlocks. The sealing
--- functions (migration 010) keep this order.
+-- functions (migration 011) keep this order.
 
 -- name: read_head
 SELECT seq, hash FROM audit_head;

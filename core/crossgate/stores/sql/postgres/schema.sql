@@ -120,7 +120,7 @@ CREATE TABLE state_heads (
     token text NOT NULL
 );
 
--- Events are sealed by these functions, in the statement that makes a change (migration 010): the hash is
+-- Events are sealed by these functions, in the statement that makes a change (migration 011): the hash is
 -- crossgate.audit.seal's, byte for byte, from the parts crossgate.model.chained_parts gives.
 -- Seal one event at ``p_seq`` after ``p_prev`` (the caller holds the head) and store it; its hash.
 CREATE FUNCTION crossgate_seal_one(
