@@ -130,7 +130,7 @@ def test_reject_does_not_run_and_the_model_reads_the_message() -> None:
     queue, tool = _queue(), Tool()
     request = queue.decide(_asked(queue).id, Reject(message="t3 is a customer's"), reviewer="ann")
     answer = asyncio.run(run_checked(queue, request, {"id": "t3"}, tool, actor="kit"))
-    assert (answer.ran, answer.reply, tool.calls) == (False, "t3 is a customer's", [])
+    assert (answer.ran, answer.reply, tool.calls, answer.responded) == (False, "t3 is a customer's", [], False)
     assert queue.get(request.id).status is RequestStatus.REJECTED
     assert [(e["ran"], e["result"]) for e in _executed(queue, request)] == [(False, "t3 is a customer's")]
 
@@ -139,7 +139,7 @@ def test_respond_answers_with_the_reviewers_content_instead_of_running() -> None
     queue, tool = _queue(), Tool()
     request = queue.decide(_asked(queue).id, Respond(content="already gone"), reviewer="ann")
     answer = asyncio.run(run_checked(queue, request, {"id": "t3"}, tool, actor="kit"))
-    assert (answer.ran, answer.reply, tool.calls) == (False, "already gone", [])
+    assert (answer.ran, answer.reply, tool.calls, answer.responded) == (False, "already gone", [], True)
     assert [(e["ran"], e["result"]) for e in _executed(queue, request)] == [(False, "already gone")]
 
 
@@ -147,7 +147,7 @@ def test_a_pending_request_never_runs() -> None:
     queue, tool = _queue(), Tool()
     request = _asked(queue)
     answer = asyncio.run(run_checked(queue, request, {"id": "t3"}, tool, actor="kit"))
-    assert not answer.ran and tool.calls == [] and "still pending" in answer.message
+    assert not answer.ran and tool.calls == [] and "still pending" in answer.message and not answer.responded
     assert queue.get(request.id).status is RequestStatus.PENDING
 
 
