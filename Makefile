@@ -31,7 +31,7 @@ $(STAMP): requirements-dev.txt core/pyproject.toml $(ADAPTERS)
 $(STRANDS_STAMP): core/pyproject.toml adapters/strands/pyproject.toml
 	test -x $(STRANDS)/bin/python || $(PYTHON) -m venv $(STRANDS)
 	$(STRANDS)/bin/python -m pip install -q --upgrade pip
-	$(STRANDS)/bin/python -m pip install -q hatchling editables pytest pytest-asyncio pytest-timeout pytest-xdist hypothesis
+	$(STRANDS)/bin/python -m pip install -q hatchling editables pytest pytest-asyncio pytest-timeout pytest-xdist hypothesis mypy
 	$(STRANDS)/bin/python -m pip install -q --no-build-isolation -e "core[server]" -e adapters/strands
 	touch $(STRANDS_STAMP)
 
@@ -53,8 +53,9 @@ demo: $(STAMP) typescript
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
-typecheck: $(STAMP)
+typecheck: $(STAMP) $(STRANDS_STAMP)
 	$(BIN)/mypy
+	$(STRANDS)/bin/mypy adapters/strands/crossgate_strands
 
 # pytest-xdist: one worker per core (JOBS=1 runs every test in one process); idle workers steal queued tests.
 JOBS ?= auto

@@ -12,10 +12,10 @@ arguments allows (an ask runs once approved), and a deny is never lifted: no req
 ``delete_ticket(id: str)`` refuses a number or a bool in every adapter (OpenAI by the tool's JSON
 Schema, LangGraph, LangChain, Pydantic AI and Agent Framework by the tool's pydantic schema), so such a call
 is never judged and never runs (the Claude CLI refuses them too). The in-process drivers (OpenAI, LangGraph,
-LangChain, Pydantic AI, Agent Framework, Google ADK, Strands) run a dozen examples each; the Claude driver starts the real CLI
-for every run and resume, so it runs six. Each row is one adapter against ``queue.evaluate``, so no row needs
-another SDK in its process: Strands' row runs in Strands' own venv (``make unit-strands``) and is skipped in
-the main one.
+LangChain, Pydantic AI, Agent Framework, Google ADK, Strands) run a dozen examples each; the Claude driver starts
+the real CLI for every run and resume, so it runs six. Each row is one adapter against ``queue.evaluate``, so
+no row needs another SDK in its process: Strands' row runs in Strands' own venv (``make unit-strands``) and
+is skipped in the main one.
 """
 
 from __future__ import annotations

@@ -33,11 +33,19 @@ from strands import Agent
 from strands.hooks import BeforeToolCallEvent, HookProvider, HookRegistry
 from strands.types._events import ToolInterruptEvent  # not re-exported; Strands' executor imports it here
 from strands.types.events import ToolResultEvent
-from strands.types.tools import AgentTool, ToolResult, ToolSpec, ToolUse
+from strands.types.tools import AgentTool, ToolResult, ToolResultStatus, ToolSpec, ToolUse
 
 from crossgate import AdapterError, CrossgateError, FingerprintMismatchError, InvalidArgumentsError, VerdictKind
-from crossgate.adapter import AdapterQueue, RunScope, ToolAnswer, deny_message, find_request, request_id
-from crossgate.adapter import run_checked, run_recorded
+from crossgate.adapter import (
+    AdapterQueue,
+    RunScope,
+    ToolAnswer,
+    deny_message,
+    find_request,
+    request_id,
+    run_checked,
+    run_recorded,
+)
 from crossgate.decisions import validate_args
 from crossgate.model import JsonObject
 from crossgate_strands._capabilities import CAPABILITIES, FRAMEWORK
@@ -169,7 +177,7 @@ def _answer(event: BeforeToolCallEvent, tool: AgentTool, answer: ToolAnswer[Tool
     if answer.ran and answer.result is not None:
         result = answer.result
     else:
-        status = "success" if answer.responded else "error"
+        status: ToolResultStatus = "success" if answer.responded else "error"
         result = {"toolUseId": call_id, "status": status, "content": [{"text": answer.message}]}
     event.selected_tool = Answered(tool, result)
 

@@ -6,8 +6,8 @@ import pytest
 
 pytest.importorskip("strands")
 
-from crossgate.testing import AdapterContract  # noqa: E402
-from tests.adapters.strands.driver import StrandsTicketDriver  # noqa: E402
+from crossgate.testing import AdapterContract
+from tests.adapters.strands.driver import StrandsTicketDriver
 
 
 class TestStrandsContract(AdapterContract):

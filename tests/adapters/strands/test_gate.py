@@ -12,9 +12,9 @@ import pytest
 
 pytest.importorskip("strands")
 
-from strands import Agent, tool  # noqa: E402
+from strands import Agent, tool
 
-from crossgate import (  # noqa: E402
+from crossgate import (
     AdapterError,
     Approve,
     ConfigurationError,
@@ -29,17 +29,17 @@ from crossgate import (  # noqa: E402
     VerdictKind,
     open_store,
 )
-from crossgate.adapter import RunScope  # noqa: E402
-from crossgate.authority import Authority  # noqa: E402
-from crossgate.runs import Finished, Parked  # noqa: E402
-from crossgate.testing import TicketStore  # noqa: E402
-from crossgate.testing.driver import TOOL  # noqa: E402
-from crossgate_strands import Gate  # noqa: E402
-from crossgate_strands._hook import NOT_THROUGH_GATE, strands_request_id  # noqa: E402
-from crossgate_strands.testing import FINAL_TEXT, Call, planned_model, read_record, tool_results  # noqa: E402
-from tests.adapters.strands.conftest import REJECTION  # noqa: E402
-from tests.adapters.strands.driver import AGENT, delete_call, ticket_agent  # noqa: E402
-from tests.adapters.strands.test_trap import answers  # noqa: E402
+from crossgate.adapter import RunScope
+from crossgate.authority import Authority
+from crossgate.runs import Finished, Parked
+from crossgate.testing import TicketStore
+from crossgate.testing.driver import TOOL
+from crossgate_strands import Gate
+from crossgate_strands._hook import NOT_THROUGH_GATE, strands_request_id
+from crossgate_strands.testing import FINAL_TEXT, Call, planned_model, read_record, tool_results
+from tests.adapters.strands.conftest import REJECTION
+from tests.adapters.strands.driver import AGENT, delete_call, ticket_agent
+from tests.adapters.strands.test_trap import answers
 
 
 def statuses(record: Path) -> list[tuple[str, str]]:

@@ -7,8 +7,8 @@ import pytest
 
 pytest.importorskip("strands")
 
-from tests.adapters.strands.test_contract import TestStrandsContract  # noqa: E402
-from tests.remote.contract import OverHttp  # noqa: E402
+from tests.adapters.strands.test_contract import TestStrandsContract
+from tests.remote.contract import OverHttp
 
 pytestmark = pytest.mark.slow
 

@@ -21,18 +21,18 @@ import pytest
 
 pytest.importorskip("strands")
 
-from strands import Agent, Snapshot  # noqa: E402
-from strands.hooks import BeforeToolCallEvent, HookProvider, HookRegistry  # noqa: E402
+from strands import Agent, Snapshot
+from strands.hooks import BeforeToolCallEvent, HookProvider, HookRegistry
 
-from crossgate import Approve, Policy, ReviewQueue, VerdictKind  # noqa: E402
-from crossgate.adapter import RunScope  # noqa: E402
-from crossgate.runs import Finished, Parked  # noqa: E402
-from crossgate.testing import TicketStore  # noqa: E402
-from crossgate.testing.driver import TOOL  # noqa: E402
-from crossgate_strands import Gate  # noqa: E402
-from crossgate_strands._hook import ACTIVE, Drive, install  # noqa: E402
-from crossgate_strands.testing import planned_model, tool_results  # noqa: E402
-from tests.adapters.strands.driver import AGENT, delete_call, ticket_agent  # noqa: E402
+from crossgate import Approve, Policy, ReviewQueue, VerdictKind
+from crossgate.adapter import RunScope
+from crossgate.runs import Finished, Parked
+from crossgate.testing import TicketStore
+from crossgate.testing.driver import TOOL
+from crossgate_strands import Gate
+from crossgate_strands._hook import ACTIVE, Drive, install
+from crossgate_strands.testing import planned_model, tool_results
+from tests.adapters.strands.driver import AGENT, delete_call, ticket_agent
 
 
 class AskFirst(HookProvider):
