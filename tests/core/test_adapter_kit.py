@@ -20,10 +20,18 @@ from crossgate import (
     RequestStatus,
     Respond,
     ReviewQueue,
+    StoreError,
     ToolCall,
     VerdictKind,
 )
-from crossgate.adapter import AdapterQueue, request_id, resume_leased, run_checked, run_checked_sync
+from crossgate.adapter import (
+    AdapterQueue,
+    crossgate_cause,
+    request_id,
+    resume_leased,
+    run_checked,
+    run_checked_sync,
+)
 from crossgate.model import JsonObject
 from crossgate.policy.rules import Policy, PolicyRule
 from crossgate.remote import RemoteQueue, ServerUnavailableError
@@ -291,3 +299,19 @@ def test_no_adapter_imports_another(adapter: str) -> None:
     imported = _imports(ROOT / "adapters" / adapter / ADAPTERS[adapter])
     assert "crossgate" in imported  # the walk reads the adapter's imports
     assert imported.isdisjoint(others)
+
+
+def test_crossgate_cause_finds_crossgates_error_inside_an_sdks_wrapper() -> None:
+    def wrapped(inner: BaseException) -> RuntimeError:
+        try:
+            try:
+                raise inner
+            except BaseException as exc:
+                raise RuntimeError("event loop cycle failed") from exc
+        except RuntimeError as outer:
+            return outer
+
+    store_down = StoreError("the database is unreachable")
+    assert crossgate_cause(wrapped(store_down)) is store_down
+    assert crossgate_cause(store_down) is store_down
+    assert crossgate_cause(wrapped(ValueError("a tool's own bug"))) is None, "only crossgate's errors are unwrapped"

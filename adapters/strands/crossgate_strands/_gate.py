@@ -18,6 +18,7 @@ from crossgate.adapter import (
     AuthorityPin,
     RunScope,
     app_context,
+    crossgate_cause,
     parked_for_resume,
     resume_leased,
     verified_queue,
@@ -124,6 +125,11 @@ class Gate:
         token = ACTIVE.set(Drive(self.queue, sdk_agent.name, scope))
         try:
             result = await sdk_agent.invoke_async(prompt)
+        except Exception as exc:  # Strands wraps a hook's exception (EventLoopException): raise crossgate's own
+            cause = crossgate_cause(exc)
+            if cause is not None:
+                raise cause from None
+            raise
         finally:
             ACTIVE.reset(token)
         if result.stop_reason != "interrupt":
