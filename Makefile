@@ -9,13 +9,19 @@ STAMP  := $(VENV)/.installed
 ADAPTERS := adapters/openai/pyproject.toml adapters/claude/pyproject.toml adapters/langgraph/pyproject.toml adapters/pydantic-ai/pyproject.toml adapters/agent-framework/pyproject.toml adapters/google-adk/pyproject.toml
 EDITABLES := -e "core[server,postgres,otel]" -e adapters/openai -e adapters/claude -e "adapters/langgraph[langchain,postgres]" -e adapters/pydantic-ai -e adapters/agent-framework -e adapters/google-adk
 
+# Strands (strands-agents) needs other opentelemetry and mcp versions than Google ADK: it gets a venv of its own
+# with crossgate core, its adapter and the test tools only (one app per env), and its tests run there.
+STRANDS       := .venv-strands
+STRANDS_STAMP := $(STRANDS)/.installed
+STRANDS_TESTS := tests/adapters/strands "tests/conformance/test_policy_parity.py::test_what_runs_is_what_the_policy_allows_in_process[strands]"
+
 TS       := adapters/typescript
 TS_STAMP := $(TS)/node_modules/.package-lock.json
 TS_NODE  := $(TS)/node_modules/.node-version
 # Every recipe (the demo's agent, the tests that start node) runs the node that `make typescript` installs.
 export PATH := $(CURDIR)/.tools/node22/bin:$(PATH)
 
-.PHONY: demo test lint typecheck unit bench install typescript clean
+.PHONY: demo test lint typecheck unit unit-strands bench install typescript clean
 
 $(STAMP): requirements-dev.txt core/pyproject.toml $(ADAPTERS)
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "crossgate needs Python 3.11 or newer"'
@@ -24,6 +30,13 @@ $(STAMP): requirements-dev.txt core/pyproject.toml $(ADAPTERS)
 	$(BIN)/python -m pip install -q -r requirements-dev.txt
 	$(BIN)/python -m pip install -q --no-build-isolation $(EDITABLES)
 	touch $(STAMP)
+
+$(STRANDS_STAMP): core/pyproject.toml adapters/strands/pyproject.toml
+	test -x $(STRANDS)/bin/python || $(PYTHON) -m venv $(STRANDS)
+	$(STRANDS)/bin/python -m pip install -q --upgrade pip
+	$(STRANDS)/bin/python -m pip install -q hatchling editables pytest pytest-asyncio pytest-timeout pytest-xdist hypothesis mypy
+	$(STRANDS)/bin/python -m pip install -q --no-build-isolation -e "core[server]" -e adapters/strands
+	touch $(STRANDS_STAMP)
 
 install: $(STAMP) typescript
 
@@ -47,13 +60,19 @@ demo: $(STAMP) typescript
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
-typecheck: $(STAMP)
+typecheck: $(STAMP) $(STRANDS_STAMP)
 	$(BIN)/mypy
+	$(STRANDS)/bin/mypy adapters/strands/crossgate_strands
 
 # pytest-xdist: one worker per core (JOBS=1 runs every test in one process); idle workers steal queued tests.
 JOBS ?= auto
-unit: $(STAMP) typescript
+unit: $(STAMP) typescript unit-strands
 	$(BIN)/pytest -n $(JOBS) --dist worksteal
+
+# The Strands tests in their own venv (the main run skips them). No psycopg there: the contract's PostgreSQL
+# variants run in the main venv, for the other adapters.
+unit-strands: $(STRANDS_STAMP)
+	env -u CROSSGATE_TEST_POSTGRES_URL $(STRANDS)/bin/pytest -n $(JOBS) --dist worksteal $(STRANDS_TESTS)
 
 test: lint typecheck unit
 
@@ -63,4 +82,4 @@ bench: $(STAMP)
 		$(BIN)/python -m tests.benchmarks.$$m || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .tools $(TS)/node_modules $(TS)/packages/*/dist $(TS)/packages/*/dist-test
+	rm -rf $(VENV) $(STRANDS) .pytest_cache .mypy_cache .ruff_cache .tools $(TS)/node_modules $(TS)/packages/*/dist $(TS)/packages/*/dist-test

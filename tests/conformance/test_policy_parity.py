@@ -12,8 +12,10 @@ arguments allows (an ask runs once approved), and a deny is never lifted: no req
 ``delete_ticket(id: str)`` refuses a number or a bool in every adapter (OpenAI by the tool's JSON
 Schema, LangGraph, LangChain, Pydantic AI and Agent Framework by the tool's pydantic schema), so such a call
 is never judged and never runs (the Claude CLI refuses them too). The in-process drivers (OpenAI, LangGraph,
-LangChain, Pydantic AI, Agent Framework, Google ADK) run a dozen examples each; the Claude driver starts the real CLI
-for every run and resume, so it runs six.
+LangChain, Pydantic AI, Agent Framework, Google ADK, Strands) run a dozen examples each; the Claude driver starts
+the real CLI for every run and resume, so it runs six. Each row is one adapter against ``queue.evaluate``, so
+no row needs another SDK in its process: Strands' row runs in Strands' own venv (``make unit-strands``) and
+is skipped in the main one.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ DRIVERS = {
     "pydantic-ai": ("tests.adapters.pydantic_ai.driver", "PydanticAITicketDriver"),
     "agent-framework": ("tests.adapters.agent_framework.driver", "AgentFrameworkTicketDriver"),
     "google-adk": ("tests.adapters.google_adk.driver", "GoogleAdkTicketDriver"),
+    "strands": ("tests.adapters.strands.driver", "StrandsTicketDriver"),
 }
 TOOL_NAMES = ("delete_ticket", "delete_*", "read_data", "*")
 STRING_IDS = ("t1", "t2", "t3", "t9")
@@ -174,7 +177,9 @@ ALLOW_ALL_WITH_A_NUMBER = example(
 SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@pytest.mark.parametrize("name", ["openai", "langgraph", "langchain", "pydantic-ai", "agent-framework", "google-adk"])
+@pytest.mark.parametrize(
+    "name", ["openai", "langgraph", "langchain", "pydantic-ai", "agent-framework", "google-adk", "strands"]
+)
 def test_what_runs_is_what_the_policy_allows_in_process(name: str) -> None:
     driver_class = load(name)
 

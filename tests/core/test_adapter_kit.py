@@ -20,10 +20,18 @@ from crossgate import (
     RequestStatus,
     Respond,
     ReviewQueue,
+    StoreError,
     ToolCall,
     VerdictKind,
 )
-from crossgate.adapter import AdapterQueue, request_id, resume_leased, run_checked, run_checked_sync
+from crossgate.adapter import (
+    AdapterQueue,
+    crossgate_cause,
+    request_id,
+    resume_leased,
+    run_checked,
+    run_checked_sync,
+)
 from crossgate.model import JsonObject
 from crossgate.policy.rules import Policy, PolicyRule
 from crossgate.remote import RemoteQueue, ServerUnavailableError
@@ -130,7 +138,7 @@ def test_reject_does_not_run_and_the_model_reads_the_message() -> None:
     queue, tool = _queue(), Tool()
     request = queue.decide(_asked(queue).id, Reject(message="t3 is a customer's"), reviewer="ann")
     answer = asyncio.run(run_checked(queue, request, {"id": "t3"}, tool, actor="kit"))
-    assert (answer.ran, answer.reply, tool.calls) == (False, "t3 is a customer's", [])
+    assert (answer.ran, answer.reply, tool.calls, answer.responded) == (False, "t3 is a customer's", [], False)
     assert queue.get(request.id).status is RequestStatus.REJECTED
     assert [(e["ran"], e["result"]) for e in _executed(queue, request)] == [(False, "t3 is a customer's")]
 
@@ -139,7 +147,7 @@ def test_respond_answers_with_the_reviewers_content_instead_of_running() -> None
     queue, tool = _queue(), Tool()
     request = queue.decide(_asked(queue).id, Respond(content="already gone"), reviewer="ann")
     answer = asyncio.run(run_checked(queue, request, {"id": "t3"}, tool, actor="kit"))
-    assert (answer.ran, answer.reply, tool.calls) == (False, "already gone", [])
+    assert (answer.ran, answer.reply, tool.calls, answer.responded) == (False, "already gone", [], True)
     assert [(e["ran"], e["result"]) for e in _executed(queue, request)] == [(False, "already gone")]
 
 
@@ -147,7 +155,7 @@ def test_a_pending_request_never_runs() -> None:
     queue, tool = _queue(), Tool()
     request = _asked(queue)
     answer = asyncio.run(run_checked(queue, request, {"id": "t3"}, tool, actor="kit"))
-    assert not answer.ran and tool.calls == [] and "still pending" in answer.message
+    assert not answer.ran and tool.calls == [] and "still pending" in answer.message and not answer.responded
     assert queue.get(request.id).status is RequestStatus.PENDING
 
 
@@ -291,3 +299,19 @@ def test_no_adapter_imports_another(adapter: str) -> None:
     imported = _imports(ROOT / "adapters" / adapter / ADAPTERS[adapter])
     assert "crossgate" in imported  # the walk reads the adapter's imports
     assert imported.isdisjoint(others)
+
+
+def test_crossgate_cause_finds_crossgates_error_inside_an_sdks_wrapper() -> None:
+    def wrapped(inner: BaseException) -> RuntimeError:
+        try:
+            try:
+                raise inner
+            except BaseException as exc:
+                raise RuntimeError("event loop cycle failed") from exc
+        except RuntimeError as outer:
+            return outer
+
+    store_down = StoreError("the database is unreachable")
+    assert crossgate_cause(wrapped(store_down)) is store_down
+    assert crossgate_cause(store_down) is store_down
+    assert crossgate_cause(wrapped(ValueError("a tool's own bug"))) is None, "only crossgate's errors are unwrapped"

@@ -3,7 +3,7 @@
     python first_call.py SDK start DIR    # run the agent: one delete_ticket call, parked; prints the request id
     python first_call.py SDK resume DIR   # after `crossgate --db DIR/crossgate.db approve ID`: resume it
 
-SDK is openai, claude, langgraph, agent-framework or google-adk. DIR holds the queue, the policy and the tool's
+SDK is openai, claude, langgraph, agent-framework, google-adk or strands. DIR holds the queue, the policy and the tool's
 record of what ran.
 Each line printed is JSON. Standard library and the installed distributions only: no test package.
 """
@@ -144,6 +144,24 @@ async def google_adk(queue: ReviewQueue, folder: Path, parked_run: str | None) -
     return await Gate(queue, sdk_agent=agent).resume(parked_run)
 
 
+async def strands(queue: ReviewQueue, folder: Path, parked_run: str | None) -> Finished[Any] | Parked:
+    from strands import Agent, tool
+
+    from crossgate_strands import Gate
+    from crossgate_strands.testing import Call, planned_model
+
+    @tool
+    def delete_ticket(id: str) -> str:
+        """Delete a ticket by id."""
+        return delete(folder, id)
+
+    model = planned_model([[Call("delete_ticket", {"id": "t3"}, "call_t3")]])
+    agent = Agent(name="triage", model=model, tools=[delete_ticket], callback_handler=None)
+    if parked_run is None:
+        return await Gate(queue).run(agent, "Delete the spam ticket t3")
+    return await Gate(queue, sdk_agent=agent).resume(parked_run)
+
+
 async def main(sdk: str, step: str, folder: Path) -> None:
     queue = queue_in(folder)
     runners = {
@@ -152,6 +170,7 @@ async def main(sdk: str, step: str, folder: Path) -> None:
         "langgraph": langgraph,
         "agent-framework": agent_framework,
         "google-adk": google_adk,
+        "strands": strands,
     }
     runner = runners[sdk]
     parked_file = folder / "parked_run"

@@ -23,7 +23,7 @@ from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[2]
 FIRST_CALL = Path(__file__).with_name("first_call.py")
-SDKS = ("openai", "claude", "langgraph", "agent-framework", "google-adk")
+SDKS = ("openai", "claude", "langgraph", "agent-framework", "google-adk", "strands")
 PATH_INSTALL = {sdk: f"pip install ./core ./adapters/{sdk}" for sdk in SDKS}
 
 

@@ -16,12 +16,13 @@ from google.adk.sessions import InMemorySessionService, Session
 from google.genai import types
 from pydantic import BaseModel
 
-from crossgate import AdapterError, ConfigurationError, CrossgateError, ParkedRun
+from crossgate import AdapterError, ConfigurationError, ParkedRun
 from crossgate.adapter import (
     AdapterQueue,
     AuthorityPin,
     RunScope,
     app_context,
+    crossgate_cause,
     parked_for_resume,
     resume_leased,
     verified_queue,
@@ -176,7 +177,7 @@ class Gate:
             ):
                 events.append(event)
         except Exception as exc:  # ADK wraps a plugin's exception: raise crossgate's own again
-            cause = _crossgate_cause(exc)
+            cause = crossgate_cause(exc)
             if cause is not None:
                 raise cause from None
             raise
@@ -223,12 +224,3 @@ async def _restore(state: ParkedState) -> tuple[InMemorySessionService, Session]
     for event in parked.events:
         await sessions.append_event(adk_session, event)
     return sessions, adk_session
-
-
-def _crossgate_cause(exc: BaseException) -> CrossgateError | None:
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, CrossgateError):
-            return seen
-        seen = seen.__cause__
-    return None

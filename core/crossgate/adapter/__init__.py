@@ -22,6 +22,7 @@ else it needs is here, and nothing else decides whether a reviewed tool runs:
 - :func:`run_excerpt` builds the size-capped excerpt of the run (the user's request, the model's last
   messages, the calls that ran before) a gate attaches to its new requests when the app consents
   (``Gate(excerpt=True)``; off by default).
+- :func:`crossgate_cause` finds crossgate's error inside an SDK's wrapper exception, for a gate to raise again.
 - :func:`app_context` checks the app's context for a gate's calls (``Gate(context=)``, ``run(call_context=)``).
 - :class:`RunScope` is one gated run (id, session, who it acts for, app context, the calls it asked), which
   builds each call's neutral ``ToolCall`` and the parked run's metadata; :func:`parked_for_resume` reads a
@@ -49,6 +50,7 @@ from crossgate.adapter._authority import (
     pinned_keys,
     verified_queue,
 )
+from crossgate.adapter._cause import crossgate_cause
 from crossgate.adapter._check import (
     Application,
     ToolAnswer,
@@ -80,6 +82,7 @@ __all__ = [
     "app_context",
     "apply_decision",
     "apply_decision_sync",
+    "crossgate_cause",
     "deny_message",
     "find_request",
     "parked_for_resume",

@@ -49,11 +49,16 @@ class Application:
 
 @dataclass(frozen=True, slots=True)
 class ToolAnswer(Generic[T]):
-    """What the model is told for one call: the tool's own ``result`` when it ran, else ``message``."""
+    """What the model is told for one call: the tool's own ``result`` when it ran, else ``message``.
+
+    ``responded`` says the message is a reviewer's respond (the human was the tool: an SDK with a result
+    status hands it as a success), not a refusal.
+    """
 
     ran: bool
     result: T | None = None
     message: str = ""
+    responded: bool = False
 
     @property
     def reply(self) -> T | str:
@@ -157,7 +162,7 @@ async def run_checked(
     if applied.responded:
         await store_call(queue.record_outcome, request, ran=False, result=applied.message)
     if not applied.run:
-        return ToolAnswer(ran=False, message=applied.message)
+        return ToolAnswer(ran=False, message=applied.message, responded=applied.responded)
     return await run_recorded(queue, request, dict(applied.args or {}), body, call=call, summary=summary)
 
 
