@@ -12,9 +12,11 @@ export const OTHER_ARGUMENTS = (tool: string, request: string) =>
 export const NOT_REVIEWED = (tool: string) =>
   `crossgate did not run ${tool}: the policy sends it to a reviewer and no approved request covers this call.`;
 
-/** The tool output for a call the policy denied outright. */
+/** The tool output for a call the policy denied outright (the reason as it is when it says so already, as a state head refusal does). */
 export function denyMessage(tool: string, verdict: Verdict): string {
-  return `crossgate did not run ${tool}: ${verdict.reason || 'the policy does not allow this call'}`;
+  const prefix = `crossgate did not run ${tool}: `;
+  const reason = verdict.reason || 'the policy does not allow this call';
+  return reason.startsWith(prefix) ? reason : prefix + reason;
 }
 
 /** The tool output for a call whose decision was applied before, given its recorded outcome. */
