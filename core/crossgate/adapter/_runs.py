@@ -76,8 +76,11 @@ class RunScope:
 
 
 def deny_message(tool: str, verdict: Verdict) -> str:
-    """What the model reads for a policy deny: the rule's reason, as an instruction."""
-    return f"crossgate did not run {tool}: {verdict.reason or 'the policy does not allow this call'}"
+    """What the model reads for a policy deny: the rule's reason, as an instruction (as it is when the reason
+    says already that crossgate did not run the tool, as the state head's refusals do)."""
+    prefix = f"crossgate did not run {tool}: "
+    reason = verdict.reason or "the policy does not allow this call"
+    return reason if reason.startswith(prefix) else prefix + reason
 
 
 @dataclass(frozen=True, slots=True)

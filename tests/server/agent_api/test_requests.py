@@ -197,6 +197,8 @@ async def test_the_policy_is_served_with_its_version_and_revalidated(http: httpx
     r = await http.get(f"{AGENT}/policy", headers=bearer(BILLING))
     assert r.status_code == 200 and r.json()["document"] == POLICY.model_dump(mode="json")
     assert r.headers["etag"] == f'"{r.json()["version"]}"' and isinstance(r.json()["rules_version"], int)
+    # a local policy: no signed version, and a gate does not hold it to the state head's
+    assert r.json()["local"] is True and r.json()["policy_version"] is None
     same = await http.get(f"{AGENT}/policy", headers={**bearer(BILLING), "If-None-Match": r.headers["etag"]})
     assert same.status_code == 304 and same.content == b""
     stale = await http.get(f"{AGENT}/policy", headers={**bearer(BILLING), "If-None-Match": '"old"'})

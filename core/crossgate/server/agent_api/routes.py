@@ -110,7 +110,14 @@ def get_policy(
     etag = f'"{version}"'
     if if_none_match is not None and etag in {t.strip() for t in if_none_match.split(",")}:
         return Response(status_code=304, headers={"ETag": etag})
-    body = PolicyOut(version=version, document=document, rules_version=api.queue.store.rules_version())
+    local, policy_version, _digest = api.queue.evaluated_policy()  # of the policy just read
+    body = PolicyOut(
+        version=version,
+        document=document,
+        rules_version=api.queue.store.rules_version(),
+        policy_version=policy_version,
+        local=local,
+    )
     return JSONResponse(body.model_dump(mode="json"), headers={"ETag": etag})
 
 

@@ -123,3 +123,7 @@ class PolicyOut(BaseModel):
     version: str | None
     document: dict[str, JsonValue]
     rules_version: int
+    policy_version: int | None = None
+    """The store's signed policy version evaluated; None for none stored, one refused, or a local policy."""
+    local: bool = False
+    """A local policy (development): a gate does not hold it to the state head's policy version."""

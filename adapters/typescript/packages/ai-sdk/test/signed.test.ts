@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 
-import type { AgentClient } from '@crossgate/client';
+import { type AgentClient, verifiedClient } from '@crossgate/client';
 import { callRequestId, Gate } from '@crossgate/ai-sdk';
 import {
   auditEvents,
@@ -91,4 +91,30 @@ test('pinned: a standing rule the server signed lets its call run unasked; an in
   }
   const refused = (await auditEvents(server)).filter((e) => e.kind === 'refused');
   assert.deepEqual(Object.fromEntries(refused.map((e) => [e.payload.rule, e.payload.refused])), { rule_unsigned: 'unsigned', rule_own_key: 'unknown_key' });
+});
+
+test('pinned: past the newest state head\'s expiry (a frozen store), an approval and an allowed call run nothing; the model reads why', async () => {
+  const tickets = new TicketStore(join(server.dir, 'frozen.json'));
+  tickets.seed(['t8']);
+  const pinned = verifiedClient(client, server.pin!);
+  const gate = (model: ReturnType<typeof ticketModel>) =>
+    new Gate({ client: pinned, model, tools: ticketTools(tickets), agent: 'tickets', settings: { stopWhen: stepCountIs(5) } });
+  const model = ticketModel(['t8']);
+  const first = await gate(model).run('Delete t8.', { run: 'run-frozen' });
+  assert.equal(first.status, 'parked');
+  const id = callRequestId('run-frozen', 'call_t8');
+  await server.decide(id, { kind: 'approve' });
+  pinned.heads!.clock = () => new Date(Date.now() + 10 * 60_000); // every head the server signed lasts five minutes
+  assert.equal((await gate(model).resume(first.status === 'parked' ? first.parkedRun : '')).status, 'finished');
+  const sql = ticketModel(['select 1'], 'execute_sql');
+  assert.equal((await gate(sql).run('Run select 1.', { run: 'run-frozen-sql' })).status, 'finished');
+  assert.equal(tickets.deleteRuns(), 0, 'nothing ran');
+  const frozen = /^crossgate did not run (delete_ticket|execute_sql): the newest state head signed by the authority expired at .*crossgate server must be running/;
+  assert.match(lastRead(model).call_t8?.value ?? '', frozen);
+  const read = lastRead(sql)['call_select 1'];
+  assert.equal(read?.type, 'execution-denied');
+  assert.match(read?.reason ?? '', frozen);
+  assert.equal((await refusals(server))[id], 'stale_head');
+  assert.equal((await client.get(id)).status, 'cancelled');
+  assert.ok((await auditEvents(server)).some((e) => e.kind === 'refused' && e.payload.refused === 'stale_head' && e.payload.tool === 'execute_sql'));
 });

@@ -16,7 +16,9 @@ import {
   malformed,
   parseDecisionClaims,
   parseStandingRuleClaims,
+  parseStateHeadClaims,
   type StandingRuleClaims,
+  type StateHeadClaims,
 } from './claims.js';
 import { ConfigurationError, SignatureError } from './errors.js';
 import type { Decision, StandingRule } from './model.js';
@@ -234,6 +236,11 @@ export function verifyStandingRule(token: string, trusted: TrustedKeys, rule: St
   return claims;
 }
 
+/** A state head's claims once its signature checks out with a pinned key; SignatureError otherwise. */
+export function verifyStateHead(token: string, trusted: TrustedKeys): StateHeadClaims {
+  return parseStateHeadClaims(verifyToken(token, trusted));
+}
+
 function ruleDifferences(claims: StandingRuleClaims, rule: StandingRule): string[] {
   const pairs: [string, unknown, unknown][] = [
     ['rule_id', claims.rule_id, rule.id],
@@ -266,7 +273,8 @@ export function sameInstant(a: string | null, b: string | null): boolean {
   return x !== null && x === y;
 }
 
-function instant(text: string): bigint | null {
+/** An ISO 8601 time as microseconds since the epoch (the precision Python keeps); null if it is not one. */
+export function instant(text: string): bigint | null {
   const parts = TIME.exec(text);
   if (parts === null) return null;
   const seconds = Date.parse(`${parts[1]}${parts[3] === 'Z' ? 'Z' : parts[3]}`);

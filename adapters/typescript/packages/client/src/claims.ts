@@ -6,11 +6,13 @@
  */
 
 import { canonicalJson } from './canonical.js';
+import { filterBytes } from './consumed.js';
 import { SignatureError } from './errors.js';
 import type { DecisionKind, RememberMatch, RememberScope } from './model.js';
 
 export const DECISION_TYP = 'crossgate.decision.v1';
 export const STANDING_RULE_TYP = 'crossgate.standing_rule.v1';
+export const STATE_HEAD_TYP = 'crossgate.state_head.v1';
 
 /** What the authority signs for one decision (Python `DecisionClaims`). */
 export interface DecisionClaims {
@@ -54,6 +56,29 @@ export interface StandingRuleClaims {
   created_by: string | null;
   created_at: string;
   source_request: string | null;
+}
+
+/**
+ * The newest state the authority vouches for, until `expires_at` (Python `StateHeadClaims`): a gate
+ * refuses a policy older than the head's, a standing rule it names revoked, an approval it names consumed,
+ * and everything once the newest head it has is past `expires_at`.
+ */
+export interface StateHeadClaims {
+  typ: typeof STATE_HEAD_TYP;
+  issued_at: string;
+  expires_at: string;
+  /** The store's current signed policy version; null while none is stored. */
+  policy_version: number | null;
+  policy_digest: string | null;
+  rules_version: number;
+  /** Ids of revoked standing rules that would still stand otherwise, sorted. */
+  revoked_rules: string[];
+  audit_seq: number;
+  audit_hash: string;
+  /** The Bloom filter (`consumed.ts`, base64url) of the request ids of approvals applied that could still apply. */
+  consumed: string;
+  consumed_count: number;
+  consumed_until: string | null;
 }
 
 const DIGEST = /^[0-9a-f]{64}$/;
@@ -139,6 +164,50 @@ export function parseStandingRuleClaims(payload: string): StandingRuleClaims {
   return claims as unknown as StandingRuleClaims;
 }
 
+/** The claims of a state head in a verified token's payload text; SignatureError for anything else. */
+export function parseStateHeadClaims(payload: string): StateHeadClaims {
+  const claims = claimsOf(payload, STATE_HEAD_TYP);
+  const check = new Checker(claims, STATE_HEAD_TYP);
+  check.exactly([
+    'audit_hash',
+    'audit_seq',
+    'consumed',
+    'consumed_count',
+    'consumed_until',
+    'expires_at',
+    'issued_at',
+    'policy_digest',
+    'policy_version',
+    'revoked_rules',
+    'rules_version',
+    'typ',
+  ]);
+  check.time('issued_at');
+  check.time('expires_at');
+  check.positive('policy_version', true);
+  check.digest('policy_digest', true);
+  check.count('rules_version');
+  check.texts('revoked_rules');
+  check.count('audit_seq');
+  check.digest('audit_hash');
+  check.text('consumed', false, true);
+  check.count('consumed_count');
+  check.time('consumed_until', true);
+  if ((claims.policy_version === null) !== (claims.policy_digest === null)) {
+    throw malformed(`${STATE_HEAD_TYP} payload: policy_version and policy_digest are set together`);
+  }
+  if (Date.parse(claims.expires_at as string) <= Date.parse(claims.issued_at as string)) {
+    throw malformed(`${STATE_HEAD_TYP} payload: expires_at is not after issued_at`);
+  }
+  try {
+    filterBytes(claims.consumed as string);
+  } catch (error) {
+    throw malformed(`${STATE_HEAD_TYP} payload: consumed: ${(error as Error).message}`);
+  }
+  canonical(claims, payload);
+  return claims as unknown as StateHeadClaims;
+}
+
 function claimsOf(payload: string, typ: string): Fields {
   let data: unknown;
   try {
@@ -197,6 +266,16 @@ class Checker {
     const value = this.fields[name];
     if ((nullable && value === null) || (Number.isInteger(value) && (value as number) >= 1)) return;
     this.fail(name, 'a positive integer');
+  }
+
+  count(name: string): void {
+    const value = this.fields[name];
+    if (!Number.isInteger(value) || (value as number) < 0) this.fail(name, 'a count');
+  }
+
+  texts(name: string): void {
+    const value = this.fields[name];
+    if (!Array.isArray(value) || !value.every((item) => typeof item === 'string')) this.fail(name, 'a list of text');
   }
 
   object(name: string): Checker {

@@ -68,7 +68,11 @@ export type SignatureReason =
   | 'bad_signature'
   | 'wrong_type'
   | 'binding'
-  | 'lapsed';
+  | 'lapsed'
+  | 'stale_head'
+  | 'rolled_back'
+  | 'consumed'
+  | 'revoked_rule';
 
 export class SignatureError extends CrossgateError {
   override name = 'SignatureError';

@@ -12,9 +12,11 @@ export const OTHER_ARGUMENTS = (tool: string, request: string) =>
 export const NOT_REVIEWED = (tool: string) =>
   `crossgate did not run ${tool}: the policy sends it to a reviewer and no approved request covers this call.`;
 
-/** The tool output for a call the policy denied outright. */
+/** The tool output for a call the policy denied outright (the reason as it is when it says so already, as a state head refusal does). */
 export function denyMessage(tool: string, verdict: Verdict): string {
-  return `crossgate did not run ${tool}: ${verdict.reason || 'the policy does not allow this call'}`;
+  const prefix = `crossgate did not run ${tool}: `;
+  const reason = verdict.reason || 'the policy does not allow this call';
+  return reason.startsWith(prefix) ? reason : prefix + reason;
 }
 
 /** The tool output for a call whose decision was applied before, given its recorded outcome. */
@@ -65,3 +67,23 @@ export function fingerprintRefusal(tool: string, error: unknown): string | null 
   if (error instanceof ApiError && error.code === 'fingerprint_mismatch') return `crossgate did not run ${tool}: ${error.message}`;
   return null;
 }
+
+/** What the model reads when the newest state head is missing or past its expiry (Python `STALE`). */
+export const STALE = (tool: string, problem: string) =>
+  `crossgate did not run ${tool}: ${problem}. Nothing ran. Do not retry it now; tell the user the crossgate ` +
+  'server must be running (and the store current) before tools can run.';
+
+/** What the model reads when the policy evaluated is older than the state head's (Python `ROLLED_BACK`). */
+export const ROLLED_BACK = (tool: string, problem: string) =>
+  `crossgate did not run ${tool}: ${problem}. Nothing ran. Do not retry it; tell the user the store was rolled ` +
+  'back and an operator must look at it.';
+
+/** What the model reads when the state head shows the approval consumed (Python `CONSUMED`). */
+export const CONSUMED = (tool: string, request: string) =>
+  `crossgate did not run ${tool}: the approval on request ${request} was applied already, so it cannot run again. ` +
+  'Nothing ran. Do not retry it; ask the user for a new approval if the call is still needed.';
+
+/** The deny reason of a call a standing rule the state head names revoked allowed (Python `REVOKED_RULE`). */
+export const REVOKED_RULE = (rule: string, tool: string) =>
+  `standing rule ${rule} allowed this ${tool} call, but the authority's state head shows the rule revoked, so it ` +
+  "was not run. Do not retry it; tell the user it needs a reviewer's decision.";

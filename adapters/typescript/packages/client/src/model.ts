@@ -186,6 +186,10 @@ export interface PolicyDocument {
   version: string | null;
   document: JsonObject;
   rules_version: number;
+  /** The store's signed policy version the server evaluates; null for none (or a local policy, or one refused). */
+  policy_version?: number | null;
+  /** True for a local policy (development): not held to the state head's version. */
+  local?: boolean;
 }
 
 /** The answer the SDK gets: the decision, or a rejection for an expired or cancelled request; null while pending. */

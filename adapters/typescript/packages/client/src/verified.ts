@@ -10,6 +10,11 @@
  * covers the call. What does not verify does not run: the server closes the request with the refusal the
  * model reads, and a refused rule's call gets a deny verdict, both recorded with `POST /refusals`.
  *
+ * With keys pinned it also holds the server's signed state head (`heads.ts`): a call the policy or a rule
+ * allows, and a reviewed call about to run, are refused while the newest head is stale, when the server
+ * evaluates a policy older than the head's, when the head names the allowing rule revoked, or the approval
+ * consumed; recorded and read by the model as the signature refusals are.
+ *
  * The keys come from the gate's own configuration: `authority` (TrustedKeys, a PublicKey, pin text or a
  * pin file's path), else `$CROSSGATE_AUTHORITY_PUBKEY` or `$CROSSGATE_AUTHORITY_PUBKEY_FILE`. Without
  * any, the gate runs unverified, as before signatures, and warns once per process.
@@ -19,18 +24,31 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 
 import { decisionDifferences, PublicKey, TrustedKeys, verifyApprovals, verifyDecision, verifyStandingRule } from './authority.js';
-import { canonicalJson, fingerprint } from './canonical.js';
-import type { DecisionClaims } from './claims.js';
+import { canonicalJson, fingerprint, jsonDigest } from './canonical.js';
+import type { DecisionClaims, StateHeadClaims } from './claims.js';
 import { AgentClient, type SubmitOptions } from './client.js';
 import { ConfigurationError, ConflictError, SignatureError } from './errors.js';
-import { APPROVAL_LAPSED, DECISION_REFUSED, RULE_REFUSED } from './messages.js';
-import { type ApprovalRequest, type JsonObject, type StandingRule, type Submission, type ToolCall, type Verdict } from './model.js';
+import { defaultHeadFile, HeadFile, HeadGuard } from './heads.js';
+import { APPROVAL_LAPSED, CONSUMED, DECISION_REFUSED, REVOKED_RULE, ROLLED_BACK, RULE_REFUSED, STALE } from './messages.js';
+import {
+  type ApprovalRequest,
+  type JsonObject,
+  type PolicyDocument,
+  type StandingRule,
+  type Submission,
+  type ToolCall,
+  type Verdict,
+} from './model.js';
 import { standingRuleMatches } from './rules.js';
 
 export const PUBKEY_ENV = 'CROSSGATE_AUTHORITY_PUBKEY';
 export const PUBKEY_FILE_ENV = 'CROSSGATE_AUTHORITY_PUBKEY_FILE';
 /** Verified standing rules a client remembers (a rule verifies once, not on every call it allows). */
 const RULE_CACHE_SIZE = 1024;
+/** The rule a deny verdict names when the state head refused the call (Python `HEAD_RULE`). */
+export const HEAD_RULE = 'crossgate-state-head';
+/** Refusal reasons of the state head check, beside the signature's (Python `HEAD_REASONS`). */
+export const HEAD_REASONS: ReadonlySet<string> = new Set(['stale_head', 'rolled_back', 'consumed', 'revoked_rule']);
 
 /** What a gate's `authority` option takes: keys, one key, pin text, or the path of a pin file. */
 export type AuthorityPin = TrustedKeys | PublicKey | string;
@@ -77,19 +95,24 @@ function fromFile(path: string): TrustedKeys {
   return TrustedKeys.parse(text);
 }
 
+export interface VerifiedOptions {
+  /** Where the gate remembers the newest state head (default `defaultHeadFile`: shared with Python gates). */
+  headFile?: string;
+}
+
 /**
  * `client` behind the authority check, with the keys `pinnedKeys` finds for `authority`. A
  * VerifiedClient is returned as it is when `authority` is not given. Without keys the result verifies
  * nothing, and a warning is emitted once per process.
  */
-export function verifiedClient(client: AgentClient, authority?: AuthorityPin | null): VerifiedClient {
-  if (client instanceof VerifiedClient && authority == null) return client;
+export function verifiedClient(client: AgentClient, authority?: AuthorityPin | null, options: VerifiedOptions = {}): VerifiedClient {
+  if (client instanceof VerifiedClient && authority == null && options.headFile === undefined) return client;
   const keys = pinnedKeys(authority);
   if (keys === null && !warned) {
     warned = true;
     process.emitWarning(UNVERIFIED, { type: 'UnverifiedWarning' });
   }
-  return new VerifiedClient(client, keys);
+  return new VerifiedClient(client, keys, options);
 }
 
 /** What a gate refused, why (a SignatureError reason), what did not verify, and what the model reads. */
@@ -99,21 +122,27 @@ export interface Refusal {
   message: string;
 }
 
-interface RuleRefusal {
+interface CallRefusal {
   verdict: Verdict;
   error: SignatureError;
-  rule: string;
+  rule: string | null;
 }
 
 /** An AgentClient that verifies, with pinned keys, whatever lets a call run; everything else is the server's. */
 export class VerifiedClient extends AgentClient {
   readonly #rules = new Map<string, string>();
+  /** The newest state head this gate has seen (null unverified): see `heads.ts`. */
+  readonly heads: HeadGuard | null;
+  /** The policy the server evaluates, read right after the head (so it is never older than the head it is held to). */
+  #served: PolicyDocument | null = null;
 
   constructor(
     client: AgentClient,
     readonly keys: TrustedKeys | null,
+    options: VerifiedOptions = {},
   ) {
     super(client.transport);
+    this.heads = keys === null ? null : new HeadGuard(keys, () => this.#fetchHead(keys), new HeadFile(options.headFile ?? defaultHeadFile(keys)));
   }
 
   /** True when keys are pinned, so unsigned or badly signed decisions and rules let nothing run. */
@@ -123,7 +152,7 @@ export class VerifiedClient extends AgentClient {
 
   override async evaluate(call: ToolCall): Promise<Verdict> {
     const verdict = await super.evaluate(call);
-    return this.#ruleRefusal(call, verdict)?.verdict ?? verdict;
+    return (await this.#callRefusal(call, verdict))?.verdict ?? verdict;
   }
 
   /**
@@ -132,7 +161,7 @@ export class VerifiedClient extends AgentClient {
    */
   async evaluateToRun(call: ToolCall): Promise<Verdict> {
     const verdict = await super.evaluate(call);
-    const refusal = this.#ruleRefusal(call, verdict);
+    const refusal = await this.#callRefusal(call, verdict);
     if (refusal === null) return verdict;
     await this.#recordRefusal(call, refusal);
     return refusal.verdict;
@@ -152,49 +181,120 @@ export class VerifiedClient extends AgentClient {
    * reason and throws ConflictError `request_cancelled`: nothing may run.
    */
   override async markApplied(requestId: string, args?: JsonObject | null, request?: ApprovalRequest): Promise<ApprovalRequest> {
+    let claims: DecisionClaims | null = null;
     if (this.keys !== null) {
       const current = request?.id === requestId && request.status === 'decided' ? request : await this.get(requestId);
-      if (current.status === 'decided') await this.#verifyOrRefuse(current, args ?? null, this.keys);
+      if (current.status === 'decided') claims = await this.#verifyOrRefuse(current, args ?? null, this.keys);
     }
-    return super.markApplied(requestId, args);
+    const applied = await super.markApplied(requestId, args);
+    if (claims !== null && runsTool(claims)) this.heads?.applied(requestId, claims.apply_by);
+    return applied;
   }
 
   /**
    * Record on the server that this gate refused what let a call run (`POST /refusals`): a decided request
    * is closed (cancelled, `message` its reason) and returned; null for a call, or a request that moved on.
    */
-  async refuse(target: { request_id: string } | { call: ToolCall; rule: string }, refusal: Refusal): Promise<ApprovalRequest | null> {
+  async refuse(target: { request_id: string } | { call: ToolCall; rule: string | null }, refusal: Refusal): Promise<ApprovalRequest | null> {
     const body = { ...target, reason: refusal.reason, problem: short(refusal.problem, 2000), message: short(refusal.message, 4000) };
     return (await this.transport.send({ method: 'POST', path: '/refusals', body, idempotencyKey: randomUUID() })).body as ApprovalRequest | null;
   }
 
-  async #verifyOrRefuse(request: ApprovalRequest, args: JsonObject | null, keys: TrustedKeys): Promise<void> {
+  async #verifyOrRefuse(request: ApprovalRequest, args: JsonObject | null, keys: TrustedKeys): Promise<DecisionClaims> {
     const tool = request.call.tool;
     try {
-      checkDecision(request, args, keys, new Date());
+      const claims = checkDecision(request, args, keys, new Date());
+      if (runsTool(claims)) await this.#checkHeadBeforeApplying(request);
+      return claims;
     } catch (error) {
       if (!(error instanceof SignatureError)) throw error;
       const lapsed = error.reason === 'lapsed';
-      const message = lapsed ? APPROVAL_LAPSED(tool, request.apply_within_seconds ?? 0) : DECISION_REFUSED(tool, request.id, error.message);
+      const message = lapsed ? APPROVAL_LAPSED(tool, request.apply_within_seconds ?? 0) : refusalMessage(error, tool, request.id);
       await this.refuse({ request_id: request.id }, { reason: error.reason, problem: error.message, message });
       throw new ConflictError(message, 409, lapsed ? 'request_expired' : 'request_cancelled');
     }
   }
 
+  /** SignatureError (`stale_head`, `rolled_back`, `consumed`) when the state head refuses this approval. */
+  async #checkHeadBeforeApplying(request: ApprovalRequest): Promise<void> {
+    const heads = this.heads;
+    if (heads === null) return;
+    await this.#checkPolicy(await heads.current());
+    if (heads.consumed(request.id)) {
+      throw new SignatureError(`the approval on request ${request.id} was applied already (the store shows it decided again)`, 'consumed');
+    }
+  }
+
+  /** The server's head for the first pinned kid, and then the policy it evaluates now. */
+  async #fetchHead(keys: TrustedKeys): Promise<string | null> {
+    const reply = await this.transport.send({ method: 'GET', path: '/state-head', query: { kid: keys.kids[0] } });
+    const token = (reply.body as { token?: unknown } | null)?.token;
+    this.#served = await this.policy();
+    return typeof token === 'string' ? token : null;
+  }
+
+  /**
+   * SignatureError `rolled_back` when the server evaluates a policy older than the head's (Python
+   * `VerifiedQueue._check_policy`, with the version the server reports and the digest of the document it serves).
+   */
+  async #checkPolicy(head: StateHeadClaims): Promise<void> {
+    if (head.policy_version === null) return; // no policy version was ever signed
+    const served = this.#served ?? (this.#served = await this.policy());
+    const version = served.policy_version ?? null;
+    if (served.local === true || (version !== null && version > head.policy_version)) return; // development, or signed after this head
+    let problem: string;
+    if (version === null) {
+      problem = `the store holds no verified policy, and the authority's state head names version ${head.policy_version}`;
+    } else if (version < head.policy_version) {
+      problem = `the store's current policy is version ${version}, older than version ${head.policy_version} that the authority's state head names`;
+    } else if (jsonDigest(served.document) !== head.policy_digest) {
+      problem = `policy version ${version} is not the document the authority's state head names`;
+    } else {
+      return;
+    }
+    throw new SignatureError(`${problem} (a rollback)`, 'rolled_back');
+  }
+
+  /** A deny verdict when the state head refuses the allow `verdict` for `call`; else null. */
+  async #headRefusal(call: ToolCall, verdict: Verdict): Promise<CallRefusal | null> {
+    const heads = this.heads;
+    if (heads === null || verdict.kind !== 'allow') return null;
+    let head: StateHeadClaims;
+    try {
+      head = await heads.current();
+      await this.#checkPolicy(head);
+    } catch (error) {
+      if (!(error instanceof SignatureError)) throw error;
+      const template = error.reason === 'stale_head' ? STALE : ROLLED_BACK;
+      return { verdict: headDeny(verdict, template(call.tool, error.message)), error, rule: null };
+    }
+    const rule = verdict.standing_rule;
+    if (rule != null && head.revoked_rules.includes(rule.id)) {
+      const error = new SignatureError(`standing rule ${rule.id} is revoked in the state head`, 'revoked_rule');
+      return { verdict: headDeny(verdict, REVOKED_RULE(rule.id, call.tool)), error, rule: rule.id };
+    }
+    return null;
+  }
+
+  /** The refusal of an allow `verdict` for `call`: its rule's signature first, then the state head. */
+  async #callRefusal(call: ToolCall, verdict: Verdict): Promise<CallRefusal | null> {
+    return this.#ruleRefusal(call, verdict) ?? (await this.#headRefusal(call, verdict));
+  }
+
   async #checked(call: ToolCall, submission: Submission): Promise<Submission> {
     if (submission.request !== null) return submission;
-    const refusal = this.#ruleRefusal(call, submission.verdict);
+    const refusal = await this.#callRefusal(call, submission.verdict);
     if (refusal === null) return submission;
     await this.#recordRefusal(call, refusal);
     return { verdict: refusal.verdict, request: null, stored: true };
   }
 
-  async #recordRefusal(call: ToolCall, refusal: RuleRefusal): Promise<void> {
+  async #recordRefusal(call: ToolCall, refusal: CallRefusal): Promise<void> {
     const { verdict, error, rule } = refusal;
     await this.refuse({ call, rule }, { reason: error.reason, problem: error.message, message: verdict.reason });
   }
 
-  #ruleRefusal(call: ToolCall, verdict: Verdict): RuleRefusal | null {
+  #ruleRefusal(call: ToolCall, verdict: Verdict): CallRefusal | null {
     const rule = verdict.standing_rule;
     if (this.keys === null || verdict.kind !== 'allow' || rule == null) return null;
     const error = this.#ruleProblem(rule, call, this.keys);
@@ -255,6 +355,23 @@ export function checkDecision(request: ApprovalRequest, runArgs: JsonObject | nu
     throw new SignatureError(`the arguments about to run are not the ones signed for request ${id}`, 'binding');
   }
   return claims;
+}
+
+/** True for an approve or edit: a decision that lets the tool run (Python `runs_fingerprint is not None`). */
+function runsTool(claims: DecisionClaims): boolean {
+  return claims.kind === 'approve' || claims.kind === 'edit';
+}
+
+/** What the model reads when a decision is refused: the state head's words for its reasons, else the signature's. */
+function refusalMessage(error: SignatureError, tool: string, request: string): string {
+  if (error.reason === 'stale_head') return STALE(tool, error.message);
+  if (error.reason === 'rolled_back') return ROLLED_BACK(tool, error.message);
+  if (HEAD_REASONS.has(error.reason)) return CONSUMED(tool, request);
+  return DECISION_REFUSED(tool, request, error.message);
+}
+
+function headDeny(verdict: Verdict, reason: string): Verdict {
+  return { ...verdict, kind: 'deny', reason, rule: HEAD_RULE, standing_rule: null };
 }
 
 function short(text: string, limit: number): string {

@@ -163,6 +163,7 @@ test('the server’s OpenAPI document has every route and field the client uses'
   };
   const routes: [string, string][] = [
     ['get', '/policy'],
+    ['get', '/state-head'],
     ['post', '/evaluate'],
     ['post', '/requests'],
     ['get', '/requests'],
@@ -202,7 +203,8 @@ test('the server’s OpenAPI document has every route and field the client uses'
     CancelIn: ['reason'],
     RefusalIn: ['request_id', 'call', 'reason', 'problem', 'message', 'rule'],
     ReadyOut: ['ready'],
-    PolicyOut: ['version', 'document', 'rules_version'],
+    PolicyOut: ['version', 'document', 'rules_version', 'policy_version', 'local'],
+    StateHeadOut: ['token'],
     ToolCall: ['framework', 'tool', 'args', 'call_id', 'run', 'session', 'agent', 'context'],
     Verdict: ['kind', 'reason', 'rule', 'allowed_decisions', 'description', 'timeout_seconds', 'apply_within_seconds', 'approvals', 'standing_rule'],
     StandingRule: ['id', 'effect', 'tool', 'match', 'arg_patterns', 'args_fingerprint', 'agent', 'framework', 'scope', 'run', 'session',

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 
-import type { AgentClient } from '@crossgate/client';
+import { type AgentClient, verifiedClient } from '@crossgate/client';
 import { callRequestId, Gate, gatedTools } from '@crossgate/mastra';
 import {
   auditEvents,
@@ -92,4 +92,26 @@ test('pinned: a standing rule the server signed lets its call run unasked; an in
   for (const ticket of ['t6', 't7']) assert.match(read[`call_${ticket}`]?.value ?? '', new RegExp(REFUSAL), `the model reads why ${ticket} did not run`);
   const refused = (await auditEvents(server)).filter((e) => e.kind === 'refused');
   assert.deepEqual(Object.fromEntries(refused.map((e) => [e.payload.rule, e.payload.refused])), { rule_unsigned: 'unsigned', rule_own_key: 'unknown_key' });
+});
+
+test('pinned: past the newest state head\'s expiry (a frozen store), a signed approval runs nothing; the model reads why', async () => {
+  const tickets = new TicketStore(join(server.dir, 'frozen.json'));
+  tickets.seed(['t8']);
+  const pinned = verifiedClient(client, server.pin!);
+  const db = join(server.dir, 'mastra-frozen.db');
+  const model = ticketModel(['t8']);
+  const gate = () => new Gate({ client: pinned, mastra: ticketMastra(db, model, gatedTools(pinned, { delete_ticket: deleteTool(tickets) })), agentId: 'tickets' });
+  const first = await gate().run('Delete t8.', { run: 'run-frozen' });
+  assert.equal(first.status, 'parked');
+  const id = callRequestId('run-frozen', 'call_t8');
+  await server.decide(id, { kind: 'approve' });
+  pinned.heads!.clock = () => new Date(Date.now() + 10 * 60_000); // every head the server signed lasts five minutes
+  assert.equal((await gate().resume(first.status === 'parked' ? first.parkedRun : '')).status, 'finished');
+  assert.equal(tickets.deleteRuns(), 0, 'nothing ran');
+  assert.match(
+    lastRead(model).call_t8?.value ?? '',
+    /^crossgate did not run delete_ticket: the newest state head signed by the authority expired at .*crossgate server must be running/,
+  );
+  assert.equal((await refusals(server))[id], 'stale_head');
+  assert.equal((await client.get(id)).status, 'cancelled');
 });

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +89,91 @@ def insert_rule(db: str, fields: dict[str, Any], signer: str) -> dict[str, Any]:
     finally:
         store.close()
     return {"rule": rule.id}
+
+
+def rollback(op: dict[str, Any]) -> dict[str, Any]:
+    """What a writer of the store does with genuine signatures to roll its state back (plain SQL and the store).
+
+    ``what``: ``policy_version`` (delete version ``version``), ``applied`` (set request ``request_id`` back to
+    decided), ``revocation`` (restore the revoked rule ``rule_id``), ``head`` (delete the stored state head), or
+    ``forged_head`` (replace it with a head signed by a key of the writer's own).
+    """
+    import sqlite3
+
+    from crossgate.authority import StateHeadClaims
+    from crossgate.authority.consumed import build_filter
+    from crossgate.stores._signatures import rule_body
+
+    db, what = op["db"], op["what"]
+    bump = "UPDATE rules_version SET version = version + 1 WHERE one = 1"
+    if what == "policy_version":
+        with sqlite3.connect(db) as conn:
+            conn.execute("DELETE FROM policy_versions WHERE version = ?", (op["version"],))
+            conn.execute(bump)
+    elif what == "head":
+        with sqlite3.connect(db) as conn:
+            conn.execute("DELETE FROM state_heads")
+    elif what in ("applied", "revocation", "forged_head"):
+        store = open_store(db)
+        try:
+            now = datetime.now(UTC)
+            if what == "applied":
+                applied = store.get_request(op["request_id"])
+                if applied is None or applied.status is not RequestStatus.APPLIED:
+                    raise ValueError(f"request {op['request_id']} is not applied: {applied}")
+                back = applied.model_copy(update={"status": RequestStatus.DECIDED, "applied_at": None})
+                event = NewEvent(kind="decided", at=now, request_id=applied.id, actor="security-lead")
+                if store.update_request(back, (RequestStatus.APPLIED,), event) is None:
+                    raise ValueError(f"request {applied.id} moved on meanwhile")
+            elif what == "revocation":
+                rule = store.get_rule(op["rule_id"])
+                if rule is None or rule.revoked_at is None:
+                    raise ValueError(f"rule {op['rule_id']} is not revoked: {rule}")
+                restored = rule.model_copy(update={"revoked_at": None, "revoked_by": None})
+                with sqlite3.connect(db) as conn:
+                    conn.execute(
+                        "UPDATE standing_rules SET revoked = 0, body = ? WHERE id = ?", (rule_body(restored), rule.id)
+                    )
+                    conn.execute(bump)
+            else:
+                claims = StateHeadClaims(
+                    issued_at=now,
+                    expires_at=now + timedelta(minutes=5),
+                    rules_version=store.rules_version(),
+                    audit_seq=0,
+                    audit_hash="0" * 64,
+                    consumed=build_filter([]),
+                    consumed_count=0,
+                )
+                store.put_state_head(_key("forger").sign(claims), now)
+        finally:
+            store.close()
+    else:
+        raise ValueError(f"unknown rollback {what!r}")
+    return {"done": what}
+
+
+def head_file(op: dict[str, Any]) -> dict[str, Any]:
+    """Python's HeadFile at ``op["path"]``: write ``token`` (when given) and mark ``applied`` (request id to
+    ``apply_by`` or null); return the head it reads and whether each of ``probe`` was applied at ``now``."""
+    from crossgate.adapter._heads import HeadFile
+
+    file = HeadFile(op["path"])
+    if op.get("token") is not None:
+        file.write(lambda _stored: op["token"])
+    for request, apply_by in (op.get("applied") or {}).items():
+        file.mark_applied(request, None if apply_by is None else datetime.fromisoformat(apply_by))
+    now = datetime.fromisoformat(op.get("now") or datetime.now(UTC).isoformat())
+    return {"head": file.read(), "applied": [file.was_applied(r, now) for r in op.get("probe", [])]}
+
+
+def consumed_filter(op: dict[str, Any]) -> dict[str, Any]:
+    """A consumed-approvals filter of ``ids`` as a head carries it, and Python's answer for each of ``probe``."""
+    from crossgate.authority.consumed import build_filter, filter_bytes, in_filter
+
+    encoded = build_filter(op["ids"])
+    raw = filter_bytes(encoded)
+    return {"filter": encoded, "answers": [in_filter(raw, probe) for probe in op["probe"]]}
 
 
 def events(db: str, request_id: str | None) -> dict[str, Any]:
@@ -197,8 +282,18 @@ def run(op: dict[str, Any]) -> dict[str, Any]:
         return insert_rule(op["db"], op["rule"], op.get("signer", "unsigned"))
     if kind == "events":
         return events(op["db"], op.get("request_id"))
+    if kind == "rollback":
+        return rollback(op)
+    if kind == "head_file":
+        return head_file(op)
+    if kind == "consumed_filter":
+        return consumed_filter(op)
     if kind == "pydantic_ai_plan":
         return pydantic_ai_plan(op)
+    if kind == "sign_head":
+        from crossgate.authority import StateHeadClaims
+
+        return {"token": _key(op["key"]).sign(StateHeadClaims.model_validate(op["claims"]))}
     if kind == "sign_checkpoint":
         claims = CheckpointClaims(seq=1, head_hash="0" * 64, at=op["at"])
         return {"token": _key(op["key"]).sign(claims)}

@@ -15,6 +15,14 @@ import { AgentClient, type ApprovalRequest, type ClientOptions, type JsonObject,
 import { makeKeyring } from './keyring.js';
 import { crossgateCli, environment, pythonExecutable, type Completed } from './python.js';
 
+// A test's gates remember state heads in a folder of the test process's own, never the user's
+// ~/.local/state (`$CROSSGATE_HEAD_DIR`, which the gates' own processes inherit).
+if (!process.env.CROSSGATE_HEAD_DIR) {
+  const heads = mkdtempSync(join(tmpdir(), 'crossgate-heads-'));
+  process.env.CROSSGATE_HEAD_DIR = heads;
+  process.once('exit', () => rmSync(heads, { recursive: true, force: true }));
+}
+
 export const REVIEWER = 'alice';
 export const REVIEWER_TOKEN = 'alice-reviewer-token-0123456789';
 export const AGENT = 'ts-agent';
@@ -75,6 +83,8 @@ export interface LiveServer {
   operatorCli(...args: string[]): Promise<Completed>;
   /** A reviewer API call. */
   reviewerFetch(path: string, init?: RequestInit): Promise<Response>;
+  /** Stop the server process and start a fresh one on the same database, folder and port. */
+  restart(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -95,6 +105,8 @@ export interface ServerOptions {
   policy?: string;
   /** Give the server an authority key to sign with (the default); false: it signs nothing. */
   authority?: boolean;
+  /** Top-level settings for the tokens file, e.g. `state_head_every_seconds = 1`. */
+  settings?: string;
 }
 
 /** Start `crossgate serve` and wait until it answers; `stop()` ends it and removes its folder. */
@@ -106,10 +118,10 @@ export async function startServer(options: ServerOptions = {}): Promise<LiveServ
   writeFileSync(policyFile, options.policy ?? SEED_POLICY);
   const authorityDir = options.authority === false ? null : join(dir, 'authority');
   const pin = authorityDir === null ? null : makeKeyring(authorityDir);
-  const signing = authorityDir === null ? [] : ['--authority-dir', authorityDir];
   writeFileSync(
     tokens,
-    `[[reviewers]]\nname = "${REVIEWER}"\ntoken = "${REVIEWER_TOKEN}"\n\n` +
+    (options.settings ? `${options.settings}\n\n` : '') +
+      `[[reviewers]]\nname = "${REVIEWER}"\ntoken = "${REVIEWER_TOKEN}"\n\n` +
       `[[agents]]\nname = "${AGENT}"\ntoken = "${AGENT_TOKEN}"\n\n` +
       `[[agents]]\nname = "${OTHER_AGENT}"\ntoken = "${OTHER_AGENT_TOKEN}"\n`,
   );
@@ -117,23 +129,47 @@ export async function startServer(options: ServerOptions = {}): Promise<LiveServ
   for (let attempt = 0; attempt < 3; attempt++) {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    const child = spawn(
-      pythonExecutable(),
-      ['-m', 'crossgate.cli', '--db', db, '--policy', policyFile, 'serve', '--port', String(port), '--tokens', tokens, '--log-level', 'warning', ...signing],
-      { stdio: ['ignore', 'ignore', 'pipe'], env: environment({ ...noCredentials(dir), CROSSGATE_TOKENS: '' }) },
-    );
-    let stderr = '';
-    child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const launch = () => spawnServer({ url, port, dir, db, policyFile, tokens, authorityDir });
+    const child = launch();
     try {
-      await waitUntilUp(url, child, () => stderr);
-      return liveServer({ url, dir, db, policyFile, child, pin, authorityDir });
+      await child.up;
+      return liveServer({ url, dir, db, policyFile, child: child.process, pin, authorityDir, launch });
     } catch (error) {
       lastError = error;
-      child.kill('SIGTERM');
+      child.process.kill('SIGTERM');
     }
   }
   rmSync(dir, { recursive: true, force: true });
   throw lastError;
+}
+
+interface Launch {
+  url: string;
+  port: number;
+  dir: string;
+  db: string;
+  policyFile: string;
+  tokens: string;
+  authorityDir: string | null;
+}
+
+interface Launched {
+  process: ChildProcess;
+  /** Settles when the server answers, or fails when it exits or does not answer within 30 s. */
+  up: Promise<void>;
+}
+
+function spawnServer(launch: Launch): Launched {
+  const { url, port, dir, db, policyFile, tokens, authorityDir } = launch;
+  const signing = authorityDir === null ? [] : ['--authority-dir', authorityDir];
+  const child = spawn(
+    pythonExecutable(),
+    ['-m', 'crossgate.cli', '--db', db, '--policy', policyFile, 'serve', '--port', String(port), '--tokens', tokens, '--log-level', 'warning', ...signing],
+    { stdio: ['ignore', 'ignore', 'pipe'], env: environment({ ...noCredentials(dir), CROSSGATE_TOKENS: '' }) },
+  );
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return { process: child, up: waitUntilUp(url, child, () => stderr) };
 }
 
 async function waitUntilUp(url: string, child: ChildProcess, stderr: () => string): Promise<void> {
@@ -175,10 +211,20 @@ interface Parts {
   child: ChildProcess;
   pin: string | null;
   authorityDir: string | null;
+  launch: () => Launched;
+}
+
+async function ended(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5_000))]);
+  if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 }
 
 function liveServer(parts: Parts): LiveServer {
-  const { url, dir, db, policyFile, child, pin, authorityDir } = parts;
+  const { url, dir, db, policyFile, pin, authorityDir, launch } = parts;
+  let child = parts.child;
   const bare = noCredentials(dir);
   const reviewerFetch = (path: string, init: RequestInit = {}) =>
     fetch(`${url}${path}`, {
@@ -210,13 +256,14 @@ function liveServer(parts: Parts): LiveServer {
       return crossgateCli(['--db', db, '--policy', policyFile, ...args, '--authority-dir', authorityDir], bare);
     },
     reviewerFetch,
+    async restart() {
+      await ended(child);
+      const next = launch();
+      child = next.process;
+      await next.up;
+    },
     async stop() {
-      if (child.exitCode === null) {
-        const exited = new Promise((resolve) => child.once('exit', resolve));
-        child.kill('SIGTERM');
-        await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5_000))]);
-        if (child.exitCode === null) child.kill('SIGKILL');
-      }
+      await ended(child);
       rmSync(dir, { recursive: true, force: true });
     },
   };
