@@ -79,6 +79,8 @@ export interface StateHeadClaims {
   consumed: string;
   consumed_count: number;
   consumed_until: string | null;
+  /** Ids of the stored reviewer and agent credentials revoked or rotated away, sorted (checked by servers). */
+  revoked_credentials: string[];
 }
 
 const DIGEST = /^[0-9a-f]{64}$/;
@@ -178,6 +180,7 @@ export function parseStateHeadClaims(payload: string): StateHeadClaims {
     'issued_at',
     'policy_digest',
     'policy_version',
+    'revoked_credentials',
     'revoked_rules',
     'rules_version',
     'typ',
@@ -188,6 +191,7 @@ export function parseStateHeadClaims(payload: string): StateHeadClaims {
   check.digest('policy_digest', true);
   check.count('rules_version');
   check.texts('revoked_rules');
+  check.texts('revoked_credentials');
   check.count('audit_seq');
   check.digest('audit_hash');
   check.text('consumed', false, true);
