@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from crossgate.errors import AuditHeadMissingError
+from crossgate.fingerprint import canonical_json
 from crossgate.model import Event, NewEvent, chained_text, trusted
 
 GENESIS_HASH = "0" * 64
@@ -16,10 +17,18 @@ GENESIS_HASH = "0" * 64
 
 def seal(new: NewEvent, *, seq: int, prev_hash: str) -> Event:
     """Give ``new`` its place in the chain: sequence number, time, previous hash and own hash."""
+    return sealed(new, seq=seq, prev_hash=prev_hash)[0]
+
+
+def sealed(new: NewEvent, *, seq: int, prev_hash: str) -> tuple[Event, str, str]:
+    """:func:`seal`, with the two texts it computed on the way: ``at`` in ISO 8601 and the payload's
+    canonical JSON, for a store that keeps them as they are (no second serialisation of either)."""
     # Built without re-validation: every field comes from a validated NewEvent, or is the int and the
     # hex digests given and computed here. The hash is filled in before anyone else sees the event.
     at = new.at.isoformat()
-    digest = sealed_hash(new, seq=seq, at=at, prev_hash=prev_hash)
+    payload_text = canonical_json(new.payload)
+    text = chained_text(new, seq=seq, at=at, prev_hash=prev_hash, payload_text=payload_text)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     values = {
         "seq": seq,
         "at": new.at,
@@ -32,7 +41,7 @@ def seal(new: NewEvent, *, seq: int, prev_hash: str) -> Event:
         "prev_hash": prev_hash,
         "hash": digest,
     }
-    return trusted(Event, values)
+    return trusted(Event, values), at, payload_text
 
 
 def sealed_hash(new: NewEvent, *, seq: int, at: str, prev_hash: str) -> str:

@@ -523,15 +523,20 @@ class Event(_Frozen):
         return chained_text(self, seq=self.seq, at=self.at.isoformat(), prev_hash=self.prev_hash)
 
 
-def chained_text(fields: Event | NewEvent, *, seq: int, at: str, prev_hash: str) -> str:
+def chained_text(
+    fields: Event | NewEvent, *, seq: int, at: str, prev_hash: str, payload_text: str | None = None
+) -> str:
     """:meth:`Event.chained_text` of ``fields`` placed at ``seq`` after ``prev_hash``, ``at`` in ISO 8601.
 
     The one place the text is assembled: a store sealing a batch hashes its NewEvents with it directly.
+    ``payload_text``: ``canonical_json(fields.payload)``, when the caller has it already (a store that keeps it).
     """
+    if payload_text is None:
+        payload_text = canonical_json(fields.payload)
     return (
         f'{{"actor":{_text_or_null(fields.actor)},"at":{json_string(at)},'
         f'"channel":{_text_or_null(fields.channel)},"kind":{json_string(fields.kind)},'
-        f'"payload":{canonical_json(fields.payload)},"prev_hash":{json_string(prev_hash)},'
+        f'"payload":{payload_text},"prev_hash":{json_string(prev_hash)},'
         f'"request_id":{_text_or_null(fields.request_id)},"run":{_text_or_null(fields.run)},"seq":{int(seq)}}}'
     )
 

@@ -32,7 +32,7 @@ from crossgate.authority.claims import CredentialClaims, DecisionClaims, StateHe
 from crossgate.authority.consumed import GrowingFilter, filter_bytes, in_filter, merge_filters
 from crossgate.clock import Clock, utc_now
 from crossgate.errors import AuditHeadMissingError, ConfigurationError, SignatureError, StoreError
-from crossgate.model import DecisionKind, Event
+from crossgate.model import DecisionKind, Event, StandingRule
 from crossgate.stores.base import Store
 
 if TYPE_CHECKING:
@@ -102,6 +102,8 @@ class HeadSigner:
     _revoked: set[str] = field(default_factory=set, repr=False)
     _scanned: tuple[int, str] | None = field(default=None, repr=False)
     _policy: tuple[PolicyVersion, int, str] | None = field(default=None, repr=False)
+    _rules: tuple[int, dict[str, StandingRule]] | None = field(default=None, repr=False)
+    """The store's standing rules (revoked ones too) as of a rules version."""
 
     def __post_init__(self) -> None:
         if not self.lifetime_seconds > 0:
@@ -122,13 +124,14 @@ class HeadSigner:
             carried = self._consumed_now(now)
             ends = list(self._consumed.values()) + ([carried[2]] if carried is not None else [])
             version, digest = self._current_policy()
+            rules_version = self.store.rules_version()
             claims = StateHeadClaims(
                 issued_at=now,
                 expires_at=now + timedelta(seconds=self.lifetime_seconds),
                 policy_version=version,
                 policy_digest=digest,
-                rules_version=self.store.rules_version(),
-                revoked_rules=tuple(sorted(self._revoked_now(now))),
+                rules_version=rules_version,
+                revoked_rules=tuple(sorted(self._revoked_now(now, rules_version))),
                 audit_seq=seq,
                 audit_hash=head_hash,
                 consumed=self._filter.encoded(),
@@ -301,9 +304,18 @@ class HeadSigner:
         if self._floor is None or version > self._floor[0]:
             self._floor = (version, digest)
 
-    def _revoked_now(self, now: datetime) -> Iterable[str]:
-        """Revoked rules that would still stand otherwise: the store's, and those signed revoked before."""
-        rules = {rule.id: rule for rule in self.store.list_rules(include_revoked=True)}
+    def _revoked_now(self, now: datetime, rules_version: int) -> Iterable[str]:
+        """Revoked rules that would still stand otherwise: the store's, and those signed revoked before.
+
+        The store's rules are read again only when ``rules_version`` (read before them) moved: every rule
+        added or revoked bumps it in the same transaction, so an unchanged version means unchanged rules.
+        """
+        cached = self._rules
+        if cached is not None and cached[0] == rules_version:
+            rules = cached[1]
+        else:
+            rules = {rule.id: rule for rule in self.store.list_rules(include_revoked=True)}
+            self._rules = (rules_version, rules)
         self._revoked.update(rule_id for rule_id, rule in rules.items() if rule.revoked_at is not None)
         for rule_id in list(self._revoked):
             rule = rules.get(rule_id)

@@ -40,7 +40,12 @@ WRITES = (
 )
 # Written out by hand (not taken from the store) so a change to the store's table shows up here.
 EXPECTED = {
-    "full": {**dict.fromkeys(WRITES, FULL), "change_parked_run": NORMAL, "append_outcome": NORMAL},
+    "full": {
+        **dict.fromkeys(WRITES, FULL),
+        "change_parked_run": NORMAL,
+        "append_outcome": NORMAL,
+        "put_state_head": NORMAL,
+    },
     "normal": dict.fromkeys(WRITES, NORMAL),
     "decisions": {
         **dict.fromkeys(WRITES, NORMAL),
@@ -219,11 +224,12 @@ def test_under_full_a_claim_that_carries_enqueued_records_commits_full(tmp_path:
     queue.close()
 
 
-def test_under_full_the_light_writes_are_exactly_claims_finishes_retries_prunes_and_outcomes() -> None:
+def test_under_full_the_light_writes_are_exactly_claims_finishes_retries_prunes_outcomes_and_heads() -> None:
     store = SqliteStore("unused.db")
     light = {w for w in (*WRITES, "change_parked_runs", "claim_delivery_cursor") if store.sync_level(w) == NORMAL}
-    assert light == {"change_parked_run", "change_parked_runs", "append_outcome"}
+    assert light == {"change_parked_run", "change_parked_runs", "append_outcome", "put_state_head"}
     assert store.sync_level("change_parked_run", carries_enqueued=True) == FULL
+    assert store.sync_level("put_state_head", carries_enqueued=True) == FULL
     assert SqliteStore("unused.db", durability="normal").sync_level("append_outcome", carries_enqueued=True) == NORMAL
 
 

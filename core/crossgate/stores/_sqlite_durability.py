@@ -16,12 +16,14 @@ SYNC_FULL = 2
 SYNC_NORMAL = 1
 """The values ``PRAGMA synchronous`` reports."""
 
-LIGHT_WRITES = frozenset({"change_parked_run", "change_parked_runs", "append_outcome"})
+LIGHT_WRITES = frozenset({"change_parked_run", "change_parked_runs", "append_outcome", "put_state_head"})
 """The writes that commit with ``synchronous=NORMAL`` under ``durability="full"`` (every other is FULL).
 
-Claims, finishes, retries and prunes of parked runs, and the outcome record (``ran``/``not_run``) of a
-reviewed call. Nobody acts on one as on a durable fact, and losing one in a power cut leaves what a
-process crash at that point leaves (see ``DURABLE_WRITES`` for each). It is lost only when no FULL commit
+Claims, finishes, retries and prunes of parked runs, the outcome record (``ran``/``not_run``) of a
+reviewed call, and the stored state head. Nobody acts on one as on a durable fact, and losing one in a
+power cut leaves what a process crash at that point leaves (see ``DURABLE_WRITES`` for each; a state
+head lost is one a writer of the store could delete, and the signer rebuilds what it vouches for from
+the durable rows). It is lost only when no FULL commit
 followed it: the next FULL commit syncs the whole WAL, this one included. A transaction that also
 commits enqueued events stays FULL (:func:`sync_level`), so their loss is what it was.
 """
@@ -51,9 +53,11 @@ invariants hold:
   cancellation, and for a revoked standing rule (losing one would silently grant again).
 - A stored policy version and a signed audit checkpoint are FULL commits too: an operator told "applied"
   is right, and a decision's own checkpoint (see ``crossgate.checkpoints``) is not lost after it.
-- The stored state head (``put_state_head``) is a NORMAL commit: the signer writes a new one every few
-  seconds, gates remember the newest they saw in their own files, and one lost with a power cut is what a
-  writer of the store deleting the row would do, which the gates refuse (docs/security.md).
+- The stored state head (``put_state_head``) is a NORMAL commit (under ``full`` too): the signer writes a
+  new one every few seconds and after each signed write, gates remember the newest they saw in their own
+  files, and one lost with a power cut is what a writer of the store deleting the row would do, which the
+  gates refuse (docs/security.md). What a head vouches for is durable without it: the policy versions,
+  revocations and applied marks it names are FULL commits, which a restarted signer reads again.
 - An applied mark is never lost: ``mark_applied`` is a FULL commit and adapters run the tool only after
   it returns, so after a power cut the request is still ``applied`` and the compare-and-set refuses to
   apply it again: no approved call runs twice.

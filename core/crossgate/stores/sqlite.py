@@ -12,10 +12,11 @@ How much a commit survives is the store's ``durability``:
 
 - ``"full"`` (default): every commit runs with ``PRAGMA synchronous=FULL``, which in WAL mode syncs the
   WAL file after each commit, except the writes in ``LIGHT_WRITES`` (claims and finishes of parked runs,
-  a reviewed call's outcome record), which run with ``synchronous=NORMAL``. Every other committed write
-  (requests, parked runs, decisions, applied marks, expiries, cancellations, standing rules, policy
-  versions, checkpoints, the group-committed events) survives a power cut, and so does every commit
-  before it; a power cut can lose only a tail of ``LIGHT_WRITES`` commits that no FULL one followed.
+  a reviewed call's outcome record, the stored state head), which run with ``synchronous=NORMAL``.
+  Every other committed write (requests, parked runs, decisions, applied marks, expiries, cancellations,
+  standing rules, policy versions, checkpoints, the group-committed events) survives a power cut, and so
+  does every commit before it; a power cut can lose only a tail of ``LIGHT_WRITES`` commits that no FULL
+  one followed.
 - ``"normal"``: every commit runs with ``synchronous=NORMAL``: no sync at commit (SQLite syncs only around
   checkpoints). Every committed write survives a crash of the process (SIGKILL included: the write is in
   the operating system's cache); after a power cut or kernel crash the newest commits may be gone.
@@ -53,7 +54,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from crossgate.audit import seal
+from crossgate.audit import sealed
 from crossgate.errors import AuditHeadMissingError, ConfigurationError, ConflictError, StoreError
 from crossgate.model import (
     OUTCOME_KINDS,
@@ -287,11 +288,13 @@ class SqliteStore(SignedStateMixin, RequestUpdatesMixin, ParkedRunsMixin, Delive
         if seq is None:
             raise AuditHeadMissingError()
         events: list[Event] = []
+        rows: list[tuple[Any, ...]] = []
         for new in news:
-            event = seal(new, seq=seq + 1, prev_hash=prev_hash)
+            # The payload is stored as the canonical JSON its hash covers: serialised once, not twice.
+            event, at, payload_text = sealed(new, seq=seq + 1, prev_hash=prev_hash)
             events.append(event)
+            rows.append(_sealed_row(event, at, payload_text))
             seq, prev_hash = event.seq, event.hash
-        rows = [_event_row(e, e.seq, e.at.isoformat(), e.prev_hash, e.hash) for e in events]
         for start in range(0, len(rows), _ROWS_PER_INSERT):
             chunk = rows[start : start + _ROWS_PER_INSERT]
             conn.execute(_INSERT_EVENTS + ", ".join([_EVENT_VALUES] * len(chunk)), [v for row in chunk for v in row])
@@ -472,19 +475,19 @@ def _head(rows: list[tuple[Any, ...]]) -> tuple[Any, ...]:
     return rows[0]
 
 
-def _event_row(fields: Event | NewEvent, seq: int, at: str, prev_hash: str, digest: str) -> tuple[Any, ...]:
-    payload = json.dumps(fields.payload, ensure_ascii=False)
+def _sealed_row(event: Event, at: str, payload_text: str) -> tuple[Any, ...]:
+    """The ``events`` row of ``event``: ``at`` and the payload as the texts :func:`~crossgate.audit.sealed` gave."""
     return (
-        seq,
+        event.seq,
         at,
-        fields.kind,
-        fields.request_id,
-        fields.run,
-        fields.actor,
-        fields.channel,
-        payload,
-        prev_hash,
-        digest,
+        event.kind,
+        event.request_id,
+        event.run,
+        event.actor,
+        event.channel,
+        payload_text,
+        event.prev_hash,
+        event.hash,
     )
 
 
