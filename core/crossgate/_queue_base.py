@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,8 +22,6 @@ if TYPE_CHECKING:
     from crossgate.authority.claims import StateHeadClaims
     from crossgate.checkpoints import Checkpointer
     from crossgate.state_head import HeadSigner
-
-_log = logging.getLogger("crossgate.state_head")
 
 OUTCOME_TEXT_LIMIT = 500
 """How much of a tool's result or error text an audit event keeps."""
@@ -121,15 +118,7 @@ class QueueBase:
         than a head that ages (they fail closed when it expires).
         """
         signer = self.head_signer
-        if signer is None:
-            return None
-        from crossgate.errors import StoreError
-
-        try:
-            return signer.sign()
-        except StoreError as exc:
-            _log.warning("crossgate: could not store a fresh state head: %s", exc)
-            return None
+        return None if signer is None else signer.sign_logged()
 
     def _sign_own(self, event: Event | None) -> None:
         """Sign an authored checkpoint of ``event``, just appended by this queue, and a fresh state head, when it

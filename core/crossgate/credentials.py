@@ -16,7 +16,6 @@ head in a file of its own so that a restart forgets nothing.
 from __future__ import annotations
 
 import hashlib
-import logging
 import re
 import secrets
 import threading
@@ -28,14 +27,12 @@ from typing import TYPE_CHECKING, Any
 from crossgate.authority.claims import CredentialClaims
 from crossgate.authority.keys import Authority, TrustedKeys
 from crossgate.clock import Clock, utc_now
-from crossgate.errors import ConfigurationError, NotFoundError, SignatureError, StoreError
+from crossgate.errors import ConfigurationError, NotFoundError, SignatureError
 from crossgate.model import NewEvent
 from crossgate.stores.credentials import Credential, CredentialKind, CredentialStore, credential_store
 
 if TYPE_CHECKING:
     from crossgate.state_head import HeadSigner
-
-log = logging.getLogger(__name__)
 
 TOKEN_PREFIX: dict[CredentialKind, str] = {"reviewer": "cgr_", "agent": "cga_"}
 """Each kind's tokens start with this, so a token found in a log says what it is."""
@@ -205,12 +202,8 @@ class Credentials:
 
     def _sign_head(self) -> None:
         """Vouch for the revocation in a state head now (the store's copy can be put back later)."""
-        if self.heads is None:
-            return
-        try:
-            self.heads.sign()
-        except StoreError as exc:  # the revocation stands in the store; the next head names it
-            log.warning("crossgate: could not sign a state head naming the revocation: %s", exc)
+        if self.heads is not None:
+            self.heads.sign_logged()  # on a store failure the revocation stands there; the next head names it
 
     def _new(self, kind: CredentialKind, name: str, scope: Scope, actor: str) -> Issued:
         if self.authority is None:

@@ -146,6 +146,15 @@ class HeadSigner:
             self.store.put_state_head(self.authority.kid, self._signed, claims.issued_at)
             return claims
 
+    def sign_logged(self) -> StateHeadClaims | None:
+        """:meth:`sign`, with a store failure logged, not raised: what was just written stands, the next head
+        names it, and gates refuse nothing more than a head that ages (they fail closed when it expires)."""
+        try:
+            return self.sign()
+        except StoreError as exc:
+            log.warning("crossgate: could not store a fresh state head: %s", exc)
+            return None
+
     @property
     def memory(self) -> HeadFile | None:
         """The file this signer remembers its heads in (see :meth:`keep_in`); None: only its process does."""
@@ -374,11 +383,7 @@ class StateHeadTimer:
 
     def tick(self) -> StateHeadClaims | None:
         """Sign a fresh head; None (logged) when the store failed."""
-        try:
-            return self.signer.sign()
-        except StoreError as exc:
-            log.error("crossgate: no state head signed: %s", exc)
-            return None
+        return self.signer.sign_logged()
 
     def _loop(self) -> None:
         self.tick()

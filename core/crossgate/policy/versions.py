@@ -217,10 +217,7 @@ def apply_policy(
 
     signer = HeadSigner(store, authority, clock=clock)
     signer.knows_policy(version, claims.digest)
-    try:
-        signer.sign()  # gates refuse an older version from now on
-    except StoreError as exc:
-        log.warning("crossgate: could not store a fresh state head: %s", exc)
+    signer.sign_logged()  # gates refuse an older version from now on
     return Applied(version, diff, sealed)
 
 

@@ -14,12 +14,11 @@ applied is not consumed again (a store set back to yesterday's copy cannot repla
 from __future__ import annotations
 
 import contextlib
-import logging
 import uuid
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from crossgate.errors import AlreadyAppliedError, ConflictError, CrossgateError, RequestExpiredError, StoreError
+from crossgate.errors import AlreadyAppliedError, ConflictError, CrossgateError, RequestExpiredError
 from crossgate.fingerprint import fingerprint
 from crossgate.model import (
     ApprovalRequest,
@@ -44,8 +43,6 @@ from crossgate.server.aap.wire import (
     timestamp,
 )
 from crossgate.server.agent_api.ownership import owner_of
-
-log = logging.getLogger(__name__)
 
 FRAMEWORK = "aap"
 EDIT_ONCE = "aap:edit-once"
@@ -275,21 +272,12 @@ class Provider:
                     raise conflict("already_consumed", "this approval was already used") from None
                 except (RequestExpiredError, ConflictError) as exc:
                     raise conflict("approval_expired", str(exc)) from None
-                self._vouch_applied()
+                self.queue.sign_state_head()  # names the approval applied now, not at the next tick
             elif record.immediate is not None and now >= record.immediate.decided_at + timedelta(seconds=self.ttl):
                 raise conflict("approval_expired", "the approval expired before the call started")
             record = replace(record, consumed_at=now, consume_key=key)
             self.registry.save(record)
             return self.view(record)
-
-    def _vouch_applied(self) -> None:
-        """Sign a head naming the approval just applied now, not at the next tick (a crash must not forget it)."""
-        heads = self.queue.head_signer
-        if heads is not None:
-            try:
-                heads.sign()
-            except StoreError as exc:  # applied in the store; the next head names it
-                log.warning("crossgate: could not sign a state head naming the consumed approval: %s", exc)
 
     def _refuse_replay(self, request: ApprovalRequest, actor: str) -> None:
         """409 ``already_consumed`` when the server's signer saw this approval applied (the store shows it
