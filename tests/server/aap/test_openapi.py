@@ -64,7 +64,8 @@ def provider() -> Iterator[tuple[str, str, Loud]]:
     try:
         with live_server(create_app(queue, aap_settings())) as url:
             headers = {"Authorization": f"Bearer {PROVISIONER}", "Idempotency-Key": str(uuid.uuid4())}
-            r = httpx.post(f"{url}/aap/v1/instances", json={"instance_name": "fuzz"}, headers=headers)
+            # a generous timeout: the first request to a fresh server on a loaded two-core CI machine took over 5 s
+            r = httpx.post(f"{url}/aap/v1/instances", json={"instance_name": "fuzz"}, headers=headers, timeout=60)
             yield f"{url}/aap", r.json()["credential"]["token"], loud
     finally:
         for logger in loggers:
