@@ -293,6 +293,11 @@ export function decisionDifferences(claims: DecisionClaims, decision: Decision):
   return found;
 }
 
+/** The kid a token's header names (unverified: the signature is checked by the functions above). */
+export function tokenKid(token: string): string {
+  return kidOf(token.split('.', 1)[0] ?? '');
+}
+
 function kidOf(segment: string): string {
   let header: unknown;
   try {

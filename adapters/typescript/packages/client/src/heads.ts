@@ -22,7 +22,7 @@ import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, 
 import { homedir } from 'node:os';
 import { dirname, join, parse } from 'node:path';
 
-import { instant, type TrustedKeys, verifyStateHead } from './authority.js';
+import { instant, tokenKid, type TrustedKeys, verifyStateHead } from './authority.js';
 import type { StateHeadClaims } from './claims.js';
 import { filterBytes, inFilter } from './consumed.js';
 import { SignatureError } from './errors.js';
@@ -152,10 +152,19 @@ export class HeadFile {
   }
 }
 
-/** The claims of a head `token`; null when there is none or it does not verify (with a warning). */
-export function readStateHead(token: string | null, keys: TrustedKeys): StateHeadClaims | null {
+/**
+ * The claims of a head `token`; null when there is none or it does not verify (with a warning). With `kid`
+ * (the key it was fetched for), a head signed with another key is ignored too: a writer of the store gains
+ * nothing by filing one key's head under another's kid.
+ */
+export function readStateHead(token: string | null, keys: TrustedKeys, kid?: string): StateHeadClaims | null {
   if (!token) return null;
   try {
+    const signedBy = kid === undefined ? kid : tokenKid(token);
+    if (signedBy !== kid) {
+      warn(`crossgate: ignoring a state head filed under key ${kid} but signed with key ${signedBy}`);
+      return null;
+    }
     return verifyStateHead(token, keys);
   } catch (error) {
     if (!(error instanceof SignatureError)) throw error;
@@ -164,7 +173,15 @@ export function readStateHead(token: string | null, keys: TrustedKeys): StateHea
   }
 }
 
-/** The newest valid head a gate has seen, fetched with `fetch` every `FETCH_SECONDS`. */
+/** The pinned kids a gate reads heads of: every one not revoked, in the order pinned. */
+export function liveKids(keys: TrustedKeys): string[] {
+  return keys.kids.filter((kid) => !keys.revoked.has(kid));
+}
+
+/**
+ * The newest valid head a gate has seen, fetched (`fetch(kid)`, for each pinned key not revoked, so a gate
+ * pinning a keyring follows a rotation) every `FETCH_SECONDS`; `refreshed` runs after each round of fetches.
+ */
 export class HeadGuard {
   #head: StateHeadClaims | null = null;
   #token: string | null = null;
@@ -175,10 +192,11 @@ export class HeadGuard {
 
   constructor(
     readonly keys: TrustedKeys,
-    readonly fetch: () => Promise<string | null>,
+    readonly fetch: (kid: string) => Promise<string | null>,
     readonly file: HeadFile,
     /** The time the head's expiry is compared with (a test moves it on). */
     public clock: () => Date = () => new Date(),
+    readonly refreshed: () => Promise<void> = async () => {},
   ) {
     this.#take(file.read());
     file.prune(this.clock());
@@ -228,22 +246,31 @@ export class HeadGuard {
 
   async #fetchAndTake(): Promise<StateHeadClaims | null> {
     this.#fetched = performance.now();
-    let token: string | null;
-    try {
-      token = await this.fetch();
-    } catch (error) {
-      // the server is down: the remembered head still counts (and the call itself cannot go through)
-      warn(`crossgate: could not read the state head: ${(error as Error).message}`);
-      return this.#head;
+    let adopted = false;
+    for (const kid of liveKids(this.keys)) {
+      let token: string | null;
+      try {
+        token = await this.fetch(kid);
+      } catch (error) {
+        // the server is down: the remembered head still counts (and the call itself cannot go through)
+        warn(`crossgate: could not read the state head: ${(error as Error).message}`);
+        continue;
+      }
+      adopted = this.#take(token, kid) || adopted;
     }
-    if (this.#take(token)) this.file.write((stored) => this.#newer(stored));
+    if (adopted) this.file.write((stored) => this.#newer(stored));
+    try {
+      await this.refreshed();
+    } catch (error) {
+      warn(`crossgate: could not read what the state head is checked against: ${(error as Error).message}`);
+    }
     return this.#head;
   }
 
-  /** Adopt `token` if it verifies and is newer than the head held; true when it was adopted. */
-  #take(token: string | null): boolean {
+  /** Adopt `token` (fetched for `kid`) if it verifies and is newer than the head held; true when it was adopted. */
+  #take(token: string | null, kid?: string): boolean {
     if (token === null || token === this.#token || token === this.#refused) return false;
-    const claims = readStateHead(token, this.keys);
+    const claims = readStateHead(token, this.keys, kid);
     if (claims === null) {
       this.#refused = token; // warned once, not every 2 s
       return false;

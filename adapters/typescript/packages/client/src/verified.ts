@@ -142,7 +142,15 @@ export class VerifiedClient extends AgentClient {
     options: VerifiedOptions = {},
   ) {
     super(client.transport);
-    this.heads = keys === null ? null : new HeadGuard(keys, () => this.#fetchHead(keys), new HeadFile(options.headFile ?? defaultHeadFile(keys)));
+    this.heads = keys === null ? null : new HeadGuard(
+            keys,
+            (kid) => this.#fetchHead(kid),
+            new HeadFile(options.headFile ?? defaultHeadFile(keys)),
+            undefined,
+            async () => {
+              this.#served = await this.policy();
+            },
+          );
   }
 
   /** True when keys are pinned, so unsigned or badly signed decisions and rules let nothing run. */
@@ -225,11 +233,10 @@ export class VerifiedClient extends AgentClient {
     }
   }
 
-  /** The server's head for the first pinned kid, and then the policy it evaluates now. */
-  async #fetchHead(keys: TrustedKeys): Promise<string | null> {
-    const reply = await this.transport.send({ method: 'GET', path: '/state-head', query: { kid: keys.kids[0] } });
+  /** The server's newest head signed with key `kid` (the guard then reads the policy the server evaluates now). */
+  async #fetchHead(kid: string): Promise<string | null> {
+    const reply = await this.transport.send({ method: 'GET', path: '/state-head', query: { kid } });
     const token = (reply.body as { token?: unknown } | null)?.token;
-    this.#served = await this.policy();
     return typeof token === 'string' ? token : null;
   }
 

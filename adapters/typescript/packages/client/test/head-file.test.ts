@@ -28,11 +28,13 @@ const claims = (issued: number) => ({
   audit_hash: 'a'.repeat(64),
   consumed_count: 0,
 });
-const [key, older, newer, forged] = pythonOps<Record<string, string>>([
+const [key, second, older, newer, forged, rotated] = pythonOps<Record<string, string>>([
   { op: 'key', key: 'main' },
+  { op: 'key', key: 'second' },
   { op: 'sign_head', key: 'main', claims: { ...claims(-60)} },
   { op: 'sign_head', key: 'main', claims: { ...claims(-10)} },
   { op: 'sign_head', key: 'forger', claims: { ...claims(-1)} },
+  { op: 'sign_head', key: 'second', claims: { ...claims(-5)} },
 ]);
 const keys = TrustedKeys.parse(key!.pin!);
 const python = (op: object) => pythonOps<{ head: string | null; applied: boolean[] }>([{ op: 'head_file', ...op }])[0]!;
@@ -98,4 +100,36 @@ test('a head another key signed, in the file or from the server, is ignored: no 
   }
   assert.ok(warnings.some((w) => w.startsWith('crossgate: ignoring a state head that does not verify: the token is signed with key')), String(warnings));
   assert.ok(warnings.some((w) => /not a crossgate-head\/1 file/.test(w)));
+});
+
+test('a gate pinning a keyring reads the head of each live key: a rotation is followed, a head under the wrong kid is not', async () => {
+  const ring = TrustedKeys.parse(`${key!.pin} ${second!.pin}`);
+  const [mainKid, secondKid] = ring.kids as [string, string];
+  const asked: string[] = [];
+  const serve = (heads: Record<string, string | null>) => async (kid: string) => {
+    asked.push(kid);
+    return heads[kid] ?? null;
+  };
+  const rotatedGuard = new HeadGuard(ring, serve({ [mainKid]: older!.token!, [secondKid]: rotated!.token! }), new HeadFile(machine()));
+  assert.equal((await rotatedGuard.current()).issued_at, issuedAt(rotated!.token!), 'the newer head, signed with the second key');
+  assert.deepEqual(asked, [mainKid, secondKid]);
+
+  const warnings: string[] = [];
+  const listen = (warning: Error) => warnings.push(warning.message);
+  process.on('warning', listen);
+  try {
+    // the second key's head filed under the first key's kid, and nothing under the second's
+    const misfiled = new HeadGuard(ring, serve({ [mainKid]: rotated!.token! }), new HeadFile(machine()));
+    await assert.rejects(misfiled.current(), (e: unknown) => e instanceof SignatureError && e.reason === 'stale_head');
+    await new Promise((resolve) => setImmediate(resolve));
+  } finally {
+    process.off('warning', listen);
+  }
+  assert.ok(warnings.some((w) => w.startsWith(`crossgate: ignoring a state head filed under key ${mainKid} but signed with key ${secondKid}`)), String(warnings));
+
+  asked.length = 0;
+  const revoked = TrustedKeys.parse(`${key!.pin} ${second!.pin} revoked:${mainKid}`);
+  const afterRevocation = new HeadGuard(revoked, serve({ [mainKid]: newer!.token!, [secondKid]: rotated!.token! }), new HeadFile(machine()));
+  assert.equal((await afterRevocation.current()).issued_at, issuedAt(rotated!.token!));
+  assert.deepEqual(asked, [secondKid], 'a revoked key is not asked for a head');
 });
