@@ -50,6 +50,22 @@ class PoliciesMixin(QueueBase):
         against the state head); reads the store only before the first evaluation."""
         return self._policies.evaluated(self.store.rules_version)
 
+    def rollback_problem(self) -> str | None:
+        """What is wrong when the policy just evaluated is older than the newest version this queue's state
+        head signer signed or saw (the store was put back); None when it is not, or nothing signs here.
+
+        The server's own check, for callers with no gate of their own (AAP) and ahead of the gates' check
+        (which holds the served policy for a few seconds)."""
+        heads = self.head_signer
+        floor = heads.policy_floor if heads is not None else None
+        if floor is None:
+            return None
+        local, version, _digest = self.evaluated_policy()
+        if local or (version is not None and version >= floor[0]):
+            return None
+        shown = "no signed policy version" if version is None else f"policy version {version}"
+        return f"the store shows {shown}, older than version {floor[0]} already signed"
+
     def state_head_token(self, kid: str) -> str | None:
         """The store's state head token of key ``kid``, unverified (a gate verifies it with its own pinned keys)."""
         return self.store.get_state_head(kid)

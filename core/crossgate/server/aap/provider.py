@@ -29,7 +29,7 @@ from crossgate.model import (
     ToolCall,
     VerdictKind,
 )
-from crossgate.queue import ReviewQueue, Submission
+from crossgate.queue import ReviewQueue
 from crossgate.server.aap.registry import Immediate, Instance, MemoryRegistry, Submitted, digest
 from crossgate.server.aap.wire import (
     MAX_TIMEOUT_SECONDS,
@@ -43,6 +43,7 @@ from crossgate.server.aap.wire import (
     timestamp,
 )
 from crossgate.server.agent_api.ownership import owner_of
+from crossgate.server.rollback import refuse_rolled_back
 
 FRAMEWORK = "aap"
 EDIT_ONCE = "aap:edit-once"
@@ -112,7 +113,7 @@ class Provider:
         now = self.queue.now()
         window = min(timeout, MAX_TIMEOUT_SECONDS)
         result = self.queue.submit(call, request_id=rid, timeout_seconds=window)
-        rolled_back = self._rolled_back()
+        rolled_back = self.queue.rollback_problem()
         base = Submitted(
             id=rid,
             instance_id=instance.id,
@@ -123,9 +124,9 @@ class Provider:
             deadline_at=now + timedelta(seconds=window),
         )
         if rolled_back is not None:
-            return replace(
-                base, immediate=Immediate(status="denied", decided_at=now, note=self._refuse(result, call, rolled_back))
-            )
+            message = ROLLED_BACK.format(problem=rolled_back)
+            refuse_rolled_back(self.queue, call, result, problem=rolled_back, message=message, actor=FRAMEWORK)
+            return replace(base, immediate=Immediate(status="denied", decided_at=now, note=message))
         if result.request is not None:
             deadline = result.request.expires_at or base.deadline_at
             return replace(base, created_at=result.request.created_at, deadline_at=deadline)
@@ -136,29 +137,6 @@ class Provider:
         if status == "approved" and verdict.rule is not None:
             note = verdict.reason or None
         return replace(base, immediate=Immediate(status=status, decided_at=now, note=note))
-
-    def _rolled_back(self) -> str | None:
-        """What is wrong when the policy just evaluated is older than the newest one the server signed."""
-        heads = self.queue.head_signer
-        floor = heads.policy_floor if heads is not None else None
-        if floor is None:
-            return None
-        local, version, _digest = self.queue.evaluated_policy()
-        if local or (version is not None and version >= floor[0]):
-            return None
-        return f"the store shows policy version {version}, older than version {floor[0]} already signed"
-
-    def _refuse(self, result: Submission, call: ToolCall, problem: str) -> str:
-        """Close what the rolled-back policy let through (a pending request, or the call's record); the note."""
-        message = ROLLED_BACK.format(problem=problem)
-        if result.request is not None:
-            with contextlib.suppress(ConflictError):
-                self.queue.cancel(result.request.id, reason=message, actor=FRAMEWORK)
-        else:
-            self.queue.refuse_unverified(
-                call, reason="rolled_back", problem=problem, message=message, rule=result.verdict.rule, actor=FRAMEWORK
-            )
-        return message
 
     def _use_edit_once(self, rule_id: str) -> bool:
         """Revoke a one-shot edit rule that just allowed a call; False if another request used it first."""

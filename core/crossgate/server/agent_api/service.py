@@ -17,6 +17,7 @@ from typing import TypeVar
 from pydantic import JsonValue
 
 from crossgate._queue_base import recorded_as
+from crossgate.adapter._heads import ROLLED_BACK
 from crossgate.errors import (
     ConfigurationError,
     ConflictError,
@@ -35,7 +36,7 @@ from crossgate.model import (
     Verdict,
     VerdictKind,
 )
-from crossgate.queue import ReviewQueue
+from crossgate.queue import ReviewQueue, Submission
 from crossgate.server.agent_api.credentials import AgentCaller
 from crossgate.server.agent_api.idempotency import MAX_KEY_LENGTH, Answer, Ledger, body_digest, conflict
 from crossgate.server.agent_api.ownership import (
@@ -57,6 +58,7 @@ from crossgate.server.agent_api.schemas import (
     RequestListOut,
     SubmissionOut,
 )
+from crossgate.server.rollback import refuse_rolled_back
 from crossgate.stores.base import RequestQuery
 
 CHANNEL = "agent-api"
@@ -156,8 +158,10 @@ class AgentApi:
         return request
 
     def evaluate(self, caller: AgentCaller, call: ToolCall) -> Verdict:
-        """The policy's verdict for ``call`` as the caller would submit it; records nothing."""
-        return self.queue.evaluate(stamped_call(call, caller))
+        """The policy's verdict for ``call`` as the caller would submit it; records nothing, but a refusal
+        when the policy evaluated is older than the newest one signed (a store put back)."""
+        stamped = stamped_call(call, caller)
+        return self._held_to_floor(caller, stamped, Submission(self.queue.evaluate(stamped))).verdict
 
     def submit(self, caller: AgentCaller, key: str, body: RequestIn) -> Reply:
         """``submit`` (or ``prepare``) ``body.call`` under ``key``."""
@@ -190,10 +194,20 @@ class AgentApi:
                     request_id=request_id,
                     timeout_seconds=body.timeout_seconds,
                 )
+            submission = self._held_to_floor(caller, call, submission)
             out = SubmissionOut(verdict=submission.verdict, request=submission.request, stored=submission.stored)
             return Answer(201, _json(out)), False
 
         return self.once(caller, key, "POST /requests", body.model_dump(mode="json"), create)
+
+    def _held_to_floor(self, caller: AgentCaller, call: ToolCall, submission: Submission) -> Submission:
+        """``submission``, or a deny when the policy just evaluated is older than the newest signed one."""
+        problem = self.queue.rollback_problem()
+        if problem is None:
+            return submission
+        message = ROLLED_BACK.format(tool=call.tool, problem=problem)
+        with recorded_as(caller.name, CHANNEL):
+            return refuse_rolled_back(self.queue, call, submission, problem=problem, message=message, actor=caller.name)
 
     def list_requests(self, caller: AgentCaller, query: RequestQuery) -> RequestListOut:
         """One page of requests, the caller's only (a page may hold fewer than the limit)."""
