@@ -19,7 +19,7 @@ import httpx
 import pytest
 from agentapprovalprotocol import Allow, Call, Client, ConflictError, Deny, Gate
 
-from crossgate import Policy, PolicyRule, RequestStatus, ReviewQueue, VerdictKind, open_store
+from crossgate import ApprovalRequest, Policy, PolicyRule, RequestStatus, ReviewQueue, VerdictKind, open_store
 from crossgate.authority import Authority
 from crossgate.policy.versions import apply_policy
 from crossgate.server.app import create_app
@@ -119,11 +119,28 @@ def copy_sqlite(source: Path, target: Path) -> None:
         src.backup(dst)
 
 
-def test_an_approval_consumed_once_is_not_consumed_again_after_the_store_is_put_back(tmp_path: Path) -> None:
+def put_back(url: str, decided: ApprovalRequest, copy: Path) -> None:
+    """The writer puts yesterday's store back: the request decided again. A SQLite file is copied back
+    whole; a PostgreSQL request row is set back to its decided copy (a raw UPDATE, no event written)."""
+    if url.startswith("postgresql"):
+        tokens = " ".join(decided.signatures) or None
+        body = decided.model_dump_json(exclude={"signatures"})
+        raw_access(url).execute(
+            "UPDATE requests SET status = ?, data = ?, signatures = ? WHERE id = ?",
+            decided.status.value,
+            body,
+            tokens,
+            decided.id,
+        )
+    else:
+        copy_sqlite(copy, Path(url))
+
+
+def test_an_approval_consumed_once_is_not_consumed_again_after_the_store_is_put_back(url: str, tmp_path: Path) -> None:
     authority = Authority.generate()
-    db, yesterday = tmp_path / "crossgate.db", tmp_path / "yesterday.db"
+    yesterday = tmp_path / "yesterday.db"
     head_file, journal = tmp_path / "server-head.json", tmp_path / "aap.jsonl"
-    queue = ReviewQueue(open_store(str(db)), POLICY, authority=authority, head_file=head_file)
+    queue = ReviewQueue(open_store(url), POLICY, authority=authority, head_file=head_file)
     try:
         with serving(queue, head_file, journal) as base:
             token = provision(base)
@@ -135,14 +152,18 @@ def test_an_approval_consumed_once_is_not_consumed_again_after_the_store_is_put_
                 headers={"Authorization": f"Bearer {TOKENS['alice']}"},
             )
             assert decided.status_code == 200, decided.text
-            copy_sqlite(db, yesterday)  # the approval decided, not yet used
+            before_use = queue.get(pending.id)  # the approval decided, not yet used
+            if not url.startswith("postgresql"):
+                copy_sqlite(Path(url), yesterday)
             assert client.consume(pending.id, "run-1").status == "approved"
             assert queue.get(pending.id).status is RequestStatus.APPLIED
     finally:
         queue.close()
     drop_consumes(journal)
-    copy_sqlite(yesterday, db)  # the writer puts yesterday's store back: the request is decided again
-    restarted = ReviewQueue(open_store(str(db)), POLICY, authority=authority, head_file=head_file)
+    put_back(url, before_use, yesterday)
+    restarted = ReviewQueue(open_store(url), POLICY, authority=authority, head_file=head_file)
+    # the SQLite copy lost the first use's event too; the PostgreSQL row alone was set back
+    applied_before = [e.kind for e in restarted.store.list_events(request_id=pending.id)].count("applied")
     try:
         assert restarted.get(pending.id).status is RequestStatus.DECIDED
         with serving(restarted, head_file, journal) as base:
@@ -152,6 +173,7 @@ def test_an_approval_consumed_once_is_not_consumed_again_after_the_store_is_put_
             assert refused.value.code == "already_consumed"
             closed = restarted.get(pending.id)
             assert closed.status is RequestStatus.CANCELLED  # nothing else applies it either
-            assert [e.kind for e in restarted.store.list_events(request_id=pending.id)].count("applied") == 0
+            kinds = [e.kind for e in restarted.store.list_events(request_id=pending.id)]
+            assert kinds.count("applied") == applied_before  # none more: it was not applied a second time
     finally:
         restarted.close()

@@ -97,7 +97,9 @@ async def test_a_call_the_older_version_allows_is_denied_by_evaluate_and_request
             assert submitted.json()["verdict"]["kind"] == "deny" and submitted.json()["request"] is None
             assert queue.policy_version == 1  # the store's version evaluated: only the signer's memory knows
         found = refusals(queue)
-        assert [(r["refused"], r["tool"], r["rule"]) for r in found] == [("rolled_back", "delete_ticket", "deletes")] * 2
+        assert [(r["refused"], r["tool"], r["rule"]) for r in found] == [
+            ("rolled_back", "delete_ticket", "deletes")
+        ] * 2
         actors = [e.actor for e in queue.store.list_events() if e.kind == "refused"]
         assert actors == ["billing-bot", "billing-bot"]
     finally:
