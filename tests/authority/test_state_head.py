@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
 from crossgate import Approve, MemoryStore, Policy, PolicyRule, ReviewQueue, ToolCall, VerdictKind
+from crossgate.adapter._heads import HeadFile, HeadGuard
 from crossgate.authority import Authority, StateHeadClaims
 from crossgate.authority.consumed import build_filter, filter_bytes, in_filter, merge_filters
-from crossgate.errors import ConfigurationError
+from crossgate.errors import ConfigurationError, SignatureError
 from crossgate.policy.versions import apply_policy
 from crossgate.server.settings import ServerSettings
 from crossgate.state_head import HeadSigner, StateHeadTimer, read_state_head
@@ -90,3 +93,36 @@ def test_a_head_refresh_interval_must_be_shorter_than_its_lifetime() -> None:
         StateHeadTimer(signer, 10)
     with pytest.raises(ConfigurationError, match="state_head_every_seconds"):
         ServerSettings(state_head_every_seconds=300, state_head_lifetime_seconds=300)
+
+
+def test_a_gate_adopts_no_newer_head_that_names_an_older_policy_version(
+    clock: FakeClock, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    authority = Authority.generate()
+    store = MemoryStore()
+    apply_policy(store, authority, ASK, created_by="ops", clock=clock)
+    apply_policy(store, authority, Policy(), created_by="ops", clock=clock)
+    assert HeadSigner(store, authority, clock=clock).sign().policy_version == 2
+
+    def gate() -> HeadGuard:  # a gate process on this machine: the same head file
+        fetch = store.get_state_head
+        return HeadGuard(authority.trusted_keys(), fetch, HeadFile(tmp_path / "head.json"), clock)
+
+    assert gate().current().policy_version == 2
+    # The writer deletes version 2 and every stored head; a server with no memory of them signs version 1.
+    store._policy_versions.pop()
+    store._state_heads.clear()
+    clock.advance(1)
+    forgetful = HeadSigner(store, authority, clock=clock).sign()
+    assert forgetful.policy_version == 1 and forgetful.issued_at > clock.now - timedelta(seconds=1)
+    with caplog.at_level(logging.WARNING, logger="crossgate"):
+        held = gate().current()
+    assert held.policy_version == 2  # the newer head is not believed: version 1 stays rolled back
+    assert "names policy version 1, older than version 2 in a head already seen (a rollback)" in caplog.text
+    clock.advance(300)  # the last head it believes expires: nothing runs until the operator looks
+    with pytest.raises(SignatureError) as stale:
+        gate().current()
+    assert stale.value.reason == "stale_head"
+    # A head naming version 2 or newer again (the version signed anew) is adopted as before.
+    apply_policy(store, authority, Policy(), created_by="ops", clock=clock)
+    assert gate().current().policy_version == 2

@@ -7,7 +7,8 @@ before anything runs:
 
 - every call while the newest head it has is past its ``expires_at``, or there is none (``stale_head``:
   a frozen store, or no signer);
-- a policy version older than the head's (``rolled_back``);
+- a policy version older than the head's (``rolled_back``); a newer head naming an older policy version
+  than one it holds is not adopted (the authority's server forgot, and the store was put back);
 - a standing rule the head names revoked (``revoked_rule``);
 - an approval the head, or this gate's file, names consumed (``consumed``).
 
@@ -192,6 +193,8 @@ class HeadGuard:
     _fetched: float = field(default=float("-inf"), repr=False)
     _consumed: bytes = field(default=b"", repr=False)
     """The head's consumed filter, decoded once per head."""
+    _lowering: str | None = field(default=None, repr=False)
+    """The last head refused for naming an older policy version (warned about once)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
@@ -255,6 +258,11 @@ class HeadGuard:
         claims = read_state_head(token, self.keys, kid)
         if claims is None or (self._head is not None and claims.issued_at <= self._head.issued_at):
             return False
+        if self._head is not None and (lower := _lowers_policy(claims, self._head)) is not None:
+            if token != self._lowering:
+                log.warning("crossgate: ignoring a newer state head that %s (a rollback)", lower)
+                self._lowering = token  # warned once, not every few seconds
+            return False
         self._head, self._token = claims, token
         self._consumed = filter_bytes(claims.consumed)
         return True
@@ -263,6 +271,16 @@ class HeadGuard:
         """Of the file's head and this gate's, the newer valid one (another process may have seen a newer one)."""
         self._take(stored)
         return self._token
+
+
+def _lowers_policy(newer: StateHeadClaims, held: StateHeadClaims) -> str | None:
+    """What is wrong when ``newer`` names an older policy version than the head ``held`` (the authority never
+    signs one: its server lost its memory, and the store was put back); None when it does not."""
+    floor = held.policy_version
+    if floor is None or (newer.policy_version is not None and newer.policy_version >= floor):
+        return None
+    shown = "no policy version" if newer.policy_version is None else f"policy version {newer.policy_version}"
+    return f"names {shown}, older than version {floor} in a head already seen"
 
 
 def _aging(head: StateHeadClaims, now: datetime) -> bool:

@@ -7,7 +7,8 @@
  * gates applied. It then refuses, before anything runs:
  *
  * - every call while the newest head it has is past its `expires_at`, or there is none (`stale_head`);
- * - a policy version older than the head's (`rolled_back`);
+ * - a policy version older than the head's (`rolled_back`); a newer head naming an older policy version than
+ *   one it holds is not adopted (the authority's server forgot, and the store was put back);
  * - a standing rule the head names revoked (`revoked_rule`);
  * - an approval the head, or this gate's file, names consumed (`consumed`).
  *
@@ -276,6 +277,12 @@ export class HeadGuard {
       return false;
     }
     if (this.#head !== null && (instant(claims.issued_at) ?? 0n) <= (instant(this.#head.issued_at) ?? 0n)) return false;
+    const lower = this.#head === null ? null : lowersPolicy(claims, this.#head);
+    if (lower !== null) {
+      if (token !== this.#refused) warn(`crossgate: ignoring a newer state head that ${lower} (a rollback)`);
+      this.#refused = token; // warned once, not every 2 s
+      return false;
+    }
     this.#head = claims;
     this.#token = token;
     this.#consumed = filterBytes(claims.consumed);
@@ -287,6 +294,17 @@ export class HeadGuard {
     this.#take(stored);
     return this.#token;
   }
+}
+
+/**
+ * What is wrong when `newer` names an older policy version than the head `held` (the authority never signs
+ * one: its server lost its memory, and the store was put back); null when it does not.
+ */
+function lowersPolicy(newer: StateHeadClaims, held: StateHeadClaims): string | null {
+  const floor = held.policy_version;
+  if (floor === null || (newer.policy_version !== null && newer.policy_version >= floor)) return null;
+  const shown = newer.policy_version === null ? 'no policy version' : `policy version ${newer.policy_version}`;
+  return `names ${shown}, older than version ${floor} in a head already seen`;
 }
 
 function expired(head: StateHeadClaims, now: Date): boolean {

@@ -6,7 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -158,7 +158,7 @@ test('a standing rule revoked, then restored in the store, allows nothing: revok
   assert.equal(event?.payload.reason, refused.reason);
 });
 
-test('the newest signed policy version deleted, then a fresh server process: the older version it evaluates is rolled_back', async () => {
+test('the newest signed policy version deleted, then a fresh server process: the server denies by its own memory, a gate by its head', async () => {
   const v2 = join(server.dir, 'policy-v2.yaml');
   writeFileSync(v2, POLICY_V2);
   const applied = await server.operatorCli('policy', 'apply', v2);
@@ -168,16 +168,28 @@ test('the newest signed policy version deleted, then a fresh server process: the
   const sql = call('execute_sql', { query: 'select 1' });
   assert.equal((await gate.evaluate(sql)).kind, 'ask');
 
+  // The restarted server remembers version 2 (its signer's file, and the heads stored): it refuses version 1 itself.
   await rollback({ what: 'policy_version', version: 2 });
   await server.restart();
-  assert.equal((await server.client().evaluate(sql)).kind, 'allow', 'the restarted server evaluates version 1');
-  const fresh = gateOf();
-  const verdict = await fresh.evaluateToRun(sql);
+  const byServer = await server.client().evaluate(sql);
+  assert.deepEqual([byServer.kind, byServer.rule], ['deny', HEAD_RULE], 'the restarted server holds version 1 to its floor');
+  assert.match(byServer.reason, /^crossgate did not run execute_sql: the store shows policy version 1, older than version 2 already signed\. Nothing ran\./);
+  assert.equal((await gateOf().evaluateToRun(sql)).kind, 'deny');
+  assert.equal((await refusedEvents('rolled_back')).length, 2, 'the server recorded each refusal');
+
+  // A server that forgot too (its signer's file and the stored heads gone) evaluates version 1: the gate's head refuses it.
+  const kid = TrustedKeys.parse(server.pin!).kids[0]!;
+  await server.restart(async () => {
+    rmSync(join(process.env[HEAD_DIR_ENV]!, `${kid}.signer.json`), { force: true });
+    await rollback({ what: 'head' });
+  });
+  assert.equal((await server.client().evaluate(sql)).kind, 'allow', 'the forgetful server evaluates version 1');
+  const verdict = await gateOf().evaluateToRun(sql);
   assert.equal(verdict.kind, 'deny');
   assert.equal(
     verdict.reason,
     'crossgate did not run execute_sql: the store\'s current policy is version 1, older than version 2 that the authority\'s ' +
       'state head names (a rollback). Nothing ran. Do not retry it; tell the user the store was rolled back and an operator must look at it.',
   );
-  assert.equal((await refusedEvents('rolled_back')).length, 1);
+  assert.equal((await refusedEvents('rolled_back')).length, 3);
 });

@@ -83,8 +83,11 @@ export interface LiveServer {
   operatorCli(...args: string[]): Promise<Completed>;
   /** A reviewer API call. */
   reviewerFetch(path: string, init?: RequestInit): Promise<Response>;
-  /** Stop the server process and start a fresh one on the same database, folder and port. */
-  restart(): Promise<void>;
+  /**
+   * Stop the server process and start a fresh one on the same database, folder and port; `whileStopped`
+   * runs in between (a writer of the store at work while no server signs).
+   */
+  restart(whileStopped?: () => Promise<unknown> | unknown): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -256,8 +259,9 @@ function liveServer(parts: Parts): LiveServer {
       return crossgateCli(['--db', db, '--policy', policyFile, ...args, '--authority-dir', authorityDir], bare);
     },
     reviewerFetch,
-    async restart() {
+    async restart(whileStopped) {
       await ended(child);
+      await whileStopped?.();
       const next = launch();
       child = next.process;
       await next.up;
