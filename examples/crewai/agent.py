@@ -1,7 +1,11 @@
 """A CrewAI crew whose tool calls wait for a reviewer in crossgate, through AAP's CrewAI hooks.
 
     crossgate serve --policy examples/policy.yaml          # prints CROSSGATE_SERVER and CROSSGATE_AGENT_TOKEN
-    env $(grep -v '^#' ~/.local/share/crossgate/agent.env) OPENAI_API_KEY=... python examples/crewai/agent.py
+    make crewai                                            # .venv-crewai: examples/crewai/requirements.txt
+    set -a; . ~/.local/share/crossgate/agent.env; set +a
+    OPENAI_API_KEY=... .venv-crewai/bin/python examples/crewai/agent.py
+
+The recipe, and what CrewAI gets compared with a native adapter: docs/crewai.md.
 
 ``agentapprovalprotocol.crewai.ApprovalHooks`` registers CrewAI's global tool-call hooks: every tool call
 any crew in this process makes is sent to crossgate's AAP provider (``$CROSSGATE_SERVER/aap``) and waits
@@ -77,7 +81,8 @@ def crew() -> Crew:
 
 def main() -> None:
     url = os.environ["CROSSGATE_SERVER"].rstrip("/") + "/aap"
-    with ApprovalHooks(url, os.environ["CROSSGATE_AGENT_TOKEN"], timeout="1h"):
+    # CrewAI cannot park a run, so the crew waits: up to an hour for a reviewer, then the call is refused.
+    with ApprovalHooks(url, os.environ["CROSSGATE_AGENT_TOKEN"], timeout="1h", wait_limit=3600):
         result = crew().kickoff()
     print(f"crew: {result}")
     print(f"tickets: {json.dumps(load_tickets(), sort_keys=True)}")

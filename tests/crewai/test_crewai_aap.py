@@ -127,16 +127,20 @@ class Reviewer:
     decisions: dict[str, dict[str, Any]]
     decided: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
+    failed: list[str] = field(default_factory=list)
 
     def run(self) -> None:
-        while not self.stop.is_set():
-            pending = self.served.api("GET", "/api/requests", params={"status": "pending", "framework": "aap"})
-            for request in pending["items"]:
-                ticket = request["call"]["args"].get("id")
-                decision = self.decisions.get(ticket, {"kind": "reject", "message": "not in the test's script"})
-                self.served.api("POST", f"/api/requests/{request['id']}/decision", json=decision)
-                self.decided.append((ticket, decision))
-            time.sleep(0.05)
+        try:
+            while not self.stop.is_set():
+                pending = self.served.api("GET", "/api/requests", params={"status": "pending", "framework": "aap"})
+                for request in pending["items"]:
+                    ticket = request["call"]["args"].get("id")
+                    decision = self.decisions.get(ticket, {"kind": "reject", "message": "not in the test's script"})
+                    self.served.api("POST", f"/api/requests/{request['id']}/decision", json=decision)
+                    self.decided.append((ticket, decision))
+                time.sleep(0.05)
+        except Exception as error:  # the crew then waits in vain: say why once it gives up
+            self.failed.append(repr(error))
 
     @contextmanager
     def running(self) -> Iterator[Reviewer]:
@@ -147,6 +151,7 @@ class Reviewer:
         finally:
             self.stop.set()
             thread.join(10)
+            assert not self.failed, f"the reviewer failed: {self.failed}"  # shown with the crew's own error
 
 
 @dataclass
@@ -173,7 +178,7 @@ class CrewRun:
         return [str(m["content"]) for m in self.requests[-1]["messages"] if m.get("role") == "tool"]
 
 
-def run_crew(tmp_path: Path, served: Served, turns: list[Turn], *, token: str | None = None) -> CrewRun:
+def run_crew(tmp_path: Path, served: Served, turns: list[Turn], **extra_env: str) -> CrewRun:
     """The recipe's agent, as a user runs it: ``env $(cat agent.env) python examples/crewai/agent.py``."""
     home, log = tmp_path / "home", tmp_path / "off-machine.log"
     home.mkdir(exist_ok=True)
@@ -189,8 +194,7 @@ def run_crew(tmp_path: Path, served: Served, turns: list[Turn], *, token: str | 
         "OPENAI_API_KEY": "offline",
         "PYTHONUNBUFFERED": "1",
     }
-    if token is not None:
-        env["CROSSGATE_AGENT_TOKEN"] = token
+    env |= extra_env
     with ScriptedChatServer(turns) as model:
         env["OPENAI_BASE_URL"] = model.base_url
         done = subprocess.run(
@@ -259,14 +263,14 @@ def test_approved_delete_runs_once_and_the_rejection_is_read_verbatim(tmp_path: 
     assert served.api("GET", "/api/audit/verify")["ok"] is True
 
 
-EDITABLE_DELETES = """
+EVERY_DECISION = """
 version: 1
 default: ask
 rules:
   - name: review-ticket-deletes
     verdict: ask
     tool: delete_ticket
-    allowed_decisions: [approve, edit, reject]
+    allowed_decisions: [approve, edit, reject, respond]
 """
 
 
@@ -277,7 +281,7 @@ def edit_t1_to_t2(tmp_path: Path, served: Served) -> tuple[CrewRun, Reviewer]:
 
 
 def test_an_edit_arrives_as_a_denial_and_only_the_edited_call_runs(tmp_path: Path) -> None:
-    (tmp_path / "policy.yaml").write_text(EDITABLE_DELETES, encoding="utf-8")
+    (tmp_path / "policy.yaml").write_text(EVERY_DECISION, encoding="utf-8")
     with serve(tmp_path, tmp_path / "policy.yaml") as served:
         crew, reviewer = edit_t1_to_t2(tmp_path, served)
         requests = by_ticket(served)
@@ -306,7 +310,35 @@ def test_with_the_recipes_policy_the_edited_retry_runs_as_its_note_promises(tmp_
 
 def test_a_refused_credential_runs_nothing_and_the_model_is_told(tmp_path: Path, served: Served) -> None:
     turns = [call("delete_ticket", {"id": "t3"}), report()]
-    crew = run_crew(tmp_path, served, turns, token="cga_not-a-credential-of-this-server")
+    crew = run_crew(tmp_path, served, turns, CROSSGATE_AGENT_TOKEN="cga_not-a-credential-of-this-server")
     assert crew.tickets == {"open": ["t1", "t2", "t3"], "deleted": []}
     assert "refused this agent's credential" in crew.tool_results()[0]
+    assert crew.off_machine == []
     assert served.requests() == []
+
+
+def test_a_respond_is_what_the_model_reads_and_the_tool_does_not_run(tmp_path: Path) -> None:
+    answer = "t3 was already merged into t2 yesterday; nothing to delete."
+    (tmp_path / "policy.yaml").write_text(EVERY_DECISION, encoding="utf-8")
+    with serve(tmp_path, tmp_path / "policy.yaml") as served:
+        with Reviewer(served, {"t3": {"kind": "respond", "content": answer}}).running():
+            crew = run_crew(tmp_path, served, [call("delete_ticket", {"id": "t3"}), report()])
+        request = by_ticket(served)["t3"][0]
+        trail = kinds(served.events(request["id"]))
+
+    assert crew.tickets == {"open": ["t1", "t2", "t3"], "deleted": []}
+    assert crew.off_machine == []
+    assert crew.tool_results() == [
+        "A reviewer at the AAP (Agent Approval Protocol) provider denied this call. Their note: "
+        f"A reviewer answered instead of running the tool. Their answer: {answer}"
+    ]
+    assert request["status"] == "answered" and trail == ["submitted", "decided", "applied"]
+
+
+def test_the_guard_sees_crewais_telemetry_when_it_is_switched_on(tmp_path: Path, served: Served) -> None:
+    """The offline guard is not vacuous: without the recipe's switches CrewAI reaches for its collector."""
+    switched_on = {"CREWAI_DISABLE_TELEMETRY": "false", "OTEL_SDK_DISABLED": "false", "CREWAI_TRACING_ENABLED": "true"}
+    turns = [call("delete_ticket", {"id": "t3"}), report()]
+    crew = run_crew(tmp_path, served, turns, CROSSGATE_AGENT_TOKEN="cga_not-a-credential-of-this-server", **switched_on)
+    assert crew.off_machine, "CrewAI's telemetry tried nothing: the guard or the switches changed"
+    assert all(line.startswith("lookup ") for line in crew.off_machine)  # refused before any connection
