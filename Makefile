@@ -15,13 +15,18 @@ STRANDS       := .venv-strands
 STRANDS_STAMP := $(STRANDS)/.installed
 STRANDS_TESTS := tests/adapters/strands "tests/conformance/test_policy_parity.py::test_what_runs_is_what_the_policy_allows_in_process[strands]"
 
+# CrewAI needs older pydantic, openai and mcp than the workspace: its venv holds only CrewAI and the AAP client,
+# for the recipe's agent (examples/crewai); tests/crewai runs that agent in it from the main venv's pytest.
+CREWAI       := .venv-crewai
+CREWAI_STAMP := $(CREWAI)/.installed
+
 TS       := adapters/typescript
 TS_STAMP := $(TS)/node_modules/.package-lock.json
 TS_NODE  := $(TS)/node_modules/.node-version
 # Every recipe (the demo's agent, the tests that start node) runs the node that `make typescript` installs.
 export PATH := $(CURDIR)/.tools/node22/bin:$(PATH)
 
-.PHONY: demo test lint typecheck unit unit-strands bench install typescript clean
+.PHONY: demo test lint typecheck unit unit-strands crewai bench install typescript clean
 
 $(STAMP): requirements-dev.txt core/pyproject.toml $(ADAPTERS)
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "crossgate needs Python 3.11 or newer"'
@@ -37,6 +42,14 @@ $(STRANDS_STAMP): core/pyproject.toml adapters/strands/pyproject.toml
 	$(STRANDS)/bin/python -m pip install -q hatchling editables pytest pytest-asyncio pytest-timeout pytest-xdist hypothesis mypy
 	$(STRANDS)/bin/python -m pip install -q --no-build-isolation -e "core[server]" -e adapters/strands
 	touch $(STRANDS_STAMP)
+
+$(CREWAI_STAMP): examples/crewai/requirements.txt
+	test -x $(CREWAI)/bin/python || $(PYTHON) -m venv $(CREWAI)
+	$(CREWAI)/bin/python -m pip install -q --upgrade pip
+	$(CREWAI)/bin/python -m pip install -q -r examples/crewai/requirements.txt
+	touch $(CREWAI_STAMP)
+
+crewai: $(CREWAI_STAMP)
 
 install: $(STAMP) typescript
 
@@ -66,7 +79,7 @@ typecheck: $(STAMP) $(STRANDS_STAMP)
 
 # pytest-xdist: one worker per core (JOBS=1 runs every test in one process); idle workers steal queued tests.
 JOBS ?= auto
-unit: $(STAMP) typescript unit-strands
+unit: $(STAMP) typescript unit-strands $(CREWAI_STAMP)
 	$(BIN)/pytest -n $(JOBS) --dist worksteal
 
 # The Strands tests in their own venv (the main run skips them). No psycopg there: the contract's PostgreSQL
@@ -82,4 +95,4 @@ bench: $(STAMP)
 		$(BIN)/python -m tests.benchmarks.$$m || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(STRANDS) .pytest_cache .mypy_cache .ruff_cache .tools $(TS)/node_modules $(TS)/packages/*/dist $(TS)/packages/*/dist-test
+	rm -rf $(VENV) $(STRANDS) $(CREWAI) .pytest_cache .mypy_cache .ruff_cache .tools $(TS)/node_modules $(TS)/packages/*/dist $(TS)/packages/*/dist-test
