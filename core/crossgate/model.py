@@ -94,6 +94,10 @@ APPROVAL_LAPSED_MESSAGE = (
     "approval lapsed and the call was not run. Do not retry it on your own; tell the user it needs a fresh approval."
 )
 CANCEL_MESSAGE = "This tool call was cancelled before anyone decided it, so it was not run. Do not retry it."
+EDITED_RETRY = "aap:edit-once"
+"""``created_by`` of the one-shot standing allow of exactly the call a reviewer wrote in an edit, for a channel
+that carries an edit as "call again with these arguments" (AAP). The reviewer decided that very call, so an
+ask that is not ``rememberable`` does not stop it (rule evaluation, step 3)."""
 
 
 class _Frozen(BaseModel):

@@ -297,11 +297,6 @@ def test_an_edit_arrives_as_a_denial_and_only_the_edited_call_runs(tmp_path: Pat
     assert len(edit_rules) == 1 and edit_rules[0]["revoked_at"] is not None  # used once, then gone
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="crossgate's AAP edit note promises 'approved once for this agent', but the one-shot rule is a standing "
-    "allow, and examples/policy.yaml's delete rule is rememberable: false, so the edited retry is asked again",
-)
 def test_with_the_recipes_policy_the_edited_retry_runs_as_its_note_promises(tmp_path: Path, served: Served) -> None:
     crew, reviewer = edit_t1_to_t2(tmp_path, served)
     assert [t for t, _ in reviewer.decided] == ["t1"]

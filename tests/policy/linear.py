@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from crossgate.model import StandingRule, ToolCall, Verdict, VerdictKind
+from crossgate.model import EDITED_RETRY, StandingRule, ToolCall, Verdict, VerdictKind
 from crossgate.policy import Policy, standing_rule_matches
 from crossgate.policy.rules import (
     DEFAULT_REASONS,
@@ -39,6 +39,9 @@ def naive_evaluate(policy: Policy, call: ToolCall, standing_rules: Sequence[Stan
     if asks:
         if standing_allow is not None and all(r.rememberable for r in asks):
             return _from_standing_allow(standing_allow)
+        retries = [s for s in standing if s.effect is VerdictKind.ALLOW and s.created_by == EDITED_RETRY]
+        if retries and retries[0].args_fingerprint:
+            return _from_standing_allow(retries[0])
         return _from_rule(asks[0])
     if (allow := _first(matched, VerdictKind.ALLOW)) is not None:
         return _from_rule(allow)

@@ -6,7 +6,8 @@ from datetime import timedelta
 
 import pytest
 
-from crossgate.model import DecisionKind, RememberMatch, RememberScope, VerdictKind
+from crossgate.fingerprint import fingerprint
+from crossgate.model import EDITED_RETRY, DecisionKind, RememberMatch, RememberScope, VerdictKind
 from crossgate.policy import ArgCondition, Policy, PolicyRule
 
 from .helpers import NOW, call, standing
@@ -85,6 +86,28 @@ def test_one_unrememberable_ask_among_several_keeps_asking() -> None:
     policy = Policy(rules=(ASK, strict))
     verdict = policy.evaluate(call("Bash", args={"command": "ls"}), [standing("s1", tool="Bash")], now=NOW)
     assert verdict.kind is VerdictKind.ASK
+
+
+def test_an_edited_retry_lifts_an_unrememberable_ask_for_its_exact_call_only() -> None:
+    """The one-shot allow a reviewer's edit leaves (AAP): the reviewer wrote that call, so it runs once."""
+    strict = ASK.model_copy(update={"rememberable": False})
+    edited = call("Bash", args={"command": "ls -l"})
+    retry = standing(
+        "s-edit",
+        tool="Bash",
+        match=RememberMatch.EXACT,
+        args_fingerprint=fingerprint("Bash", {"command": "ls -l"}),
+        created_by=EDITED_RETRY,
+    )
+    older = standing("s-old", tool="Bash", age_minutes=60)  # a remembered allow: still no lift
+    verdict = Policy(rules=(strict,)).evaluate(edited, [older, retry], now=NOW)
+    assert (verdict.kind, verdict.rule) == ("allow", "s-edit")
+    other = Policy(rules=(strict,)).evaluate(call("Bash", args={"command": "ls -la"}), [older, retry], now=NOW)
+    assert (other.kind, other.rule) == ("ask", "ask-bash")  # any other arguments: asked again
+    named_by_anyone = standing("s-forged", tool="Bash", created_by=EDITED_RETRY)  # no exact arguments
+    assert Policy(rules=(strict,)).evaluate(edited, [named_by_anyone], now=NOW).kind is VerdictKind.ASK
+    deny = PolicyRule(name="deny-ls", verdict="deny", tool="Bash")
+    assert Policy(rules=(deny, strict)).evaluate(edited, [retry], now=NOW).kind is VerdictKind.DENY
 
 
 def test_standing_allow_never_lifts_a_policy_deny() -> None:

@@ -5,7 +5,8 @@ Order of evaluation, the same in every adapter:
 1. a matching policy ``deny`` rule denies (first one in file order gives the reason);
 2. a matching standing deny rule denies;
 3. a matching policy ``ask`` rule asks, unless every matching ask rule is ``rememberable`` and a
-   standing allow rule matches, which allows;
+   standing allow rule matches, which allows (an edited retry, ``crossgate.model.EDITED_RETRY``, allows
+   whatever the asks say: a reviewer wrote that exact call);
 4. a matching policy ``allow`` rule allows;
 5. a matching standing allow rule allows;
 6. otherwise the policy's default (``ask`` unless configured otherwise).
@@ -30,6 +31,7 @@ from crossgate.fingerprint import canonical_json
 from crossgate.limits import MAX_SECONDS
 from crossgate.model import (
     ALL_DECISIONS,
+    EDITED_RETRY,
     FRAMEWORKS,
     DecisionKind,
     RememberMatch,
@@ -306,6 +308,8 @@ class Policy(BaseModel):
         if asks:
             if standing_allow is not None and all(r.rememberable for r in asks):
                 return _from_standing_allow(standing_allow)
+            if standing_allow is not None and (retry := _edited_retry(standing)) is not None:
+                return _from_standing_allow(retry)
             return _from_rule(asks[0])
         if (allow := _first(matched, VerdictKind.ALLOW)) is not None:
             return _from_rule(allow)
@@ -378,6 +382,14 @@ def _first(rules: Sequence[PolicyRule], kind: VerdictKind) -> PolicyRule | None:
 
 def _first_standing(rules: Sequence[StandingRule], kind: VerdictKind) -> StandingRule | None:
     return next((r for r in rules if r.effect is kind), None)
+
+
+def _edited_retry(rules: Sequence[StandingRule]) -> StandingRule | None:
+    """The first matching one-shot allow of a call a reviewer wrote (it names the exact arguments)."""
+    return next(
+        (r for r in rules if r.effect is VerdictKind.ALLOW and r.created_by == EDITED_RETRY and r.args_fingerprint),
+        None,
+    )
 
 
 def _from_rule(rule: PolicyRule) -> Verdict:

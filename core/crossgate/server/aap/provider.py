@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from crossgate.errors import AlreadyAppliedError, ConflictError, CrossgateError, RequestExpiredError
 from crossgate.fingerprint import fingerprint
 from crossgate.model import (
+    EDITED_RETRY,
     ApprovalRequest,
     Edit,
     JsonObject,
@@ -46,7 +47,7 @@ from crossgate.server.agent_api.ownership import owner_of
 from crossgate.server.rollback import refuse_rolled_back
 
 FRAMEWORK = "aap"
-EDIT_ONCE = "aap:edit-once"
+EDIT_ONCE = EDITED_RETRY
 """``created_by`` of the one-shot standing rule an edit leaves behind."""
 EDIT_RETRY_SECONDS = 3600.0
 """How long the edited call stays pre-approved for its one retry."""
