@@ -36,6 +36,10 @@ from tests.conformance.tickets import TicketStore
 ROOT = Path(__file__).resolve().parents[3]
 INTERRUPT_ON = {"delete_ticket": {"allowed_decisions": ["approve", "reject"]}, "read_ticket": False}
 POLICY = Policy(rules=tuple(import_interrupt_on(INTERRUPT_ON)), default=VerdictKind.ALLOW)
+EVERY_DECISION = Policy(
+    rules=tuple(import_interrupt_on({"delete_ticket": True, "read_ticket": False})), default=VerdictKind.ALLOW
+)
+"""``interrupt_on`` with ``True`` for ``delete_ticket``: every decision is allowed."""
 NAME = "deep-tickets"
 MAIN_FINAL = "The tickets are handled."
 
@@ -94,8 +98,12 @@ def deep_agent(
     *,
     reads: list[str] | None = None,
     record_to: Path | None = None,
+    cleaner_agent: str | None = None,
 ) -> tuple[Any, ScriptedChatModel, ScriptedChatModel]:
-    """The deep agent, its main model and its cleaner's model; the main model's first turn makes ``main_calls``."""
+    """The deep agent, its main model and its cleaner's model; the main model's first turn makes ``main_calls``.
+
+    ``cleaner_agent`` names the subagent's calls (default: the gate's name for the run, as the main agent's).
+    """
     reads = [] if reads is None else reads
     main_tools, cleaner_tools = Tools(tickets, reads).build(), Tools(tickets, reads).build()
     cleaner_model = ScriptedChatModel(reply=cleaner_reply, record_to=record_to)
@@ -105,7 +113,7 @@ def deep_agent(
         "system_prompt": "You clean up support tickets.",
         "model": cleaner_model,
         "tools": cleaner_tools,
-        "middleware": crossgate_middleware(queue, cleaner_tools, interrupt_mode=mode),
+        "middleware": crossgate_middleware(queue, cleaner_tools, interrupt_mode=mode, agent=cleaner_agent),
     }
     main_model = ScriptedChatModel(turns=[AIMessage(content="", tool_calls=list(main_calls))], final=MAIN_FINAL)
     agent = create_deep_agent(

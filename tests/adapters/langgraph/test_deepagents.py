@@ -29,9 +29,12 @@ from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from crossgate import (
     AdapterError,
     Approve,
+    Edit,
     ParkedRunClaimedError,
+    Policy,
     Reject,
     RequestStatus,
+    Respond,
     ReviewQueue,
     open_store,
 )
@@ -40,7 +43,17 @@ from crossgate.model import Decision
 from crossgate.runs import Finished, Parked
 from crossgate_langgraph import Gate, open_checkpointer
 from crossgate_langgraph.testing import ScriptedChatModel, recorded_inputs
-from tests.adapters.langgraph.deep import MAIN_FINAL, NAME, POLICY, command, deep_agent, delete, inputs_file, task
+from tests.adapters.langgraph.deep import (
+    EVERY_DECISION,
+    MAIN_FINAL,
+    NAME,
+    POLICY,
+    command,
+    deep_agent,
+    delete,
+    inputs_file,
+    task,
+)
 from tests.conformance.tickets import TicketStore
 
 MODES = ["per_call", "batched"]
@@ -74,12 +87,16 @@ def authority() -> Authority:
 async def world(tmp_path: Path, tickets: TicketStore, authority: Authority) -> AsyncIterator[Callable[..., Any]]:
     async with AsyncExitStack() as stack:
 
-        async def fresh(mode: str, main_calls: Sequence[dict[str, Any]]) -> Deep:
-            queue = ReviewQueue(open_store(str(tmp_path / "queue.db")), POLICY, authority=authority)
+        async def fresh(
+            mode: str, main_calls: Sequence[dict[str, Any]], policy: Policy = POLICY, cleaner_agent: str | None = None
+        ) -> Deep:
+            queue = ReviewQueue(open_store(str(tmp_path / "queue.db")), policy, authority=authority)
             stack.callback(queue.close)
             saver = await stack.enter_async_context(open_checkpointer(str(tmp_path / "checkpoints.db")))
             reads: list[str] = []
-            agent, main, cleaner = deep_agent(queue, tickets, saver, mode, main_calls, reads=reads)
+            agent, main, cleaner = deep_agent(
+                queue, tickets, saver, mode, main_calls, reads=reads, cleaner_agent=cleaner_agent
+            )
             return Deep(queue, agent, main, cleaner, Gate(queue, agent), reads)
 
         yield fresh
@@ -143,7 +160,7 @@ async def test_a_subagents_call_parks_the_deep_agent_and_an_approval_runs_it_onc
     [request_id] = outcome.request_ids  # read_ticket is interrupt_on False: it never becomes a request
     request = first.queue.get(request_id)
     assert (request.call.tool, request.call.args, request.call.call_id) == ("delete_ticket", {"id": "t3"}, "call_del")
-    assert request.call.run == f"sub-{mode}", "the subagent's call belongs to the deep agent's thread"
+    assert (request.call.run, request.call.agent) == (f"sub-{mode}", NAME), "the deep agent's thread and name"
     assert [k.value for k in request.allowed_decisions] == ["approve", "reject"]
     assert tickets.delete_runs() == 0, "nothing runs while the request is pending"
 
@@ -182,6 +199,44 @@ async def test_a_rejected_subagent_call_does_not_run_and_the_subagent_reads_the_
     assert (seen.content, seen.status) == (rejected("delete_ticket", KEEP), "error")
     assert later.queue.get(request_id).status is RequestStatus.REJECTED
     assert told(later.main.received[-1])["call_task"].content == "t3 handled."
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "decision", [Edit(args={"id": "t2"}), Respond(content="t3 was closed already.")], ids=["edit", "respond"]
+)
+async def test_a_subagents_call_edited_or_answered_by_the_reviewer(
+    world, tickets: TicketStore, mode: str, decision: Decision
+) -> None:
+    first = await world(mode, [task("t3")], EVERY_DECISION)
+    outcome = await park(first, f"sub-{type(decision).__name__}-{mode}")
+    [request_id] = outcome.request_ids
+    assert [k.value for k in first.queue.get(request_id).allowed_decisions] == ["approve", "edit", "reject", "respond"]
+    first.queue.decide(request_id, decision, reviewer="ann")
+    later = await world(mode, [task("t3")], EVERY_DECISION)
+    done = await later.gate.resume(outcome.parked_run)
+    assert isinstance(done, Finished), done
+    seen = cleaner_input(later.cleaner, "t3")["call_del"]
+    if isinstance(decision, Edit):
+        assert (tickets.ids(), tickets.delete_runs("t2"), tickets.delete_runs("t3")) == (["t1", "t3"], 1, 0)
+        assert "deleted ticket t2" in str(seen.content)
+        assert "a human reviewer replaced this tool call" in str(seen.content)
+        assert later.queue.get(request_id).status is RequestStatus.APPLIED
+    else:
+        assert (tickets.ids(), tickets.delete_runs()) == (["t1", "t2", "t3"], 0)
+        assert (seen.content, seen.status) == ("t3 was closed already.", "success")
+        assert later.queue.get(request_id).status is RequestStatus.ANSWERED
+
+
+async def test_a_subagent_named_in_its_middleware_asks_under_its_own_name(world, tickets: TicketStore) -> None:
+    first = await world("per_call", [task("t3")], cleaner_agent="cleaner")
+    outcome = await park(first, "named")
+    [request_id] = outcome.request_ids
+    assert first.queue.get(request_id).call.agent == "cleaner"
+    first.queue.decide(request_id, Approve(), reviewer="ann")
+    later = await world("per_call", [task("t3")], cleaner_agent="cleaner")
+    assert isinstance(await later.gate.resume(outcome.parked_run), Finished)
+    assert tickets.delete_runs("t3") == 1
 
 
 # whose decision ------------------------------------------------------------------------------------
