@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
@@ -19,13 +20,28 @@ AGENT_FRAMEWORK = "langchain"
 """``ToolCall.framework`` of calls gated by the LangChain middleware (policy rules can target it)."""
 
 
-def agent_request_id(thread: str, turn: int, call_id: str) -> str:
-    """Request id of one model tool call: thread, model turn and the model's call id.
+def agent_request_id(thread: str, turn: int, call_id: str, graph_ns: str = "") -> str:
+    """Request id of one model tool call: thread, model turn and the model's call id, and for an agent
+    that runs inside another graph's task (a Deep Agents subagent), that enclosing namespace.
 
     The turn is part of it because scripted and some real models reuse call ids across turns, and a
-    reused id must never find an earlier turn's decision.
+    reused id must never find an earlier turn's decision; the namespace because a subagent shares its
+    parent's thread and counts its own turns, so its first call could otherwise take the parent's id.
     """
+    if graph_ns:
+        return request_id("lc", "agent", thread, graph_ns, turn, call_id)
     return request_id("lc", "agent", thread, turn, call_id)
+
+
+def graph_ns_of(config: Any) -> str:
+    """The namespace of the agent graph a node of ``config`` runs in: ``""`` for the graph the gate runs.
+
+    A node's ``checkpoint_ns`` ends with its own task (``tools:<task id>``), which differs between an
+    agent's model step and tool step; what comes before it names the enclosing graphs' tasks (the
+    parent's ``task`` call, for a subagent), the same for every step of that agent and on every resume.
+    """
+    ns = str(((config or {}).get("configurable") or {}).get("checkpoint_ns") or "")
+    return ns.rpartition("|")[0]
 
 
 def turn_of(messages: Sequence[BaseMessage], call_id: str) -> tuple[int, AIMessage]:
@@ -73,26 +89,58 @@ def agent_call(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class PausedCall:
+    """A call the middleware paused for, as it judged it, kept for the gate that parks the thread.
+
+    ``name`` and ``model_args`` are the call as the model sent it (what the interrupt shows);
+    ``call`` is the neutral call with the arguments the tool will receive, and the agent and context
+    it was judged for.
+    """
+
+    request_id: str
+    call: ToolCall
+    graph_ns: str
+    turn: int
+    name: str
+    model_args: JsonObject
+    args_schema: JsonObject | None
+
+
 _JUDGED_KEPT = 4096
-_judged: OrderedDict[str, ToolCall] = OrderedDict()
+_judged: OrderedDict[str, PausedCall] = OrderedDict()
 _judged_lock = threading.Lock()
 
 
-def remember_judged(request_id: str, call: ToolCall) -> None:
-    """Keep the call the middleware paused for, as it judged it (agent, context), for the gate to submit.
+def remember_judged(paused: PausedCall) -> None:
+    """Keep a call the middleware paused for, for the gate to submit after the graph returns.
 
-    The gate submits the paused calls after the graph returns, in the same process; it cannot see the
-    middleware's own ``agent=`` and ``context=``, so it takes them from here. Only the latest few
-    thousand are kept: a call not found is rebuilt from the gate's name and the run's context.
+    The gate submits the paused calls in the same process; it cannot see the middleware's own
+    ``agent=`` and ``context=``, nor the calls of an agent that runs inside a tool (a subagent's
+    messages are not in the thread's state), so it takes them from here. Only the latest few thousand
+    are kept: a call of the gate's own graph not found is rebuilt from the thread's messages; a
+    subagent's is refused.
     """
     with _judged_lock:
-        _judged[request_id] = call
-        _judged.move_to_end(request_id)
+        _judged[paused.request_id] = paused
+        _judged.move_to_end(paused.request_id)
         while len(_judged) > _JUDGED_KEPT:
             _judged.popitem(last=False)
 
 
 def judged_call(request_id: str) -> ToolCall | None:
-    """The call :func:`remember_judged` kept under ``request_id``, if any (taken once)."""
+    """The neutral call :func:`remember_judged` kept under ``request_id``, if any (taken once)."""
     with _judged_lock:
-        return _judged.pop(request_id, None)
+        paused = _judged.pop(request_id, None)
+    return None if paused is None else paused.call
+
+
+def paused_under(thread: str, task_ns: str) -> list[PausedCall]:
+    """The kept calls of ``thread`` paused by agents running inside the task ``task_ns``, oldest first."""
+    inside = task_ns + "|"
+    with _judged_lock:
+        return [
+            p
+            for p in _judged.values()
+            if p.call.run == thread and (p.graph_ns == task_ns or p.graph_ns.startswith(inside))
+        ]

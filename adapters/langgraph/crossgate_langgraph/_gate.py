@@ -36,6 +36,7 @@ from crossgate import (
     RequestExpiredError,
     RequestStatus,
     Respond,
+    ToolCall,
     VerdictKind,
     fingerprint,
 )
@@ -51,8 +52,16 @@ from crossgate.adapter import (
 from crossgate.model import JsonObject
 from crossgate.runs import Finished, Parked
 from crossgate_langgraph._arguments import args_json_schema, tool_args
-from crossgate_langgraph._calls import agent_call, agent_request_id, judged_call, last_tool_calls
+from crossgate_langgraph._calls import (
+    PausedCall,
+    agent_call,
+    agent_request_id,
+    judged_call,
+    last_tool_calls,
+    paused_under,
+)
 from crossgate_langgraph._excerpt import excerpt_of
+from crossgate_langgraph._nested import nested_matches
 from crossgate_langgraph._parking import (
     Graph,
     Origin,
@@ -375,7 +384,11 @@ class Gate:
         # a node's request_approval stored its own before interrupting.
         new_requests: list[ApprovalRequest] = []
         origin = Origin(tools_of(graph), self.agent or graph.name, scope)
-        entries = [self._submit(i, thread, snapshot.values, origin, new_requests) for i in interrupts]
+        # The task of the gate's graph that holds each interrupt: a subagent's pause is held by its ``task`` call.
+        holders = {i.id: f"{t.name}:{t.id}" for t in snapshot.tasks for i in t.interrupts}
+        entries = [
+            self._submit(i, thread, snapshot.values, origin, new_requests, holders.get(i.id)) for i in interrupts
+        ]
         state = ParkState(
             graph=graph.name,
             thread=thread,
@@ -425,10 +438,13 @@ class Gate:
         values: Mapping[str, Any],
         origin: Origin,
         new_requests: list[ApprovalRequest],
+        holder: str | None,
     ) -> Pending:
         """Turn one pending interrupt into crossgate requests (stored once; a re-submit finds them).
 
-        Requests not stored yet are appended to ``new_requests`` for ``park`` to store.
+        Requests not stored yet are appended to ``new_requests`` for ``park`` to store. A HITL pause
+        is matched first against the calls the middleware paused inside the task ``holder`` (a
+        subagent's, see ``_nested``), then against the thread's latest model message.
         """
         value = pending.value
         shape = interrupt_shape(value)
@@ -439,12 +455,18 @@ class Gate:
             return Pending(pending.id, shape, [request.id], [request.call.tool])
         if shape is None:
             raise AdapterError(f"interrupt {pending.id} is not a crossgate or LangChain approval; cannot park it")
+        nested = nested_matches(value, shape, paused_under(thread, holder)) if holder else None
+        if nested is not None:
+            request_ids = [self._submit_paused(p, d, allowed, origin, new_requests) for p, d, allowed in nested]
+            return Pending(pending.id, shape, request_ids, [p.name for p, _, _ in nested])
         turn, calls = last_tool_calls(values.get("messages", []))
         if shape == "tool_approval":
             call = next((c for c in calls if c.get("id") == value["tool_call_id"]), None)
             if call is None:
                 raise AdapterError(
-                    f"interrupt {pending.id} names tool call {value['tool_call_id']!r}, not in the thread"
+                    f"interrupt {pending.id} names tool call {value['tool_call_id']!r}, which is neither in the "
+                    "thread's messages nor a call crossgate's middleware paused in this process (a subagent's); "
+                    "not parking it"
                 )
             matched = [(call, value.get("description"), None)]
         else:
@@ -475,11 +497,31 @@ class Gate:
             neutral = agent_call(
                 call["name"], args, call_id=call_id, thread=thread, agent=origin.agent, context=origin.scope.context
             )
+        return self._prepare(request_id, neutral, args_json_schema(tool), description, allowed, origin, new_requests)
+
+    def _submit_paused(
+        self, paused: PausedCall, description: Any, allowed: Any, origin: Origin, new_requests: list[ApprovalRequest]
+    ) -> str:
+        """Submit a call a subagent's middleware paused for, as it judged it, under the id it will look up."""
+        return self._prepare(
+            paused.request_id, paused.call, paused.args_schema, description, allowed, origin, new_requests
+        )
+
+    def _prepare(
+        self,
+        request_id: str,
+        neutral: ToolCall,
+        args_schema: JsonObject | None,
+        description: Any,
+        allowed: Any,
+        origin: Origin,
+        new_requests: list[ApprovalRequest],
+    ) -> str:
         requested_by = origin.scope.requested_by
         capabilities = tuple(DecisionKind(k) for k in allowed) if allowed else tuple(DecisionKind)
         submission = self.queue.prepare(
             neutral,
-            args_schema=args_json_schema(tool),
+            args_schema=args_schema,
             description=description if isinstance(description, str) else None,
             requested_by=requested_by,
             capabilities=capabilities,
@@ -487,7 +529,7 @@ class Gate:
         )
         if submission.request is None:
             raise AdapterError(
-                f"the middleware paused {call['name']} but the policy now says {submission.verdict.kind.value}; "
+                f"the middleware paused {neutral.tool} but the policy now says {submission.verdict.kind.value}; "
                 "check that Gate(agent=...) matches crossgate_middleware(agent=...)"
             )
         if submission.verdict.kind is not VerdictKind.ASK:

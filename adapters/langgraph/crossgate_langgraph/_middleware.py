@@ -58,7 +58,15 @@ from crossgate.policy import Policy
 from crossgate.queue import REQUESTED_BY
 from crossgate_langgraph._approval import requested_by_in
 from crossgate_langgraph._arguments import args_json_schema, refusal, tool_args
-from crossgate_langgraph._calls import AGENT_FRAMEWORK, agent_call, agent_request_id, remember_judged, turn_of
+from crossgate_langgraph._calls import (
+    AGENT_FRAMEWORK,
+    PausedCall,
+    agent_call,
+    agent_request_id,
+    graph_ns_of,
+    remember_judged,
+    turn_of,
+)
 from crossgate_langgraph._origin import agent_in, context_in
 
 ToolResult = ToolMessage | Command[Any]
@@ -164,10 +172,22 @@ def _thread_of(config: Any) -> str:
     return str(thread)
 
 
-def _call_for(
-    request: ToolCallRequest, origin: _Origin, *, turn_ids: bool = True
-) -> tuple[ToolCall, str, tuple[str, ...], str | None]:
-    """The neutral call, its request id, the request ids of every call of the same model turn, and a refusal.
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """One tool call request as crossgate identifies it: :func:`_call_for`'s answer."""
+
+    call: ToolCall
+    request_id: str
+    siblings: tuple[str, ...]
+    """The request ids of every call of the same model turn (the call's own among them)."""
+    refused: str | None
+    """Why the tool would refuse the arguments; None: it takes them."""
+    turn: int
+    graph_ns: str
+
+
+def _call_for(request: ToolCallRequest, origin: _Origin, *, turn_ids: bool = True) -> _Found:
+    """How crossgate identifies one tool call request: its neutral call, request id, turn and refusal.
 
     The call's arguments are those the tool will receive (its schema converts them); when the tool
     would refuse them, the call carries none and the refusal says why. Without ``turn_ids`` the turn's
@@ -176,17 +196,18 @@ def _call_for(
     tool_call = request.tool_call
     config = getattr(request.runtime, "config", None)
     thread = _thread_of(config)
+    graph_ns = graph_ns_of(config)
     call_id = str(tool_call.get("id") or "")
     messages: Sequence[BaseMessage] = request.state.get("messages", []) if request.state else []
     turn, message = turn_of(messages, call_id)
     if turn_ids:
         ids = {
-            i: agent_request_id(thread, turn, i)
+            i: agent_request_id(thread, turn, i, graph_ns)
             for i in dict.fromkeys(str(c.get("id") or "") for c in message.tool_calls)
         }
         own, siblings = ids[call_id], tuple(ids.values())
     else:
-        own = agent_request_id(thread, turn, call_id)
+        own = agent_request_id(thread, turn, call_id, graph_ns)
         siblings = (own,)
     tool = request.tool or origin.tools.get(tool_call["name"])
     try:
@@ -204,7 +225,7 @@ def _call_for(
         context=context_in(config, origin.context),
         requested_by=person,
     )
-    return call, own, siblings, refused
+    return _Found(call, own, siblings, refused, turn, graph_ns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,7 +251,8 @@ _JUDGED: ContextVar[_Judged | None] = ContextVar("crossgate_langchain_judged", d
 
 def _when(queue: AdapterQueue, origin: _Origin) -> Callable[[ToolCallRequest], bool]:
     def when(request: ToolCallRequest) -> bool:
-        call, request_id, siblings, refused = _call_for(request, origin)
+        found = _call_for(request, origin)
+        call, request_id, siblings, refused = found.call, found.request_id, found.siblings, found.refused
         # Once a turn has paused, the calls it paused for are fixed: on resume the middleware asks this
         # predicate again, and a different answer (a standing rule added or revoked meanwhile) would
         # skip a reviewer's answer or, in batched mode, misalign the decisions with the calls.
@@ -246,7 +268,12 @@ def _when(queue: AdapterQueue, origin: _Origin) -> Callable[[ToolCallRequest], b
         if verdict.kind is not VerdictKind.ASK:
             _JUDGED.set(_Judged(request, call, request_id, None, None, verdict))
             return False
-        remember_judged(request_id, call)  # the gate submits it with the agent and context judged here
+        # The gate submits it with the agent and context judged here; a subagent's call only from here.
+        tool = request.tool or origin.tools.get(call.tool)
+        model_args = dict(request.tool_call["args"])
+        remember_judged(
+            PausedCall(request_id, call, found.graph_ns, found.turn, call.tool, model_args, args_json_schema(tool))
+        )
         return True
 
     return when
@@ -346,8 +373,8 @@ class CrossgateGuard(AgentMiddleware[Any, Any]):
     def _check(self, request: ToolCallRequest) -> tuple[ToolMessage | None, str | None, ToolCall]:
         judged = _JUDGED.get()
         if judged is None or judged.request is not request:
-            call, request_id, _, refused = _call_for(request, _Origin(self.agent, self.context), turn_ids=False)
-            judged = _Judged(request, call, request_id, refused, find_request(self.queue, request_id))
+            own = _call_for(request, _Origin(self.agent, self.context), turn_ids=False)
+            judged = _Judged(request, own.call, own.request_id, own.refused, find_request(self.queue, own.request_id))
         _JUDGED.set(None)
         refusal_, found = self._verdict(request, judged)
         return refusal_, found, judged.call

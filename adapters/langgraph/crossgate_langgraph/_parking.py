@@ -131,7 +131,10 @@ def match_batched(value: Mapping[str, Any], calls: Sequence[dict[str, Any]]) -> 
         ):
             position += 1
         if position == len(calls):
-            raise AdapterError(f"batched interrupt lists {action['name']} but the model message has no such call")
+            raise AdapterError(
+                f"batched interrupt lists {action['name']} but neither the thread's latest model message nor a "
+                "call crossgate's middleware paused in this process (a subagent's) has it; not parking it"
+            )
         matched.append((calls[position], action.get("description"), config.get("allowed_decisions")))
         position += 1
     return matched
