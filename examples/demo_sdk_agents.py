@@ -31,7 +31,26 @@ def _final(run: str, outcome: Finished[Any] | Parked, text: str) -> Finished[obj
     return Finished(run, text) if isinstance(outcome, Finished) else outcome
 
 
-class OpenAIDemoAgent:
+class GatedDemoAgent:
+    """What the demo agents on a ``Gate`` bound to its SDK agent share: start and resume, and the text read back."""
+
+    gate: Any
+    agent: Any
+
+    async def start(self, run: str) -> Finished[object] | Parked:
+        outcome = await self.gate.run(self.agent, "Delete the duplicate ticket.", run=run)
+        return _final(run, outcome, self._text(outcome))
+
+    async def resume(self, parked_run: str) -> Finished[object] | Parked:
+        outcome = await self.gate.resume(parked_run)
+        return _final(outcome.run, outcome, self._text(outcome))
+
+    def _text(self, outcome: Finished[Any] | Parked) -> str:
+        """What the ticket tool returned, as the model saw it ('' while parked)."""
+        raise NotImplementedError
+
+
+class OpenAIDemoAgent(GatedDemoAgent):
     """A triage agent on the OpenAI Agents SDK whose ``delete_ticket`` is gated by crossgate."""
 
     framework = "openai-agents"
@@ -59,14 +78,6 @@ class OpenAIDemoAgent:
             name=spec.agent, instructions="Delete duplicate tickets.", tools=[delete_ticket], model=model
         )
         self.gate = Gate(queue, sdk_agent=self.agent)
-
-    async def start(self, run: str) -> Finished[object] | Parked:
-        outcome = await self.gate.run(self.agent, "Delete the duplicate ticket.", run=run)
-        return _final(run, outcome, self._text(outcome))
-
-    async def resume(self, parked_run: str) -> Finished[object] | Parked:
-        outcome = await self.gate.resume(parked_run)
-        return _final(outcome.run, outcome, self._text(outcome))
 
     def _text(self, outcome: Finished[Any] | Parked) -> str:
         if not isinstance(outcome, Finished):
@@ -210,7 +221,7 @@ class LangGraphDemoAgent:
         return str(outcome.result.get("outcome", "")) if isinstance(outcome, Finished) else ""
 
 
-class PydanticAIDemoAgent:
+class PydanticAIDemoAgent(GatedDemoAgent):
     """A triage agent on Pydantic AI whose ``delete_ticket`` goes through crossgate's toolset."""
 
     framework = "pydantic-ai"
@@ -233,14 +244,6 @@ class PydanticAIDemoAgent:
 
         self.gate = Gate(queue, sdk_agent=self.agent)
 
-    async def start(self, run: str) -> Finished[object] | Parked:
-        outcome = await self.gate.run(self.agent, "Delete the duplicate ticket.", run=run)
-        return _final(run, outcome, self._text(outcome))
-
-    async def resume(self, parked_run: str) -> Finished[object] | Parked:
-        outcome = await self.gate.resume(parked_run)
-        return _final(outcome.run, outcome, self._text(outcome))
-
     @staticmethod
     def _text(outcome: Finished[Any] | Parked) -> str:
         if not isinstance(outcome, Finished):
@@ -252,7 +255,7 @@ class PydanticAIDemoAgent:
         return str(outcome.result.output)
 
 
-class AgentFrameworkDemoAgent:
+class AgentFrameworkDemoAgent(GatedDemoAgent):
     """A triage agent on Microsoft Agent Framework whose ``delete_ticket`` goes through crossgate's middleware."""
 
     framework = "agent-framework"
@@ -274,14 +277,6 @@ class AgentFrameworkDemoAgent:
         self.agent: Any = Agent(client=planned_client([[call]]), name=spec.agent, tools=[delete_ticket])
         self.gate = Gate(queue, sdk_agent=self.agent)
 
-    async def start(self, run: str) -> Finished[object] | Parked:
-        outcome = await self.gate.run(self.agent, "Delete the duplicate ticket.", run=run)
-        return _final(run, outcome, self._text(outcome))
-
-    async def resume(self, parked_run: str) -> Finished[object] | Parked:
-        outcome = await self.gate.resume(parked_run)
-        return _final(outcome.run, outcome, self._text(outcome))
-
     @staticmethod
     def _text(outcome: Finished[Any] | Parked) -> str:
         if not isinstance(outcome, Finished):
@@ -295,7 +290,7 @@ class AgentFrameworkDemoAgent:
         return str(outcome.result.text)
 
 
-class GoogleADKDemoAgent:
+class GoogleADKDemoAgent(GatedDemoAgent):
     """A triage agent on Google ADK whose ``delete_ticket`` goes through crossgate's plugin."""
 
     framework = "google-adk"
@@ -315,14 +310,6 @@ class GoogleADKDemoAgent:
         call = Call("delete_ticket", {"id": spec.ticket, "reason": "duplicate"}, f"call_{spec.key}")
         self.agent: Any = LlmAgent(name=spec.agent, model=planned_llm([[call]]), tools=[delete_ticket])
         self.gate = Gate(queue, sdk_agent=self.agent)
-
-    async def start(self, run: str) -> Finished[object] | Parked:
-        outcome = await self.gate.run(self.agent, "Delete the duplicate ticket.", run=run)
-        return _final(run, outcome, self._text(outcome))
-
-    async def resume(self, parked_run: str) -> Finished[object] | Parked:
-        outcome = await self.gate.resume(parked_run)
-        return _final(outcome.run, outcome, self._text(outcome))
 
     @staticmethod
     def _text(outcome: Finished[Any] | Parked) -> str:
