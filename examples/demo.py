@@ -1,4 +1,4 @@
-"""The crossgate demo: an agent per SDK (four Python, one TypeScript) feeding one review queue under one policy.
+"""The crossgate demo: an agent per SDK (six Python, one TypeScript) feeding one review queue under one policy.
 
     python examples/demo.py            # prints the review page's address; decide there, watch the runs finish
     python examples/demo.py --auto     # a scripted reviewer decides through the HTTP API (or CROSSGATE_DEMO_AUTO=1)
@@ -52,8 +52,8 @@ from crossgate.stores import open_store
 AUTO_ENV = "CROSSGATE_DEMO_AUTO"
 POLICY = Path(__file__).parent / "policy.yaml"
 EXPECTED_LEFT = ["T-202", "T-303"]
-"""After --auto: T-101, T-404 and T-606 approved and deleted, T-202 edited to T-204 (deleted instead), T-303 rejected;
-the TypeScript agent's T-505 approved and deleted."""
+"""After --auto: T-101, T-404, T-606 and T-707 approved and deleted, T-202 edited to T-204 (deleted instead),
+T-303 rejected; the TypeScript agent's T-505 approved and deleted."""
 TYPESCRIPT_SPEC = AgentSpec("typescript", typescript_agent.SDK, "support-ai-sdk", "T-505", "approve")
 """The TypeScript agent: what --auto decides for it (by its framework, ai-sdk)."""
 ALL_SPECS = (*SPECS, TYPESCRIPT_SPEC)
@@ -81,7 +81,7 @@ class DemoReport:
 
     @property
     def as_expected(self) -> bool:
-        expected = ["T-101", "T-204", "T-404", "T-606"] + (["T-505"] if self.typescript is None else [])
+        expected = ["T-101", "T-204", "T-404", "T-606", "T-707"] + (["T-505"] if self.typescript is None else [])
         deletes = sorted(self.deletes_run) == sorted(expected)
         return self.tickets_left == EXPECTED_LEFT and deletes and self.policy_version is not None and not self.audit
 

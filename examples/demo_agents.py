@@ -96,6 +96,7 @@ SPECS = (
     AgentSpec("langgraph", "langgraph", "support-langgraph", "T-303", "reject"),
     AgentSpec("pydantic-ai", "pydantic-ai", "support-pydantic-ai", "T-404", "approve"),
     AgentSpec("agent-framework", "agent-framework", "support-agent-framework", "T-606", "approve"),
+    AgentSpec("google-adk", "google-adk", "support_google_adk", "T-707", "approve"),  # ADK names are identifiers
 )
 TICKETS = (
     ("T-101", "Duplicate of T-100"),
@@ -104,6 +105,7 @@ TICKETS = (
     ("T-303", "VPN drops every hour"),
     ("T-404", "Newsletter bounce, duplicate of T-400"),
     ("T-606", "Password reset mail, duplicate of T-600"),
+    ("T-707", "Login page typo, duplicate of T-700"),
 )
 
 
@@ -161,6 +163,7 @@ REAL_AGENTS: dict[str, str] = {
     "langgraph": "demo_sdk_agents:langgraph_agent",
     "pydantic-ai": "demo_sdk_agents:pydantic_ai_agent",
     "agent-framework": "demo_sdk_agents:agent_framework_agent",
+    "google-adk": "demo_sdk_agents:google_adk_agent",
 }
 """Spec key -> factory ``module:function`` (in examples/) taking (queue, tickets, spec, workdir).
 

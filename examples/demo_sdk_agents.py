@@ -8,6 +8,8 @@
 - Pydantic AI: ``crossgate_pydantic_ai.Gate`` around an ``Agent`` driven by the SDK's ``FunctionModel``.
 - Microsoft Agent Framework: ``crossgate_agent_framework.Gate`` around an ``Agent`` on a scripted chat client
   (``crossgate_agent_framework.testing``, on the SDK's own ``BaseChatClient``).
+- Google ADK: ``crossgate_google_adk.Gate`` around an ``LlmAgent`` on a scripted model
+  (``crossgate_google_adk.testing``, on ADK's own ``BaseLlm``).
 
 Each factory returns None when its SDK or adapter is not installed; the demo then uses the stand-in.
 """
@@ -29,7 +31,26 @@ def _final(run: str, outcome: Finished[Any] | Parked, text: str) -> Finished[obj
     return Finished(run, text) if isinstance(outcome, Finished) else outcome
 
 
-class OpenAIDemoAgent:
+class GatedDemoAgent:
+    """What the demo agents on a ``Gate`` bound to its SDK agent share: start and resume, and the text read back."""
+
+    gate: Any
+    agent: Any
+
+    async def start(self, run: str) -> Finished[object] | Parked:
+        outcome = await self.gate.run(self.agent, "Delete the duplicate ticket.", run=run)
+        return _final(run, outcome, self._text(outcome))
+
+    async def resume(self, parked_run: str) -> Finished[object] | Parked:
+        outcome = await self.gate.resume(parked_run)
+        return _final(outcome.run, outcome, self._text(outcome))
+
+    def _text(self, outcome: Finished[Any] | Parked) -> str:
+        """What the ticket tool returned, as the model saw it ('' while parked)."""
+        raise NotImplementedError
+
+
+class OpenAIDemoAgent(GatedDemoAgent):
     """A triage agent on the OpenAI Agents SDK whose ``delete_ticket`` is gated by crossgate."""
 
     framework = "openai-agents"
@@ -57,14 +78,6 @@ class OpenAIDemoAgent:
             name=spec.agent, instructions="Delete duplicate tickets.", tools=[delete_ticket], model=model
         )
         self.gate = Gate(queue, sdk_agent=self.agent)
-
-    async def start(self, run: str) -> Finished[object] | Parked:
-        outcome = await self.gate.run(self.agent, "Delete the duplicate ticket.", run=run)
-        return _final(run, outcome, self._text(outcome))
-
-    async def resume(self, parked_run: str) -> Finished[object] | Parked:
-        outcome = await self.gate.resume(parked_run)
-        return _final(outcome.run, outcome, self._text(outcome))
 
     def _text(self, outcome: Finished[Any] | Parked) -> str:
         if not isinstance(outcome, Finished):
@@ -208,7 +221,7 @@ class LangGraphDemoAgent:
         return str(outcome.result.get("outcome", "")) if isinstance(outcome, Finished) else ""
 
 
-class PydanticAIDemoAgent:
+class PydanticAIDemoAgent(GatedDemoAgent):
     """A triage agent on Pydantic AI whose ``delete_ticket`` goes through crossgate's toolset."""
 
     framework = "pydantic-ai"
@@ -231,14 +244,6 @@ class PydanticAIDemoAgent:
 
         self.gate = Gate(queue, sdk_agent=self.agent)
 
-    async def start(self, run: str) -> Finished[object] | Parked:
-        outcome = await self.gate.run(self.agent, "Delete the duplicate ticket.", run=run)
-        return _final(run, outcome, self._text(outcome))
-
-    async def resume(self, parked_run: str) -> Finished[object] | Parked:
-        outcome = await self.gate.resume(parked_run)
-        return _final(outcome.run, outcome, self._text(outcome))
-
     @staticmethod
     def _text(outcome: Finished[Any] | Parked) -> str:
         if not isinstance(outcome, Finished):
@@ -250,7 +255,7 @@ class PydanticAIDemoAgent:
         return str(outcome.result.output)
 
 
-class AgentFrameworkDemoAgent:
+class AgentFrameworkDemoAgent(GatedDemoAgent):
     """A triage agent on Microsoft Agent Framework whose ``delete_ticket`` goes through crossgate's middleware."""
 
     framework = "agent-framework"
@@ -272,14 +277,6 @@ class AgentFrameworkDemoAgent:
         self.agent: Any = Agent(client=planned_client([[call]]), name=spec.agent, tools=[delete_ticket])
         self.gate = Gate(queue, sdk_agent=self.agent)
 
-    async def start(self, run: str) -> Finished[object] | Parked:
-        outcome = await self.gate.run(self.agent, "Delete the duplicate ticket.", run=run)
-        return _final(run, outcome, self._text(outcome))
-
-    async def resume(self, parked_run: str) -> Finished[object] | Parked:
-        outcome = await self.gate.resume(parked_run)
-        return _final(outcome.run, outcome, self._text(outcome))
-
     @staticmethod
     def _text(outcome: Finished[Any] | Parked) -> str:
         if not isinstance(outcome, Finished):
@@ -291,6 +288,40 @@ class AgentFrameworkDemoAgent:
                         return content.result
                     return " ".join(str(getattr(c, "text", c)) for c in content.result or [])
         return str(outcome.result.text)
+
+
+class GoogleADKDemoAgent(GatedDemoAgent):
+    """A triage agent on Google ADK whose ``delete_ticket`` goes through crossgate's plugin."""
+
+    framework = "google-adk"
+    label = "google-adk via crossgate_google_adk (scripted BaseLlm)"
+
+    def __init__(self, queue: ReviewQueue, tickets: DemoTickets, spec: AgentSpec) -> None:
+        from google.adk.agents import LlmAgent
+
+        from crossgate_google_adk import Gate
+        from crossgate_google_adk.testing import Call, planned_llm
+
+        def delete_ticket(id: str, reason: str = "") -> str:
+            """Delete a ticket by id. This cannot be undone."""
+            return tickets.delete(id)
+
+        # The scripted model counts its turns in the session, so a process that only resumes needs nothing else.
+        call = Call("delete_ticket", {"id": spec.ticket, "reason": "duplicate"}, f"call_{spec.key}")
+        self.agent: Any = LlmAgent(name=spec.agent, model=planned_llm([[call]]), tools=[delete_ticket])
+        self.gate = Gate(queue, sdk_agent=self.agent)
+
+    @staticmethod
+    def _text(outcome: Finished[Any] | Parked) -> str:
+        if not isinstance(outcome, Finished):
+            return ""
+        for event in reversed(outcome.result.events):  # what the tool returned, as the model saw it
+            for response in event.get_function_responses():
+                if response.name == "delete_ticket":
+                    body = response.response or {}
+                    # ADK wraps a tool's plain result as {"result": ...}; crossgate answers refusals as {"error": ...}
+                    return str(body.get("result", body.get("error", body)))
+        return outcome.result.text
 
 
 def openai_agent(queue: ReviewQueue, tickets: DemoTickets, spec: AgentSpec, workdir: Path) -> OpenAIDemoAgent:
@@ -313,3 +344,7 @@ def agent_framework_agent(
     queue: ReviewQueue, tickets: DemoTickets, spec: AgentSpec, workdir: Path
 ) -> AgentFrameworkDemoAgent:
     return AgentFrameworkDemoAgent(queue, tickets, spec)
+
+
+def google_adk_agent(queue: ReviewQueue, tickets: DemoTickets, spec: AgentSpec, workdir: Path) -> GoogleADKDemoAgent:
+    return GoogleADKDemoAgent(queue, tickets, spec)

@@ -21,12 +21,23 @@ SUBCLASSES = {
     "tests/adapters/claude/test_contract.py": "AdapterContract",
     "tests/adapters/langgraph/test_contract.py": "AdapterContract",
     "tests/adapters/pydantic_ai/test_contract.py": "AdapterContract",
+    "tests/adapters/agent_framework/test_processes.py": "ProcessContract",
+    "tests/adapters/agent_framework/test_store_failures.py": "StoreFailureContract",
+    "tests/adapters/google_adk/test_processes.py": "ProcessContract",
+    "tests/adapters/google_adk/test_store_failures.py": "StoreFailureContract",
+    "tests/adapters/pydantic_ai/test_processes.py": "ProcessContract",
+    "tests/adapters/pydantic_ai/test_store_failures.py": "StoreFailureContract",
+    "tests/adapters/strands/test_processes.py": "ProcessContract",
+    "tests/adapters/strands/test_store_failures.py": "StoreFailureContract",
 }
 DRIVERS = [
     "tests/adapters/openai/driver.py",
     "tests/adapters/claude/driver.py",
     "tests/adapters/langgraph/driver.py",
     "tests/adapters/pydantic_ai/driver.py",
+    "tests/adapters/agent_framework/driver.py",
+    "tests/adapters/google_adk/driver.py",
+    "tests/adapters/strands/driver.py",
 ]
 
 

@@ -39,7 +39,7 @@ pytestmark = [
 
 
 def browse(base_url: str, token: str, shots: Path) -> dict[str, str]:
-    """Act as the person: sign in, see five frameworks, approve three, edit one, reject one."""
+    """Act as the person: sign in, see six frameworks, approve four, edit one, reject one."""
     from playwright.sync_api import expect, sync_playwright
 
     seen: dict[str, str] = {}
@@ -48,8 +48,8 @@ def browse(base_url: str, token: str, shots: Path) -> dict[str, str]:
         page = browser.new_page(viewport={"width": 1200, "height": 900})
         page.goto(f"{base_url}/login?token={token}")
         cards = page.locator("a.req")
-        expect(cards).to_have_count(5, timeout=20_000)
-        frameworks = sorted(cards.nth(i).get_attribute("data-framework") or "" for i in range(5))
+        expect(cards).to_have_count(6, timeout=20_000)
+        frameworks = sorted(cards.nth(i).get_attribute("data-framework") or "" for i in range(6))
         seen["frameworks"] = ",".join(frameworks)
         page.screenshot(path=shots / "pending.png", full_page=True)
 
@@ -73,6 +73,13 @@ def browse(base_url: str, token: str, shots: Path) -> dict[str, str]:
         page.goto(f"{base_url}/")
         page.locator('a.req[data-framework="agent-framework"]').click()
         expect(page.locator("#args-json")).to_contain_text('"id": "T-606"')
+        page.locator("#decision-submit").click()
+        expect(page.locator(".decided")).to_contain_text("approve by you via web", timeout=10_000)
+
+        # approve the Google ADK agent's call
+        page.goto(f"{base_url}/")
+        page.locator('a.req[data-framework="google-adk"]').click()
+        expect(page.locator("#args-json")).to_contain_text('"id": "T-707"')
         page.locator("#decision-submit").click()
         expect(page.locator(".decided")).to_contain_text("approve by you via web", timeout=10_000)
 
@@ -107,7 +114,7 @@ def browse(base_url: str, token: str, shots: Path) -> dict[str, str]:
         page.goto(f"{base_url}/")
         expect(page.locator("a.req")).to_have_count(0, timeout=10_000)
         page.goto(f"{base_url}/history")
-        expect(page.locator("td.ran-yes")).to_have_count(4, timeout=20_000)
+        expect(page.locator("td.ran-yes")).to_have_count(5, timeout=20_000)
         expect(page.locator("td.ran-no")).to_have_count(1, timeout=20_000)
         page.screenshot(path=shots / "history.png", full_page=True)
         seen["history"] = page.locator("table.history").inner_text()
@@ -141,10 +148,10 @@ async def test_reviewer_page_in_chromium(tmp_path: Path) -> None:
         ),
         timeout=120,
     )
-    assert seen["frameworks"] == "agent-framework,claude-agent-sdk,langgraph,openai-agents,pydantic-ai"
-    # T-101, T-404 and T-606 approved and deleted; T-303 edited to T-204, deleted instead; T-202 rejected
+    assert seen["frameworks"] == "agent-framework,claude-agent-sdk,google-adk,langgraph,openai-agents,pydantic-ai"
+    # T-101, T-404, T-606 and T-707 approved and deleted; T-303 edited to T-204, deleted instead; T-202 rejected
     assert report.tickets_left == ["T-202", "T-303"]
-    assert sorted(report.deletes_run) == ["T-101", "T-204", "T-404", "T-606"]
+    assert sorted(report.deletes_run) == ["T-101", "T-204", "T-404", "T-606", "T-707"]
     assert "Keep this ticket" in report.results["claude"], report.results
     assert "reject" in seen["history"]
     assert "you via web" in seen["history"]

@@ -50,7 +50,7 @@ def test_demo_auto_with_every_adapter(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
     assert "review page http://127.0.0.1:" in out
-    adapters = ("openai", "claude", "langgraph", "pydantic_ai", "agent_framework")
+    adapters = ("openai", "claude", "langgraph", "pydantic_ai", "agent_framework", "google_adk")
     for label in (f"via crossgate_{name}" for name in adapters):
         assert label in out, f"{label} missing: the demo fell back to a stand-in\n{out}{done.stderr}"
     skipped = _typescript_unavailable()
@@ -62,15 +62,16 @@ def test_demo_auto_with_every_adapter(tmp_path: Path) -> None:
     left, ran = report.split("tickets left: ", 1)[1].split("; deletes that ran: ")
     assert left == "T-202, T-303"
     typescript = [] if skipped else ["T-505"]
-    assert sorted(ran.split(", ")) == ["T-101", "T-204", "T-404", *typescript, "T-606"], "in any order"
+    assert sorted(ran.split(", ")) == ["T-101", "T-204", "T-404", *typescript, "T-606", "T-707"], "in any order"
+    assert "finished google-adk: deleted ticket T-707" in out, "the ADK run ended reading what its tool did"
     events = _events(tmp_path)
     decided = [(channel, payload["kind"]) for kind, channel, payload in events if kind == "decided"]
-    approvals = [("api", "approve")] * (3 + len(typescript))
+    approvals = [("api", "approve")] * (4 + len(typescript))
     assert sorted(decided) == [*approvals, ("api", "edit"), ("api", "reject")]
     frameworks = {payload["framework"] for kind, _, payload in events if kind == "submitted"}
-    python = {"openai-agents", "claude-agent-sdk", "langgraph", "pydantic-ai", "agent-framework"}
+    python = {"openai-agents", "claude-agent-sdk", "langgraph", "pydantic-ai", "agent-framework", "google-adk"}
     assert frameworks == python | ({"ai-sdk"} if typescript else set())
-    assert sum(1 for kind, *_ in events if kind == "run_resumed") == 5 + len(typescript)
+    assert sum(1 for kind, *_ in events if kind == "run_resumed") == 6 + len(typescript)
 
 
 async def test_demo_auto_with_the_typescript_agent_run_with_node(tmp_path: Path) -> None:
@@ -112,9 +113,10 @@ async def test_demo_auto_with_stand_in_agents(tmp_path: Path) -> None:
         "langgraph": "Do not delete this ticket: the customer still needs it. Close it instead.",
         "pydantic-ai": "deleted ticket T-404",
         "agent-framework": "deleted ticket T-606",
+        "google-adk": "deleted ticket T-707",
     }
     outcomes = [kind for kind, _, _ in _events(tmp_path) if kind in ("ran", "not_run")]
-    assert sorted(outcomes) == ["not_run", "ran", "ran", "ran", "ran"]
+    assert sorted(outcomes) == ["not_run", "ran", "ran", "ran", "ran", "ran"]
 
 
 async def test_a_failing_reviewer_fails_the_demo_instead_of_hanging_it(tmp_path: Path) -> None:
@@ -153,12 +155,12 @@ async def test_the_demo_prints_its_database_and_a_terminal_command_that_decides(
         argv[0] = str(crossgate)
         db = ["--db", printed["database"]]
         for _ in range(300):  # bounded: the stand-in agents submit within moments
-            if len(json.loads((await _run([str(crossgate), *db, "list", "--json"])).stdout)["items"]) == 5:
+            if len(json.loads((await _run([str(crossgate), *db, "list", "--json"])).stdout)["items"]) == 6:
                 break
             await asyncio.sleep(0.1)
-        walked = await _run(argv, stdin="a\na\na\na\na\n", env={name: value})
+        walked = await _run(argv, stdin="a\na\na\na\na\na\n", env={name: value})
         assert walked.returncode == 0, walked.stderr
-        assert "5 approved, 0 edited, 0 rejected, 0 skipped" in walked.stdout
+        assert "6 approved, 0 edited, 0 rejected, 0 skipped" in walked.stdout
 
     report = await demo.run_demo(
         reviewer=terminal_reviewer, port=0, synthetic=True, on_ready=on_ready, wait_for_reviewer=True
@@ -168,11 +170,11 @@ async def test_the_demo_prints_its_database_and_a_terminal_command_that_decides(
         ["crossgate", "--db", printed["database"], "review"]
     )
     assert report.policy_version == 1 and report.audit == ""
-    every = ["T-101", "T-202", "T-303", "T-404", "T-606"]
+    every = ["T-101", "T-202", "T-303", "T-404", "T-606", "T-707"]
     assert sorted(report.deletes_run) == every, "every run went on after the terminal's approvals"
     out = capsys.readouterr().out
     finished = [line for line in out.splitlines() if line.strip().startswith("finished ")]
-    assert len(finished) == 5, "each run's result is printed as it finishes"
+    assert len(finished) == 6, "each run's result is printed as it finishes"
     assert out.index(finished[-1]) < out.index("All runs finished:")
     assert not Path(printed["database"]).parent.exists(), "the demo's own temporary folder is removed on exit"
 

@@ -1,4 +1,4 @@
-"""The worker resumes parked runs of all five real adapters once reviewers decided them over HTTP."""
+"""The worker resumes parked runs of all six real adapters once reviewers decided them over HTTP."""
 
 from __future__ import annotations
 
@@ -37,12 +37,20 @@ async def test_worker_resumes_the_runs_of_every_adapter(tmp_path: Path) -> None:
         demo_sdk_agents.langgraph_agent(queue, tickets, specs["langgraph"], tmp_path),
         demo_sdk_agents.pydantic_ai_agent(queue, tickets, specs["pydantic-ai"], tmp_path),
         demo_sdk_agents.agent_framework_agent(queue, tickets, specs["agent-framework"], tmp_path),
+        demo_sdk_agents.google_adk_agent(queue, tickets, specs["google-adk"], tmp_path),
     ]
     try:
         for key, agent in zip(specs, agents, strict=True):
             assert isinstance(await agent.start(f"w-{key}"), Parked)
         frameworks = {p.framework for p in queue.parked_runs()}
-        assert frameworks == {"openai-agents", "claude-agent-sdk", "langgraph", "pydantic-ai", "agent-framework"}
+        assert frameworks == {
+            "openai-agents",
+            "claude-agent-sdk",
+            "langgraph",
+            "pydantic-ai",
+            "agent-framework",
+            "google-adk",
+        }
         worker = Worker(queue, agents, poll_seconds=0.1)
         assert await worker.run_once() == [], "nothing is decided yet, so nothing resumes"
         app = create_app(queue, make_settings())
@@ -57,12 +65,13 @@ async def test_worker_resumes_the_runs_of_every_adapter(tmp_path: Path) -> None:
         assert sorted((r.framework, r.outcome) for r in results) == [
             ("agent-framework", "finished"),
             ("claude-agent-sdk", "finished"),
+            ("google-adk", "finished"),
             ("langgraph", "finished"),
             ("openai-agents", "finished"),
             ("pydantic-ai", "finished"),
         ]
         assert tickets.ids() == ["T-202", "T-303"]
-        assert sorted(tickets.delete_runs()) == ["T-101", "T-204", "T-404", "T-606"]
+        assert sorted(tickets.delete_runs()) == ["T-101", "T-204", "T-404", "T-606", "T-707"]
         statuses = {p.status for p in queue.parked_runs(statuses=tuple(ParkedRunStatus))}
         assert statuses == {ParkedRunStatus.RESUMED}
         assert await worker.run_once() == [], "a parked run is resumed once"
@@ -99,6 +108,7 @@ def test_worker_command_resumes_runs_another_process_started(tmp_path: Path) -> 
         demo_sdk_agents.langgraph_agent(queue, tickets, specs["langgraph"], tmp_path),
         demo_sdk_agents.pydantic_ai_agent(queue, tickets, specs["pydantic-ai"], tmp_path),
         demo_sdk_agents.agent_framework_agent(queue, tickets, specs["agent-framework"], tmp_path),
+        demo_sdk_agents.google_adk_agent(queue, tickets, specs["google-adk"], tmp_path),
     ]
 
     async def start_all() -> None:
@@ -109,7 +119,7 @@ def test_worker_command_resumes_runs_another_process_started(tmp_path: Path) -> 
     agents[1].close()  # the starting process is gone; the worker brings its own Messages API
     for request in queue.pending():
         framework = request.call.framework
-        if framework in ("openai-agents", "pydantic-ai", "agent-framework"):
+        if framework in ("openai-agents", "pydantic-ai", "agent-framework", "google-adk"):
             queue.decide(request.id, Approve(), reviewer="ann")
         elif framework == "claude-agent-sdk":
             queue.decide(request.id, Edit(args={**request.call.args, "id": "T-204"}), reviewer="ann")
@@ -123,8 +133,8 @@ def test_worker_command_resumes_runs_another_process_started(tmp_path: Path) -> 
     )
     assert done.returncode == 0, done.stdout + done.stderr
     finished = sorted(line.split()[1] for line in done.stdout.splitlines() if line.startswith("finished"))
-    expected = ["agent-framework", "claude-agent-sdk", "langgraph", "openai-agents", "pydantic-ai"]
+    expected = ["agent-framework", "claude-agent-sdk", "google-adk", "langgraph", "openai-agents", "pydantic-ai"]
     assert finished == expected, done.stdout + done.stderr
     assert tickets.ids() == ["T-202", "T-303"], done.stdout + done.stderr
-    assert sorted(tickets.delete_runs()) == ["T-101", "T-204", "T-404", "T-606"]
+    assert sorted(tickets.delete_runs()) == ["T-101", "T-204", "T-404", "T-606", "T-707"]
     queue.close()

@@ -1,4 +1,4 @@
-"""Resumers for ``crossgate worker --app tests.server.worker_sdk_app:resumers``: the demo's five real SDK agents.
+"""Resumers for ``crossgate worker --app tests.server.worker_sdk_app:resumers``: the demo's six real SDK agents.
 
 They resume runs that another process started, using the files in ``$DEMO_WORKDIR`` (tickets, LangGraph
 checkpoints, the Claude CLI's session store).
@@ -28,4 +28,5 @@ def resumers(queue: ReviewQueue) -> list[Any]:
         demo_sdk_agents.LangGraphDemoAgent(queue, tickets, specs["langgraph"], workdir),
         demo_sdk_agents.PydanticAIDemoAgent(queue, tickets, specs["pydantic-ai"]),
         demo_sdk_agents.AgentFrameworkDemoAgent(queue, tickets, specs["agent-framework"]),
+        demo_sdk_agents.GoogleADKDemoAgent(queue, tickets, specs["google-adk"]),
     ]

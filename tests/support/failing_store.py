@@ -1,53 +1,7 @@
-"""A real store whose chosen operations raise ``StoreError``, as a database that went away mid-run would."""
+"""A real store whose chosen operations raise ``StoreError``: now public in the conformance kit."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from crossgate.testing.failing_store import FailingStore, always, applying
 
-from crossgate import ApprovalRequest, StoreError
-
-
-def always(*args: Any, **kwargs: Any) -> bool:
-    return True
-
-
-def applying(request: ApprovalRequest, *args: Any, **kwargs: Any) -> bool:
-    """``update_request`` as ``mark_applied`` calls it (the row about to become applied)."""
-    return request.is_applied
-
-
-class FailingStore:
-    """Delegates every call to ``inner``; a method named in :meth:`fail` raises StoreError while armed."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.failing: dict[str, tuple[Callable[..., bool], str | None]] = {}
-        self.called: set[str] = set()
-        self.refused: list[str] = []
-
-    def fail(self, method: str, when: Callable[..., bool] = always, *, after: str | None = None) -> None:
-        """Make ``method`` raise StoreError whenever ``when(*args, **kwargs)`` is true (once ``after`` was called)."""
-        self.failing[method] = (when, after)
-        self.called.clear()
-
-    def heal(self) -> None:
-        """The database is back."""
-        self.failing.clear()
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self.inner, name)
-        if not callable(attr):
-            return attr
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            if name in self.failing:
-                when, after = self.failing[name]
-                if (after is None or after in self.called) and when(*args, **kwargs):
-                    self.refused.append(name)
-                    raise StoreError(f"the database is unreachable ({name})")
-            result = attr(*args, **kwargs)
-            self.called.add(name)
-            return result
-
-        return call
+__all__ = ["FailingStore", "always", "applying"]

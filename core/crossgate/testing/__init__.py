@@ -16,8 +16,13 @@ from crossgate.testing.adapters import AdapterContract
 from crossgate.testing.clock import FakeClock
 from crossgate.testing.contract import Contract, ContractOverrideError, contract_override
 from crossgate.testing.driver import TicketAgentDriver
+from crossgate.testing.failing_store import FailingStore
 from crossgate.testing.fixtures import QueueFactory
+from crossgate.testing.gate_driver import GateTicketDriver, ProcessTicketDriver
+from crossgate.testing.gates import GateContract
+from crossgate.testing.processes import ProcessContract
 from crossgate.testing.queue import QueueContract
+from crossgate.testing.store_failures import StoreFailureContract
 from crossgate.testing.stores import StoreContract
 from crossgate.testing.tickets import TicketStore
 
@@ -25,10 +30,16 @@ __all__ = [
     "AdapterContract",
     "Contract",
     "ContractOverrideError",
+    "FailingStore",
     "FakeClock",
+    "GateContract",
+    "GateTicketDriver",
+    "ProcessContract",
+    "ProcessTicketDriver",
     "QueueContract",
     "QueueFactory",
     "StoreContract",
+    "StoreFailureContract",
     "TicketAgentDriver",
     "TicketStore",
     "contract_override",

@@ -24,10 +24,8 @@ from crossgate import (
     Respond,
     ReviewQueue,
     VerdictKind,
-    open_store,
 )
 from crossgate.adapter import RunScope, request_id
-from crossgate.authority import Authority
 from crossgate.runs import Finished, Parked
 from crossgate.testing import TicketStore
 from crossgate.testing.driver import TOOL
@@ -104,17 +102,6 @@ async def test_arguments_the_tools_schema_refuses_are_never_judged_and_never_run
     assert f"crossgate did not run {TOOL}: arguments fail the tool's schema at id" in told
 
 
-async def test_the_request_carries_the_tools_schema_and_description(
-    queue: ReviewQueue, tickets: TicketStore, tmp_path: Path
-) -> None:
-    model = planned_llm([[delete_call("t3")]], record=tmp_path / "in.jsonl")
-    parked = await Gate(queue).run(ticket_agent(tickets, model), "go", run="run-schema")
-    assert isinstance(parked, Parked)
-    request = queue.get(parked.request_ids[0])
-    assert request.args_schema is not None and request.args_schema["properties"]["id"]["type"] == "string"
-    assert request.description == "Delete a ticket by id. This cannot be undone."
-
-
 async def test_a_confirmation_given_to_adk_directly_never_runs_the_tool(
     queue: ReviewQueue, tickets: TicketStore, tmp_path: Path
 ) -> None:
@@ -159,23 +146,6 @@ async def test_resume_refuses_another_agent_and_leaves_the_run_parked(
         await Gate(queue).resume(parked.parked_run)
     assert queue.get_parked(parked.parked_run).status is ParkedRunStatus.PARKED
     assert tickets.delete_runs() == 0
-
-
-async def test_the_app_context_reaches_every_call_and_is_parked_with_the_run(
-    queue: ReviewQueue, tickets: TicketStore, tmp_path: Path
-) -> None:
-    model = planned_llm([[delete_call("t3")], [delete_call("t1")]], record=tmp_path / "in.jsonl")
-    gate = Gate(queue, context={"tenant": "acme"})
-    context = {"ticket_queue": "spam"}
-    first = await gate.run(ticket_agent(tickets, model), "go", run="run-ctx", call_context=context, requested_by="pat")
-    assert isinstance(first, Parked)
-    expected = {"tenant": "acme", "ticket_queue": "spam", "requested_by": "pat"}
-    assert queue.get(first.request_ids[0]).call.context == expected
-    queue.decide(first.request_ids[0], Approve(), reviewer="ann")
-    second = await Gate(queue, sdk_agent=ticket_agent(tickets, model)).resume(first.parked_run)
-    assert isinstance(second, Parked)
-    assert queue.get(second.request_ids[0]).call.context == expected
-    assert queue.get(second.request_ids[0]).requested_by == "pat"
 
 
 async def test_request_ids_are_the_kits_recipe_so_a_resubmitted_call_finds_its_request(
@@ -224,33 +194,6 @@ async def test_a_parked_state_rewritten_to_run_another_tool_under_an_approval_ru
         db.execute("UPDATE parked_states SET state = ? WHERE id = ?", (swapped, parked.parked_run))
     await Gate(queue, sdk_agent=agent()).resume(parked.parked_run)
     assert tickets.delete_runs() == 0, "an approval of read_ticket let delete_ticket run"
-
-
-async def test_the_gate_verifies_decisions_with_the_pinned_authority_key(
-    make_queue: Any, tickets: TicketStore, tmp_path: Path, db_url: str
-) -> None:
-    """``Gate(authority=...)``: a decision signed by the authority runs; one written without its key does not."""
-    authority = Authority.generate()
-    reviewer = ReviewQueue(open_store(db_url), make_queue().policy, authority=authority)  # the server's side
-    record = tmp_path / "in.jsonl"
-    model = planned_llm([[delete_call("t3")], [delete_call("t1")]], record=record)
-    agent_queue = make_queue()  # the agent's side: no key of its own, only the pin
-    gate = Gate(agent_queue, sdk_agent=ticket_agent(tickets, model), authority=authority.public_key.pin)
-    try:
-        first = await gate.run(ticket_agent(tickets, model), "go", run="run-pin")
-        assert isinstance(first, Parked)
-        reviewer.decide(first.request_ids[0], Approve(), reviewer="ann")
-        second = await gate.resume(first.parked_run)
-        assert isinstance(second, Parked) and tickets.delete_runs("t3") == 1, "the signed approval ran"
-        make_queue().decide(second.request_ids[0], Approve(), reviewer="mallory")  # unsigned, straight to the store
-        done = await gate.resume(second.parked_run)
-        assert isinstance(done, Finished)
-        assert tickets.delete_runs("t1") == 0
-        told = tool_results(record, TOOL)
-        assert told[0] == "deleted ticket t3" and "did not verify against the authority key pinned" in told[1]
-        assert reviewer.get(second.request_ids[0]).status is RequestStatus.CANCELLED
-    finally:
-        reviewer.close()
 
 
 async def test_an_allowed_call_beside_an_asked_one_runs_once_and_the_model_reads_both(

@@ -1,49 +1,7 @@
-"""Fixtures for the Pydantic AI adapter tests: a SQLite-backed queue and the seed's tickets."""
+"""Fixtures for the Pydantic AI adapter tests: the kit's gate world (a SQLite-backed queue, the seed's tickets)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from crossgate.testing.gate_world import REJECTION, db_url, make_queue, queue, tickets
 
-import pytest
-
-from crossgate import Policy, PolicyRule, ReviewQueue, VerdictKind, open_store
-from tests.conformance.harness import TOOL
-from tests.conformance.tickets import TicketStore
-
-ASK_DELETES = PolicyRule(name="ask-deletes", verdict=VerdictKind.ASK, tool=TOOL, reason="Deleting cannot be undone.")
-ASK_POLICY = Policy(rules=(ASK_DELETES,), default=VerdictKind.ALLOW)
-"""Deletes ask a person; everything else is allowed."""
-REJECTION = "A person rejected this delete: t1 is a real customer ticket. Do not retry it."
-
-
-@pytest.fixture
-def tickets(tmp_path: Path) -> TicketStore:
-    store = TicketStore(tmp_path / "tickets.db")
-    store.seed()
-    return store
-
-
-@pytest.fixture
-def db_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'crossgate.db'}"
-
-
-@pytest.fixture
-def make_queue(db_url: str) -> Iterator[Callable[..., ReviewQueue]]:
-    """Queues on one SQLite file (as several processes would open it), closed after the test."""
-    opened: list[ReviewQueue] = []
-
-    def make(policy: Policy = ASK_POLICY) -> ReviewQueue:
-        queue = ReviewQueue(open_store(db_url), policy)
-        opened.append(queue)
-        return queue
-
-    yield make
-    for queue in opened:
-        queue.close()
-
-
-@pytest.fixture
-def queue(make_queue: Callable[..., ReviewQueue]) -> ReviewQueue:
-    return make_queue()
+__all__ = ["REJECTION", "db_url", "make_queue", "queue", "tickets"]

@@ -1,39 +1,29 @@
 """The Pydantic AI ticket driver for the shared conformance scenarios (``crossgate.testing``).
 
 The agent is the seed's delete-ticket agent on ``crossgate_pydantic_ai.testing.planned_model``, which
-asks for one delete per turn. Everything a fresh process needs to resume is on files under ``workdir``:
-the plan, the policy, and the model's recorded inputs, which ``tool_results`` reads.
-
-``python -c '...main()' resume --db URL --tickets PATH --workdir DIR PARKED_RUN`` resumes a parked run in
-another process (see ``resume_command``); ``... start ... --run RUN t3 t1`` starts one there. With
-``$CG_TEST_KILL_IN_TOOL`` set to ``before`` or ``after``, the delete tool SIGKILLs its own process before or
-after it deletes (a resumer dying inside the tool).
+asks for one delete per turn. ``GateTicketDriver`` keeps what a fresh process needs to resume on files under
+``workdir`` and gives the command lines that start or resume a run in one.
 """
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import json
-import os
-import signal
-import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pydantic_ai import Agent
 from pydantic_ai.models import Model
 
-from crossgate import DecisionKind, Policy, ReviewQueue, open_queue
-from crossgate.runs import Finished, Parked
-from crossgate.testing import TicketAgentDriver, TicketStore
+from crossgate import DecisionKind, ReviewQueue
+from crossgate.adapter import AuthorityPin
+from crossgate.model import JsonObject
+from crossgate.testing import GateTicketDriver, TicketStore
 from crossgate.testing.driver import TOOL
+from crossgate.testing.gate_driver import SdkGate, delete_or_die
 from crossgate_pydantic_ai import CAPABILITIES, FRAMEWORK, Gate
 from crossgate_pydantic_ai.testing import Call, planned_model, tool_results
 
-ROOT = Path(__file__).resolve().parents[3]
-TASK = "Delete the spam tickets."
 AGENT = "Triage agent"
 
 
@@ -51,102 +41,24 @@ def ticket_agent(tickets: TicketStore, model: Model, *, name: str = AGENT) -> Ag
     @agent.tool_plain(name=TOOL)
     def delete_ticket(id: str) -> str:
         """Delete a ticket by id. This cannot be undone."""
-        kill = os.environ.get("CG_TEST_KILL_IN_TOOL")
-        if kill == "before":
-            os.kill(os.getpid(), signal.SIGKILL)
-        result = tickets.delete(id)
-        if kill == "after":
-            os.kill(os.getpid(), signal.SIGKILL)
-        return result
+        return delete_or_die(tickets, id)
 
     return agent
 
 
-class PydanticAITicketDriver(TicketAgentDriver):
+class PydanticAITicketDriver(GateTicketDriver[Agent[None, str]]):
     """The delete-ticket agent on Pydantic AI, behind ``crossgate_pydantic_ai.Gate``."""
 
     framework: ClassVar[str] = FRAMEWORK
     capabilities: ClassVar[frozenset[DecisionKind]] = frozenset(CAPABILITIES)
 
-    def __init__(self, queue: ReviewQueue, tickets: TicketStore, workdir: Path, db_url: str) -> None:
-        super().__init__(queue, tickets, workdir, db_url)
-        self.gate = Gate(queue)
+    def make_gate(
+        self, queue: ReviewQueue, *, authority: AuthorityPin = None, context: JsonObject | None = None
+    ) -> SdkGate[Agent[None, str]]:
+        return Gate(queue, authority=authority, context=context)
 
-    def _file(self, kind: str, run: str) -> Path:
-        return self.workdir / f"pydantic-ai-{kind}-{run}.json"
+    def build_agent(self, ticket_ids: Sequence[str], record: Path) -> Agent[None, str]:
+        return ticket_agent(self.tickets, planned_model([[delete_call(t)] for t in ticket_ids], record=record))
 
-    def agent(self, run: str) -> Agent[None, str]:
-        """The agent of ``run``, rebuilt from its saved plan (the same name and tools in every process)."""
-        plan = json.loads(self._file("plan", run).read_text(encoding="utf-8"))
-        return ticket_agent(
-            self.tickets, planned_model([[delete_call(t)] for t in plan], record=self._file("inputs", run))
-        )
-
-    async def start(
-        self,
-        ticket_ids: Sequence[str],
-        *,
-        run: str,
-        requested_by: str | None = None,
-        call_context: dict[str, Any] | None = None,
-    ) -> Finished[object] | Parked:
-        self._file("plan", run).write_text(json.dumps(list(ticket_ids)), encoding="utf-8")
-        self.workdir.joinpath("pydantic-ai-policy.json").write_text(
-            self.queue.policy.model_dump_json(), encoding="utf-8"
-        )
-        return await self.gate.run(self.agent(run), TASK, run=run, requested_by=requested_by, call_context=call_context)
-
-    async def resume(self, parked_run: str) -> Finished[object] | Parked:
-        run = self.queue.get_parked(parked_run).run
-        return await self.gate.resume(parked_run, sdk_agent=self.agent(run))
-
-    def resume_command(self, parked_run: str) -> list[str]:
-        return [*self.command("resume"), parked_run]
-
-    def command(self, kind: str) -> list[str]:
-        """argv of ``main`` in a fresh process, up to the targets."""
-        code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from {__name__} import main; main()"
-        return [
-            sys.executable,
-            "-c",
-            code,
-            kind,
-            "--db",
-            self.db_url,
-            "--tickets",
-            str(self.tickets.path),
-            "--workdir",
-            str(self.workdir),
-        ]
-
-    def tool_results(self, run: str) -> list[str]:
-        return tool_results(self._file("inputs", run), TOOL)
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """Start or resume a run in this process; print the outcome as JSON; exit 0 when it finished or parked."""
-    parser = argparse.ArgumentParser(prog="pydantic-ai-ticket-driver")
-    parser.add_argument("command", choices=["start", "resume"])
-    parser.add_argument("--db", required=True)
-    parser.add_argument("--tickets", required=True, type=Path)
-    parser.add_argument("--workdir", required=True, type=Path)
-    parser.add_argument("--run", help="the run to start (start only)")
-    parser.add_argument("--lease", type=float, default=300.0, help="the resumer's lease, seconds")
-    parser.add_argument("target", nargs="+", help="ticket ids to ask for (start), or the parked run (resume)")
-    args = parser.parse_args(argv)
-    policy_file = args.workdir / "pydantic-ai-policy.json"
-    policy = Policy.model_validate_json(policy_file.read_text(encoding="utf-8")) if policy_file.exists() else None
-    queue = open_queue(args.db, policy=policy)  # a store's URL, or a review server's (RemoteQueue)
-    try:
-        driver = PydanticAITicketDriver(queue, TicketStore(args.tickets), args.workdir, args.db)
-        driver.gate.lease_seconds = args.lease
-        if args.command == "start":
-            outcome = asyncio.run(driver.start(args.target, run=args.run or "run"))
-        else:
-            outcome = asyncio.run(driver.resume(args.target[0]))
-    finally:
-        queue.close()
-    if isinstance(outcome, Finished):
-        print(json.dumps({"finished": outcome.run}))
-    else:
-        print(json.dumps({"parked_run": outcome.parked_run, "request_ids": list(outcome.request_ids)}))
+    def read_tool_results(self, record: Path) -> list[str]:
+        return tool_results(record, TOOL)

@@ -158,20 +158,6 @@ async def test_an_agent_needs_a_name_and_resume_refuses_another_agent(
     assert tickets.delete_runs() == 0
 
 
-async def test_the_app_context_reaches_every_call_and_is_parked_with_the_run(
-    queue: ReviewQueue, tickets: TicketStore, tmp_path: Path
-) -> None:
-    model = planned_model([[delete_call("t3")], [delete_call("t1")]], record=tmp_path / "in.jsonl")
-    gate = Gate(queue, context={"tenant": "acme"})
-    first = await gate.run(ticket_agent(tickets, model), "go", run="run-ctx", call_context={"ticket_queue": "spam"})
-    assert isinstance(first, Parked)
-    assert queue.get(first.request_ids[0]).call.context == {"tenant": "acme", "ticket_queue": "spam"}
-    queue.decide(first.request_ids[0], Approve(), reviewer="ann")
-    second = await Gate(queue, sdk_agent=ticket_agent(tickets, model)).resume(first.parked_run)
-    assert isinstance(second, Parked)
-    assert queue.get(second.request_ids[0]).call.context == {"tenant": "acme", "ticket_queue": "spam"}
-
-
 async def test_request_ids_are_the_kits_recipe_so_a_resubmitted_call_finds_its_request(
     queue: ReviewQueue, tickets: TicketStore
 ) -> None:

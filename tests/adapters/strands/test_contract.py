@@ -1,4 +1,4 @@
-"""The Strands adapter passes ``AdapterContract``, subclassed as a third party would."""
+"""The Strands adapter passes ``AdapterContract`` and ``GateContract``, subclassed as a third party would."""
 
 from __future__ import annotations
 
@@ -6,9 +6,13 @@ import pytest
 
 pytest.importorskip("strands")
 
-from crossgate.testing import AdapterContract
+from crossgate.testing import AdapterContract, GateContract
 from tests.adapters.strands.driver import StrandsTicketDriver
 
 
 class TestStrandsContract(AdapterContract):
+    driver_class = StrandsTicketDriver
+
+
+class TestStrandsGate(GateContract):
     driver_class = StrandsTicketDriver

@@ -4,7 +4,6 @@ reads, what is stored."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +26,8 @@ from crossgate import (
     Respond,
     ReviewQueue,
     VerdictKind,
-    open_store,
 )
 from crossgate.adapter import RunScope
-from crossgate.authority import Authority
 from crossgate.runs import Finished, Parked
 from crossgate.testing import TicketStore
 from crossgate.testing.driver import TOOL
@@ -110,16 +107,12 @@ async def test_arguments_the_tools_schema_refuses_are_never_judged_and_never_run
     assert f"crossgate did not run {TOOL}: arguments fail the tool's schema at id" in told
 
 
-async def test_the_request_carries_the_tools_schema_description_and_the_kits_id(
-    queue: ReviewQueue, tickets: TicketStore, tmp_path: Path
-) -> None:
+async def test_the_request_id_is_the_kits_recipe(queue: ReviewQueue, tickets: TicketStore, tmp_path: Path) -> None:
+    """The schema and description a request carries: ``GateContract`` (test_contract.py)."""
     model = planned_model([[delete_call("t3")]], record=tmp_path / "in.jsonl")
     parked = await Gate(queue).run(ticket_agent(tickets, model), "go", run="run-schema")
     assert isinstance(parked, Parked)
-    request = queue.get(parked.request_ids[0])
-    assert request.id == strands_request_id("run-schema", AGENT, "call_t3")
-    assert request.args_schema is not None and request.args_schema["properties"]["id"]["type"] == "string"
-    assert request.description == "Delete a ticket by id. This cannot be undone."
+    assert queue.get(parked.request_ids[0]).id == strands_request_id("run-schema", AGENT, "call_t3")
 
 
 async def test_an_interrupt_answered_natively_while_pending_never_runs_the_tool(
@@ -181,33 +174,6 @@ async def test_an_allowed_call_beside_an_asked_one_runs_once_and_the_model_reads
         ("delete_ticket", "deleted ticket t3"),
         ("read_ticket", "ticket t2"),
     ]
-
-
-async def test_the_gate_verifies_decisions_with_the_pinned_authority_key(
-    make_queue: Callable[..., ReviewQueue], tickets: TicketStore, tmp_path: Path, db_url: str
-) -> None:
-    """``Gate(authority=...)``: a decision signed by the authority runs; one written without its key does not."""
-    authority = Authority.generate()
-    reviewer = ReviewQueue(open_store(db_url), make_queue().policy, authority=authority)  # the server's side
-    record = tmp_path / "in.jsonl"
-    model = planned_model([[delete_call("t3")], [delete_call("t1")]], record=record)
-    agent_queue = make_queue()  # the agent's side: no key of its own, only the pin
-    gate = Gate(agent_queue, sdk_agent=ticket_agent(tickets, model), authority=authority.public_key.pin)
-    try:
-        first = await gate.run(ticket_agent(tickets, model), "go", run="run-pin")
-        assert isinstance(first, Parked)
-        reviewer.decide(first.request_ids[0], Approve(), reviewer="ann")
-        second = await gate.resume(first.parked_run)
-        assert isinstance(second, Parked) and tickets.delete_runs("t3") == 1, "the signed approval ran"
-        make_queue().decide(second.request_ids[0], Approve(), reviewer="mallory")  # unsigned, straight to the store
-        done = await gate.resume(second.parked_run)
-        assert isinstance(done, Finished)
-        assert tickets.delete_runs("t1") == 0
-        told = tool_results(record, TOOL)
-        assert told[0] == "deleted ticket t3" and "did not verify against the authority key pinned" in told[1]
-        assert reviewer.get(second.request_ids[0]).status is RequestStatus.CANCELLED
-    finally:
-        reviewer.close()
 
 
 def test_the_public_api_is_small_and_sorted() -> None:
