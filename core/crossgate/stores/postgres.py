@@ -8,8 +8,8 @@ events) are each one statement that the server commits by itself, so the head is
 server works. Decide and apply are compare-and-set updates (``WHERE status = ANY(...)``); those that wait
 for the head meanwhile share the next statement (``_update_batch``), each still its own compare-and-set
 and event. Parked runs are claimed with
-``FOR UPDATE SKIP LOCKED`` and a lease, and each event commits with a ``NOTIFY`` that wakes waiters in
-every other process. A delivery cursor's claim, advance and release are each one statement (an upsert
+``FOR UPDATE SKIP LOCKED`` and a lease; after each commit a ``NOTIFY`` (``postgres_listen.Notifier``)
+wakes waiters in every other process. A delivery cursor's claim, advance and release are each one statement (an upsert
 or a compare-and-set on the lease owner).
 
 All tables live in one schema (``crossgate`` unless ``schema=`` says otherwise, as a constructor
@@ -72,7 +72,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 
 from crossgate.stores._postgres_credentials import CredentialsMixin  # after the check above: these need psycopg too
 from crossgate.stores._postgres_signed import SignedStateMixin
-from crossgate.stores.postgres_listen import Listener
+from crossgate.stores.postgres_listen import Listener, Notifier
 
 log = logging.getLogger(__name__)
 
@@ -176,6 +176,7 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
         self._opened = False
         self._last_used: weakref.WeakKeyDictionary[psycopg.Connection[Any], float] = weakref.WeakKeyDictionary()
         self._listener = Listener(self._connect_listener, self._channel, _read_head)
+        self._notifier = Notifier(self._connect_notifier, self._channel)
         self._batch = EventBatch(self._commit_enqueued)
         self._updates = UpdateQueue("PostgreSQL")
         self._moved = MovedHints()  # a lost compare-and-set is refused by a read, not a transaction
@@ -190,6 +191,18 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
         # Named so that an operator (or a test) can tell the one LISTEN connection per store apart.
         name = f"{self._connect_kwargs['application_name'][:56]}-listen"
         return psycopg.connect(self._conninfo, autocommit=True, **{**self._connect_kwargs, "application_name": name})
+
+    def _connect_notifier(self) -> psycopg.Connection[Any]:
+        # A wake-up carries no state (listeners poll too), so its commit need not wait for the disk.
+        name = f"{self._connect_kwargs['application_name'][:56]}-notify"
+        options = f"{self._connect_kwargs['options']} -c synchronous_commit=off"
+        kwargs = {**self._connect_kwargs, "application_name": name, "options": options}
+        return psycopg.connect(self._conninfo, autocommit=True, **kwargs)
+
+    def _committed(self, seq: int) -> None:
+        """Events up to ``seq`` are committed: wake this process's waiters now, the others' by NOTIFY."""
+        self._listener.observe(seq)
+        self._notifier.sent(seq)
 
     def _check(self, conn: psycopg.Connection[Any]) -> None:
         # A connection idle for a while may have outlived a server restart or failover: one empty round
@@ -238,6 +251,7 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
             self._close_pool()
 
     def _close_pool(self) -> None:
+        self._notifier.close()
         self._listener.close()
         with self._open_lock:
             if self._opened:
@@ -267,7 +281,7 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
                 self._batch.give_back(waiting)
                 raise
         self._batch.committed()
-        self._listener.observe(event.seq)
+        self._committed(event.seq)
 
     def _append(self, cur: psycopg.Cursor[Any], new: NewEvent) -> Event:
         """Seal ``new`` after the chain head in the caller's transaction (the database locks the head)."""
@@ -293,7 +307,7 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
             if isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
                 raise ConflictError(f"{what} already exists") from exc.__cause__
             raise
-        self._listener.observe(event.seq)
+        self._committed(event.seq)
         return event
 
     def _change(self, query: str, row: dict[str, Any], new: NewEvent, action: str) -> Event | None:
@@ -302,7 +316,7 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
                 _head(cur.execute(_q("read_head")))  # a lost compare-and-set, or no head to chain to: roll back
                 return None
             event = self._append(cur, new)
-        self._listener.observe(event.seq)
+        self._committed(event.seq)
         return event
 
     # requests ------------------------------------------------------------------------------------
@@ -315,7 +329,7 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
             if isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
                 raise ConflictError(f"request {request.id} already exists") from exc.__cause__
             raise
-        self._listener.observe(sealed[0].seq)
+        self._committed(sealed[0].seq)
         return sealed[0]
 
     def get_request(self, request_id: str) -> ApprovalRequest | None:
@@ -382,7 +396,7 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
         for index, seq, prev, digest in changed:
             results[index - 1] = sealed(updates[index - 1].event, seq, prev, digest)
         if changed:
-            self._listener.observe(int(changed[-1][1]))
+            self._committed(int(changed[-1][1]))
             for update, result in zip(updates, results, strict=True):  # committed: remember what moved
                 if result is not None:
                     self._moved.note(update.request_id, update.status)
@@ -430,7 +444,7 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
                 ids = ", ".join(r.id for r, _ in requests)
                 raise ConflictError(f"parked run {parked.id} or one of its requests ({ids}) already exists") from exc
             raise
-        self._listener.observe(last.seq)
+        self._committed(last.seq)
         return last
 
     def get_parked_run(self, parked_id: str) -> ParkedRun | None:
@@ -462,7 +476,7 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
             changed = change.apply(current)
             _one(cur.execute(_q("update_parked_run"), _parked_row(changed)))
             sealed = self._append(cur, event)
-        self._listener.observe(sealed.seq)
+        self._committed(sealed.seq)
         return changed
 
     def change_parked_runs(self, ids: Sequence[str], change: Change[ParkedRun], event: PruneEvent) -> list[str]:
@@ -482,7 +496,7 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
             }
             _one(cur.execute(_q("update_parked_runs"), rows))
             sealed = self._append(cur, event(changed))
-        self._listener.observe(sealed.seq)
+        self._committed(sealed.seq)
         return changed
 
     # events --------------------------------------------------------------------------------------
@@ -490,7 +504,7 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
         if self._batch.pending:
             self._commit_enqueued()
         sealed = self._seal_alone(f"append a {event.kind} event", "seal_events", {}, [event])[0]
-        self._listener.observe(sealed.seq)
+        self._committed(sealed.seq)
         return sealed
 
     def enqueue_event(self, event: NewEvent) -> None:

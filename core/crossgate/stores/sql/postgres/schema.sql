@@ -137,9 +137,9 @@ BEGIN
     RETURN v_hash;
 END $$;
 
--- Lock the head and seal the events given (one per array position), in order; the head moves once and
--- one NOTIFY goes out at commit. One row per event: its seq, previous hash and hash. No row at all when
--- the head is missing (the caller reports that).
+-- Lock the head and seal the events given (one per array position), in order; the head moves once (the
+-- store sends the NOTIFY after the commit, migration 012). One row per event: its seq, previous hash and
+-- hash. No row at all when the head is missing (the caller reports that).
 CREATE FUNCTION crossgate_seal(
     p_before text[], p_between text[], p_bodies text[], p_ats timestamptz[], p_kinds text[],
     p_request_ids text[], p_channel text
@@ -163,7 +163,6 @@ BEGIN
         RETURN NEXT;
     END LOOP;
     UPDATE audit_head SET seq = v_seq, hash = v_hash;
-    PERFORM pg_notify(p_channel, v_seq::text);
 END $$;
 
 -- Lock the head, store a request at the next position, and seal its event: a submission in one statement.
@@ -232,6 +231,5 @@ BEGIN
     END LOOP;
     IF v_changed THEN
         UPDATE audit_head SET seq = v_seq, hash = v_hash;
-        PERFORM pg_notify(p_channel, v_seq::text);
     END IF;
 END $$;
