@@ -36,7 +36,6 @@ from crossgate.audit import (
     AuditReport,
     ChainedLog,
     Chains,
-    heads_root,
     read_log,
     verify_chain,
     verify_read,
@@ -119,10 +118,11 @@ class Checkpointer:
         """Sign the root of a partitioned log's heads, once every chain checks out (read whole: the chains
         are checked from their start each time, unlike one chain's, which goes on from the last checkpoint)."""
         upto, heads, events = snapshot
-        report = Chains(events, heads).report
-        if not report.ok:
-            raise StoreError(f"the audit log is broken ({report.problem}); refusing to sign its heads")
-        checkpoint = sign_checkpoint(self.authority, upto, heads_root(heads), at=self._clock())
+        chains = Chains(events, heads)
+        if not chains.report.ok:
+            raise StoreError(f"the audit log is broken ({chains.report.problem}); refusing to sign its heads")
+        # The heads as of the watermark: every event up to it is committed, so a verifier finds the same root.
+        checkpoint = sign_checkpoint(self.authority, upto, chains.root_at(upto), at=self._clock())
         self.store.insert_checkpoint(checkpoint)
         return checkpoint
 

@@ -253,18 +253,19 @@ class HeadSigner:
         snapshot = getattr(self.store, "audit_snapshot", None)
         if snapshot is not None:
             # A store that reads its heads and events in one snapshot (PostgreSQL): the audit value is the
-            # heads' root as of the events read (with one partition, the last event's hash, as below).
-            from crossgate.audit import heads_root
-
+            # root of its heads as of the watermark (with one partition, the head's hash, as below).
             try:
-                upto, heads, events = snapshot(after=start[0] if start else 0)
+                # The head first: every event up to its watermark is committed, so the snapshot read after
+                # it holds them all (and maybe more, consumed as well).
+                head = self.store.audit_head()
+                _, _, events = snapshot(after=start[0] if start else 0)
             except AuditHeadMissingError:
                 pass  # read as below: the events, and the genesis for a head
             else:
                 self._consume_all(events)
-                if start is None or upto > start[0]:  # never back: the watermark may dip while writes run
-                    self._scanned = (upto, heads_root(heads))
-                return self._scanned or (upto, heads_root(heads))
+                if start is None or head[0] > start[0]:  # never back: the watermark may dip while writes run
+                    self._scanned = head
+                return self._scanned or head
         events = self.store.list_events(after=start[0] if start else 0)
         self._consume_all(events)
         if events:

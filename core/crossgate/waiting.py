@@ -116,12 +116,11 @@ class WaitRegistry:
             try:
                 latest = self._store.wait_for_change(last, self._watch_timeout)
                 if latest > last:
-                    before = last
                     for event in self._store.list_events(after=last):
                         if event.kind in WAKING_EVENTS and event.request_id is not None:
                             self.notify(event.request_id)
                         last = max(last, event.seq)
-                    if last == before:  # committed but not listed yet (a partitioned log's write in flight)
+                    if last < latest:  # committed but not listed yet (a partitioned log's write in flight)
                         threading.Event().wait(0.005)
             except Exception:  # the watcher must survive a store hiccup; waiters time out on their own
                 log.exception("crossgate watcher could not read the store")

@@ -140,3 +140,16 @@ def test_the_state_head_signs_the_root_of_every_head_and_a_rollback_changes_it(
     assert signed.audit_hash == heads_root(store.audit_cut()[1])
     cut_partition(store, 0, 1, rewrite_head=True)  # partition 0 rolled back one event, the others as they were
     assert store.audit_head()[1] != signed.audit_hash
+
+
+def test_a_partitioned_log_read_from_a_server_verifies_with_the_heads_it_sent(store: PostgresStore) -> None:
+    from crossgate.cli.backend import LogSnapshot
+
+    busy_log(store)
+    upto, heads = store.audit_cut()
+    events = store.list_events()
+    sent = LogSnapshot(events, (upto, heads_root(heads)), None, [], [], heads)
+    assert verify_log(sent).ok
+    rolled_back = [(p, seq, digest) if p != 2 else (2, 0, "0" * 64) for p, seq, digest in heads]
+    forged = LogSnapshot(events, (upto, heads_root(rolled_back)), None, [], [], rolled_back)
+    assert not verify_log(forged).ok

@@ -578,14 +578,18 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
             return _cut(conn)
 
     def audit_snapshot(self, after: int = 0) -> tuple[int, list[Head], list[Event]]:
-        """The watermark, every partition's head as of it and the events after ``after`` up to it, all of one
-        snapshot (what ``audit verify``, a checkpoint of the heads and a state head read)."""
+        """The watermark, every partition's head row and every event after ``after``, all of one snapshot: each
+        event the snapshot sees is covered by its partition's head row, and an event past every head (an
+        append that did not move one) is read too, for the check to refuse."""
         self.flush_events()
         with self._conn("read the audit log") as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            upto, heads = _cut(conn)
-            rows = conn.execute(_q("events_up_to"), {"after": after, "upto": upto}).fetchall()
-        return upto, heads, [_load(Event, data) for (data,) in rows]
+            upto = int(_one(conn.execute(_watermark()))[0])
+            heads = [(int(p), int(seq), str(digest)) for p, seq, digest, _ in conn.execute(_q("heads"))]
+            rows = conn.execute(_q("events_after"), {"after": after}).fetchall()
+        if not any(p == 0 for p, _, _ in heads):
+            raise AuditHeadMissingError()
+        return upto, sorted(heads), [_load(Event, data) for (data,) in rows]
 
     def wait_for_change(self, after: int, timeout: float) -> int:
         latest = self._listener.wait(after, timeout)

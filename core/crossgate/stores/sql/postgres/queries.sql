@@ -155,8 +155,9 @@ SELECT data FROM events WHERE seq > %(after)s AND seq <= ({watermark}) ORDER BY 
 SELECT data FROM events WHERE request_id = %(request_id)s AND seq > %(after)s AND seq <= ({watermark})
 ORDER BY seq LIMIT %(limit)s;
 
--- name: events_up_to
-SELECT data FROM events WHERE seq > %(after)s AND seq <= %(upto)s ORDER BY seq;
+-- name: events_after
+-- Every event after a seq, past the watermark too (audit_snapshot, which reads the head rows beside them).
+SELECT data FROM events WHERE seq > %(after)s ORDER BY seq;
 
 -- name: heads
 -- Every partition's head as committed (partition 0's in audit_head), with the xid of a transaction that
