@@ -173,13 +173,14 @@ SELECT partition, seq, hash, xmax::text::bigint FROM audit_partitions
 -- (and the lock gives it a transaction id first), so every seq not yet committed is above the committed
 -- head of a partition whose head a running transaction holds: the watermark is the lowest such head, or
 -- the highest head when none is held. (The head's xmax is the locker's 32-bit xid; the running ones are
--- those of this statement's snapshot.) With N = 1 it is partition 0's committed head.
-SELECT coalesce(
+-- those of this statement's snapshot.) With N = 1 it is partition 0's committed head. Without partition 0's
+-- head row (a database changed outside crossgate, refusing every write) nothing is in flight: every event.
+SELECT CASE WHEN NOT EXISTS (SELECT FROM audit_head) THEN 9223372036854775807 ELSE coalesce(
     (SELECT min(h.seq) FROM ({heads}) h WHERE h.locker <> 0 AND h.locker IN (
         SELECT mod(x::text::bigint, 4294967296) FROM pg_snapshot_xip(pg_current_snapshot()) AS x
     )),
     (SELECT max(h.seq) FROM ({heads}) h)
-)
+) END
 
 -- name: audit_cut
 -- Every partition's head as of the watermark, in one snapshot: its head row when the row is at or below it,
