@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -13,6 +13,22 @@ from crossgate.model import Event, NewEvent, chained_text, trusted
 
 GENESIS_HASH = "0" * 64
 """``prev_hash`` of the first event."""
+
+
+Head = tuple[int, int, str]
+"""One partition's chain head: ``(partition, seq, hash)``; ``(partition, 0, GENESIS_HASH)`` while it is empty."""
+
+
+def heads_root(heads: Sequence[Head]) -> str:
+    """What a checkpoint or a state head signs for a log's ``heads`` (one per partition): with one chain,
+    its head's hash, as always; with several, sha256 over the canonical JSON list of ``[partition, seq,
+    hash]`` of the partitions that have events, in partition order, so that a rolled-back or rewritten
+    partition changes it (and raising N, which adds empty partitions, does not). An empty log's is the
+    genesis hash, whatever N."""
+    listed = [[p, seq, digest] for p, seq, digest in sorted(heads) if seq > 0]
+    if len(heads) == 1 or not listed:
+        return heads[0][2] if listed else GENESIS_HASH
+    return hashlib.sha256(canonical_json(listed).encode("utf-8")).hexdigest()
 
 
 def seal(new: NewEvent, *, seq: int, prev_hash: str) -> Event:
@@ -106,11 +122,102 @@ class ChainedLog(Protocol):
         """The head recorded apart from the events; AuditHeadMissingError when it is gone."""
 
 
-def verify_log(store: ChainedLog) -> AuditReport:
-    """Check ``store``'s whole log against the head it records apart; a missing head is a broken log."""
+class PartitionedLog(Protocol):
+    """A log that can be read with every partition's head in one snapshot (PostgreSQL's store)."""
+
+    def audit_snapshot(self) -> tuple[int, list[Head], list[Event]]:
+        """The watermark, every partition's head as of it, and every event up to it."""
+
+
+def read_log(store: ChainedLog) -> tuple[list[Event], list[Head] | None, AuditHeadMissingError | None]:
+    """``store``'s events and heads, one snapshot where it can give one; the error when a head is gone."""
+    snapshot = getattr(store, "audit_snapshot", None)
+    if snapshot is not None:
+        try:
+            _, heads, events = snapshot()
+        except AuditHeadMissingError as exc:
+            return store.list_events(), None, exc
+        return events, heads, None
     events = store.list_events()
     try:
-        head = store.audit_head()
+        seq, digest = store.audit_head()
     except AuditHeadMissingError as exc:
-        return AuditReport(False, verify_chain(events).checked, str(exc))
-    return verify_chain(events, head=head)
+        return events, None, exc
+    return events, [(0, seq, digest)], None
+
+
+def verify_read(events: list[Event], heads: Sequence[Head]) -> AuditReport:
+    """:func:`verify_chain` for one partition, :func:`verify_partitioned` for several."""
+    if len(heads) == 1:
+        return verify_chain(events, head=(heads[0][1], heads[0][2]))
+    return verify_partitioned(events, heads)
+
+
+def verify_log(store: ChainedLog) -> AuditReport:
+    """Check ``store``'s whole log against the heads it records apart (every partition's); a missing head
+    is a broken log."""
+    events, heads, missing = read_log(store)
+    if heads is None:
+        return AuditReport(False, verify_chain(events).checked, str(missing))
+    return verify_read(events, heads)
+
+
+class Chains:
+    """A partitioned log's events linked into their chains, checked against the partitions' heads.
+
+    Each event follows the one before it in its own chain (``prev_hash``), with seqs growing along it but
+    not dense (a PostgreSQL store with N > 1 takes them from one sequence for all partitions). ``report``
+    says whether every event is where its hash and its predecessor put it and every chain ends at its
+    partition's recorded head; :meth:`root_at` is the root of the heads as they were at a seq, which a
+    checkpoint of that seq signed.
+    """
+
+    def __init__(self, events: Iterable[Event], heads: Sequence[Head]) -> None:
+        self.heads = sorted(heads)
+        self._chains: list[list[tuple[int, str]]] = []
+        self.report = self._link(events)
+
+    def _link(self, events: Iterable[Event]) -> AuditReport:
+        tails: dict[str, int] = {}  # hash of a chain's last event -> the chain's index
+        last, checked = 0, 0
+        for event in events:
+            if event.seq <= last:
+                return AuditReport(False, checked, f"event {event.seq} comes after event {last}", event.seq)
+            if hashlib.sha256(event.chained_text().encode("utf-8")).hexdigest() != event.hash:
+                return AuditReport(False, checked, f"event {event.seq} was changed after it was written", event.seq)
+            if event.prev_hash == GENESIS_HASH:
+                chain = len(self._chains)
+                self._chains.append([])
+            elif (found := tails.pop(event.prev_hash, None)) is not None:
+                chain = found
+            else:
+                problem = f"event {event.seq} follows no event of its chain (one was removed, changed or moved)"
+                return AuditReport(False, checked, problem, event.seq)
+            self._chains[chain].append((event.seq, event.hash))
+            tails[event.hash] = chain
+            last, checked = event.seq, checked + 1
+        ends = {(chain[-1][0], chain[-1][1]) for chain in self._chains}
+        recorded = {(seq, digest) for _, seq, digest in self.heads if seq > 0}
+        for partition, seq, digest in self.heads:
+            if seq > 0 and (seq, digest) not in ends:
+                problem = f"partition {partition}'s recorded head is event {seq}, but no chain of the log ends there"
+                return AuditReport(False, checked, problem, seq)
+        for seq, _ in sorted(ends - recorded):
+            return AuditReport(False, checked, f"a chain of the log ends at event {seq}, which no head records", seq)
+        return AuditReport(True, checked)
+
+    def root_at(self, seq: int) -> str:
+        """The root of the heads as of ``seq``: each partition's last event at or below it (its chain found by
+        the partition's head), over every partition the log has now."""
+        by_end = {(chain[-1][0], chain[-1][1]): chain for chain in self._chains if chain}
+        cut: list[Head] = []
+        for partition, head_seq, digest in self.heads:
+            chain = by_end.get((head_seq, digest), [])
+            below = [entry for entry in chain if entry[0] <= seq]
+            cut.append((partition, *below[-1]) if below else (partition, 0, GENESIS_HASH))
+        return heads_root(cut)
+
+
+def verify_partitioned(events: Iterable[Event], heads: Sequence[Head]) -> AuditReport:
+    """Check a log kept in several chains against its partitions' ``heads`` (see :class:`Chains`)."""
+    return Chains(events, heads).report

@@ -27,11 +27,19 @@ import hashlib
 import json
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
-from crossgate.audit import GENESIS_HASH, AuditReport, ChainedLog, verify_chain
+from crossgate.audit import (
+    GENESIS_HASH,
+    AuditReport,
+    ChainedLog,
+    Chains,
+    read_log,
+    verify_chain,
+    verify_read,
+)
 from crossgate.authority.claims import CheckpointClaims, PolicyVersionClaims
 from crossgate.clock import Clock, utc_now
 from crossgate.errors import AuditHeadMissingError, ConfigurationError, SignatureError, StoreError
@@ -90,6 +98,9 @@ class Checkpointer:
         Returns that checkpoint, or the latest one when the head has not moved since. StoreError, and
         nothing signed, when the chain is broken: the authority never vouches for a log it cannot check.
         """
+        snapshot = getattr(self.store, "audit_snapshot", None)
+        if snapshot is not None and getattr(self.store, "partitions", lambda: 1)() > 1:
+            return self._sign_heads(snapshot())
         latest = self._latest_good()
         start = (latest.seq, latest.head_hash) if latest is not None else (0, GENESIS_HASH)
         events = self.store.list_events(after=start[0])
@@ -100,6 +111,18 @@ class Checkpointer:
             return latest
         seq, head_hash = (events[-1].seq, events[-1].hash) if events else start
         checkpoint = sign_checkpoint(self.authority, seq, head_hash, at=self._clock())
+        self.store.insert_checkpoint(checkpoint)
+        return checkpoint
+
+    def _sign_heads(self, snapshot: tuple[int, list[tuple[int, int, str]], list[Event]]) -> Checkpoint:
+        """Sign the root of a partitioned log's heads, once every chain checks out (read whole: the chains
+        are checked from their start each time, unlike one chain's, which goes on from the last checkpoint)."""
+        upto, heads, events = snapshot
+        chains = Chains(events, heads)
+        if not chains.report.ok:
+            raise StoreError(f"the audit log is broken ({chains.report.problem}); refusing to sign its heads")
+        # The heads as of the watermark: every event up to it is committed, so a verifier finds the same root.
+        checkpoint = sign_checkpoint(self.authority, upto, chains.root_at(upto), at=self._clock())
         self.store.insert_checkpoint(checkpoint)
         return checkpoint
 
@@ -214,21 +237,21 @@ def verify_signed_log(
     are what catches a cut tail or a reset along with the stored checkpoints. Events up to ``since``
     predate the authority: only their hashes are checked. The first problem found is the report's.
     """
-    events = store.list_events()
-    try:
-        head = store.audit_head()
-    except AuditHeadMissingError as exc:
-        return AuditReport(False, verify_chain(events).checked, str(exc))
-    chain = verify_chain(events, head=head)
+    events, heads, missing = read_log(store)
+    if heads is None:
+        return AuditReport(False, verify_chain(events).checked, str(missing))
+    chain = verify_read(events, heads)
     if not chain.ok:
         return chain
+    # Several partitions: a checkpoint of the heads signed their root; an authored one, its event's hash.
+    root_at = Chains(events, heads).root_at if len(heads) > 1 else None
     found = _checkpoint_claims(store, trusted, exported)
     if isinstance(found, AuditReport):
         return found
     hashes = {event.seq: event.hash for event in events}
     last = events[-1].seq if events else 0
     for origin, claims in found:
-        problem = _covered(claims, hashes, last, origin)
+        problem = _covered(claims, hashes, last, origin, root_at)
         if problem is not None:
             return AuditReport(False, chain.checked, problem, claims.seq, len(found))
     if events and not found:
@@ -270,7 +293,13 @@ def _checkpoint_claims(
     return found
 
 
-def _covered(claims: CheckpointClaims, hashes: dict[int, str], last: int, origin: str) -> str | None:
+def _covered(
+    claims: CheckpointClaims,
+    hashes: dict[int, str],
+    last: int,
+    origin: str,
+    root_at: Callable[[int], str] | None = None,
+) -> str | None:
     when = claims.at.isoformat(timespec="seconds")
     if claims.seq > last:
         return (
@@ -278,7 +307,7 @@ def _covered(claims: CheckpointClaims, hashes: dict[int, str], last: int, origin
             "events were removed (a cut tail or a reset log)"
         )
     signed = GENESIS_HASH if claims.seq == 0 else hashes.get(claims.seq)
-    if signed != claims.head_hash:
+    if signed != claims.head_hash and (root_at is None or root_at(claims.seq) != claims.head_hash):
         return f"event {claims.seq} is not the event {origin} checkpoint signed at {when}: the log was rewritten"
     return None
 

@@ -242,13 +242,32 @@ class HeadSigner:
             self._pruned, self._rebuild_needed = now, False
         return carried
 
-    def _scan(self) -> tuple[int, str]:
-        """Read the events since the last scan for approvals applied; the last event read (the audit head)."""
-        start = self._scanned
-        events = self.store.list_events(after=start[0] if start else 0)
+    def _consume_all(self, events: list[Event]) -> None:
         for event in events:
             if event.kind == "applied" and event.payload.get("kind") in _APPLIED_KINDS:
                 self._consume(event)
+
+    def _scan(self) -> tuple[int, str]:
+        """Read the events since the last scan for approvals applied; the last event read (the audit head)."""
+        start = self._scanned
+        snapshot = getattr(self.store, "audit_snapshot", None)
+        if snapshot is not None:
+            # A store that reads its heads and events in one snapshot (PostgreSQL): the audit value is the
+            # root of its heads as of the watermark (with one partition, the head's hash, as below).
+            try:
+                # The head first: every event up to its watermark is committed, so the snapshot read after
+                # it holds them all (and maybe more, consumed as well).
+                head = self.store.audit_head()
+                _, _, events = snapshot(after=start[0] if start else 0)
+            except AuditHeadMissingError:
+                pass  # read as below: the events, and the genesis for a head
+            else:
+                self._consume_all(events)
+                if start is None or head[0] > start[0]:  # never back: the watermark may dip while writes run
+                    self._scanned = head
+                return self._scanned or head
+        events = self.store.list_events(after=start[0] if start else 0)
+        self._consume_all(events)
         if events:
             self._scanned = (events[-1].seq, events[-1].hash)
         elif start is None:

@@ -120,6 +120,8 @@ class WaitRegistry:
                         if event.kind in WAKING_EVENTS and event.request_id is not None:
                             self.notify(event.request_id)
                         last = max(last, event.seq)
+                    if last < latest:  # committed but not listed yet (a partitioned log's write in flight)
+                        threading.Event().wait(0.005)
             except Exception:  # the watcher must survive a store hiccup; waiters time out on their own
                 log.exception("crossgate watcher could not read the store")
                 threading.Event().wait(self._watch_timeout)

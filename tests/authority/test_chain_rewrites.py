@@ -97,7 +97,9 @@ def world(request: pytest.FixtureRequest, tmp_path: Path, authority: Authority) 
         store.setup()
         url = str(tmp_path / "crossgate.db")
     else:
-        store = postgres_store_factory()()
+        # One chain: the raw rewrites below know one head (a partitioned log's rewrites and what finds them:
+        # tests/postgres/test_partitioned_attacks.py).
+        store = postgres_store_factory()(partitions=1)
         url = store.url  # type: ignore[attr-defined]
     made = World(store, raw_access(url), tmp_path, authority)
     yield made

@@ -1,6 +1,6 @@
 """Many writers on one PostgreSQL chain head: decisions per second, statements, commits and lock waits.
 
-    python tests/benchmarks/bench_pg_writers.py [--threads 40] [--seconds 5] [--processes 1]
+    python tests/benchmarks/bench_pg_writers.py [--threads 40] [--seconds 5] [--processes 1] [--partitions 1,8]
 
 Each of ``--processes`` processes runs ``--threads`` threads, each its own reviewer and resumer of its
 own run: submit a call the policy asks about, approve it, mark it applied (three audited writes, as a
@@ -13,7 +13,9 @@ the WAL syncs per decision (``pg_stat_wal.wal_sync``, the whole server: other lo
 number of this database's backends waiting for a lock (``pg_locks``, sampled every 10 ms): all of them,
 those waiting for the chain head's row, and those waiting for the server-wide lock that a transaction
 sending a NOTIFY holds through its commit. It imports whatever ``crossgate`` is first on the path, so two
-checkouts run it in turn give a before and an after (``--label`` names the row). Not collected by pytest.
+checkouts run it in turn give a before and an after (``--label`` names the row). ``--partitions`` runs one
+round per number of audit chains given, in turn (migration 013; each on a fresh schema), and prints each
+round's decisions per second as a ratio to the first round's. Not collected by pytest.
 """
 
 from __future__ import annotations
@@ -129,13 +131,29 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--processes", type=int, default=1)
     parser.add_argument("--label", default="")
+    parser.add_argument("--partitions", default="", help="comma-separated N to run in turn, e.g. 1,8")
     args = parser.parse_args()
     if not SERVER:
         print("no PostgreSQL: set CG_BENCH_POSTGRES_URL")
         return 0
     url = database_url()
-    schema = f"bench_writers_{os.getpid()}"
-    store = PostgresStore(url, schema=schema)
+    rounds: list[int | None] = [int(n) for n in args.partitions.split(",") if n] or [None]
+    first: float | None = None
+    failed = False
+    for n in rounds:
+        rate, ok = one_round(url, args, n)
+        failed = failed or not ok
+        first = rate if first is None else first
+        if len(rounds) > 1:
+            print(f"  partitions={n}: {rate / first:.2f}x the first round")
+    return 1 if failed else 0
+
+
+def one_round(url: str, args: argparse.Namespace, partitions: int | None) -> tuple[float, bool]:
+    """One timed round on a fresh schema with ``partitions`` chains (the store's default when None)."""
+    schema = f"bench_writers_{os.getpid()}_{partitions or 0}"
+    options = {} if partitions is None else {"partitions": partitions}
+    store = PostgresStore(url, schema=schema, **options)
     store.setup()
     store.close()
     ctx = multiprocessing.get_context("spawn")
@@ -163,8 +181,11 @@ def main() -> int:
     check.close()
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f"DROP SCHEMA {schema} CASCADE")
+    label = args.label or "run"
+    if partitions is not None:
+        label = f"{label} partitions={partitions}"
     print(
-        f"{args.label or 'run'}: {args.processes} x {args.threads} writers, {args.seconds:.0f} s:"
+        f"{label}: {args.processes} x {args.threads} writers, {args.seconds:.0f} s:"
         f" {decisions / args.seconds:.1f} decisions/s (submit + decide + apply each);"
         f" per decision {statements / decisions:.1f} statements, {(commits1 - commits0) / decisions:.2f} transactions,"
         f" {(syncs1 - syncs0) / decisions:.2f} WAL syncs (server-wide);"
@@ -172,7 +193,7 @@ def main() -> int:
         f" (the head {_mean(samples, 1):.1f}, NOTIFY's {_mean(samples, 2):.1f});"
         f" chain verifies: {verified}; load {os.getloadavg()[0]:.1f}"
     )
-    return 0 if verified else 1
+    return decisions / args.seconds, verified
 
 
 def _mean(samples: list[tuple[int, int, int]], column: int) -> float:

@@ -27,7 +27,8 @@ invariants: every request submitted is in the store (none lost), every 200 answe
 ``decided`` event (none doubled), every decided request is applied exactly once, the audit chain
 verifies. Environment: ``CG_BENCH_SECONDS`` (default 30), ``CG_BENCH_CLIENTS`` (default 50),
 ``CG_BENCH_BACKLOG`` (pending requests the submitter keeps, default 200), ``CG_BENCH_PREFILL`` (requests
-submitted before the clock starts, by two processes, default 120 per reviewer). The prefill keeps the
+submitted before the clock starts, by two processes, default 120 per reviewer), ``CG_BENCH_PARTITIONS``
+(how many audit chains crossgate's PostgreSQL schema gets; the store's default when unset). The prefill keeps the
 figure a measure of the server: the one submitter makes only tens of PostgreSQL submissions a second
 under this load, fewer than the reviewers decide, and without it crossgate's reviewers waited on empty
 pages (the bare app's submitter is a plain ``INSERT``). Empty pages are counted and printed.
@@ -73,6 +74,8 @@ PREFILL = int(os.environ.get("CG_BENCH_PREFILL", str(120 * CLIENTS)))
 FILL_NUMBERS = 10**8  # filler k numbers its requests from k * FILL_NUMBERS (the live submitter's from 1)
 FRAMEWORKS = ("openai-agents", "claude-agent-sdk", "langgraph")
 POSTGRES_URL = os.environ.get("CG_BENCH_POSTGRES_URL") or os.environ.get("CROSSGATE_TEST_POSTGRES_URL", "")
+PARTITIONS = os.environ.get("CG_BENCH_PARTITIONS", "")
+"""How many audit chains crossgate's PostgreSQL schemas get (the store's default when unset)."""
 DEFAULT_ROWS = "sqlite-racing,sqlite-own" + (",postgres-own,postgres-racing,postgres-own-x2" if POSTGRES_URL else "")
 ROWS = [r.strip() for r in os.environ.get("CG_BENCH_ROWS", DEFAULT_ROWS).split(",") if r.strip()]
 
@@ -318,7 +321,8 @@ class Row:
             return str(self.folder / f"{tag}.db")
         schema = f"bench_{os.getpid()}_{tag}"
         separator = "&" if "?" in POSTGRES_URL else "?"
-        return f"{POSTGRES_URL}{separator}schema={schema}"
+        chains = f"&partitions={PARTITIONS}" if PARTITIONS and kind == "crossgate" else ""
+        return f"{POSTGRES_URL}{separator}schema={schema}{chains}"
 
 
 def serve(cmds: list[list[str]], env: dict[str, str], ports: list[int]) -> tuple[list[str], list[Any]]:

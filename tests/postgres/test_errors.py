@@ -121,7 +121,7 @@ def test_audit_head_catches_a_deleted_last_event_and_a_changed_one(
 
 def test_url_options_are_kept_and_spaces_survive() -> None:
     store = PostgresStore("postgresql://u@h/db?options=-c%20statement_timeout%3D5000&application_name=me", schema="s")
-    assert store._connect_kwargs["options"] == "-c statement_timeout=5000 -c search_path=s -c TimeZone=UTC"
+    assert store._connect_kwargs["options"] == "-c statement_timeout=5000 -c search_path=s -c TimeZone=UTC -c jit=off"
     assert store._connect_kwargs["application_name"] == "me"
     assert "options=-c%20statement_timeout%3D5000" in store.url and store.url.endswith("schema=s")
     with pytest.raises(ConfigurationError, match="not a PostgreSQL URL"):

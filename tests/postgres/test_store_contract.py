@@ -14,6 +14,16 @@ pytestmark = pytest.mark.postgres
 
 
 class TestPostgresStore(StoreContract):
+    """A fresh schema: the audit log in DEFAULT_PARTITIONS chains keyed by run."""
+
     def make_store(self, tmp_path: Path) -> Store:
         store: Store = postgres_store_factory()()
+        return store
+
+
+class TestPostgresStoreOnePartition(StoreContract):
+    """One audit chain (a schema set up before migration 013 keeps it): the log as it always was."""
+
+    def make_store(self, tmp_path: Path) -> Store:
+        store: Store = postgres_store_factory()(partitions=1)
         return store

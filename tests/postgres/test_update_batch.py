@@ -8,7 +8,7 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import psycopg
 import pytest
@@ -18,6 +18,15 @@ from crossgate.errors import ConflictError
 from crossgate.model import ApprovalRequest, Approve, Event, NewEvent, RequestStatus
 from crossgate.stores import RequestQuery, _update_batch
 from crossgate.stores.postgres import PostgresStore
+from tests.support.postgres import PostgresStoreFactory
+
+
+@pytest.fixture
+def pg_store(pg_factory: PostgresStoreFactory) -> Iterator[PostgresStore]:
+    """One audit chain: every decision waits for the one head these tests hold."""
+    store: PostgresStore = pg_factory(partitions=1)
+    yield store
+    store.close()
 
 
 def _submit(queue: ReviewQueue, requests: int) -> list[str]:

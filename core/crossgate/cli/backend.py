@@ -90,9 +90,16 @@ class LogSnapshot:
     """Why there is no head (the store lost it), when ``head`` is None."""
     checkpoints: list[Checkpoint]
     policy_versions: list[PolicyVersion]
+    heads: list[tuple[int, int, str]] | None = None
+    """Every partition's head as of ``head``, when the server keeps its log in several chains."""
 
     def list_events(self) -> list[Event]:
         return self.events
+
+    def audit_snapshot(self) -> tuple[int, list[tuple[int, int, str]], list[Event]]:
+        """What :func:`crossgate.audit.read_log` checks: the head (each partition's) and the events."""
+        seq, digest = self.audit_head()
+        return seq, self.heads or [(0, seq, digest)], self.events
 
     def audit_head(self) -> tuple[int, str]:
         if self.head is None:

@@ -226,18 +226,23 @@ class ServerBackend:
             checkpoints = [self._checkpoint(c) for c in self._field(answer, "items", list)]
             versions = self.policy_versions()
             if self._head() == head:
-                return LogSnapshot(events, head[0], head[1], checkpoints, versions)
+                return LogSnapshot(events, head[0], head[1], checkpoints, versions, head[2])
         raise ConflictError(f"the audit log at {self.url} kept growing while it was read; run the check again")
 
-    def _head(self) -> tuple[tuple[int, str] | None, str | None]:
+    def _head(self) -> tuple[tuple[int, str] | None, str | None, list[tuple[int, int, str]] | None]:
         answer = self._call("GET", "/api/audit/head")
         if not isinstance(answer, dict):
             raise self._not_api()
         seq, head_hash, missing = answer.get("seq"), answer.get("hash"), answer.get("missing")
         if isinstance(seq, int) and isinstance(head_hash, str):
-            return (seq, head_hash), None
+            listed = answer.get("heads")
+            try:
+                heads = [(int(p), int(s), str(h)) for p, s, h in listed] if isinstance(listed, list) else None
+            except (TypeError, ValueError):
+                raise self._not_api() from None
+            return (seq, head_hash), None, heads
         if isinstance(missing, str):
-            return None, missing
+            return None, missing, None
         raise self._not_api()
 
     def _version(self, data: Any) -> PolicyVersion:

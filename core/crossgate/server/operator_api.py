@@ -17,6 +17,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body
 from pydantic import BaseModel, ConfigDict, Field
 
+from crossgate.audit import heads_root
 from crossgate.errors import AuditHeadMissingError, ConfigurationError, NotFoundError
 from crossgate.limits import MAX_INT64
 from crossgate.policy import Policy
@@ -88,6 +89,9 @@ class AuditHeadOut(BaseModel):
     seq: int | None
     hash: str | None
     missing: str | None = None
+    heads: list[tuple[int, int, str]] | None = None
+    """Every partition's ``[partition, seq, hash]`` as of ``seq`` when the log is kept in several chains
+    (PostgreSQL, migration 013): ``hash`` is then their root, and the events are checked against each."""
 
 
 class PolicyIn(BaseModel):
@@ -147,8 +151,13 @@ def list_checkpoints(state: StateDep, caller: CallerDep) -> CheckpointsOut:
 @reading.get("/audit/head", response_model=AuditHeadOut)
 def audit_head(state: StateDep, caller: CallerDep) -> AuditHeadOut:
     """The log's recorded head (``crossgate audit verify`` checks the events against it)."""
+    store = state.queue.store
+    cut = getattr(store, "audit_cut", None)
     try:
-        seq, head_hash = state.queue.store.audit_head()
+        if cut is not None and store.partitions() > 1:  # type: ignore[attr-defined]
+            upto, heads = cut()
+            return AuditHeadOut(seq=upto, hash=heads_root(heads), heads=heads)
+        seq, head_hash = store.audit_head()
     except AuditHeadMissingError as exc:
         return AuditHeadOut(seq=None, hash=None, missing=str(exc))
     return AuditHeadOut(seq=seq, hash=head_hash)

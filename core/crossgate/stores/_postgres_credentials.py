@@ -16,15 +16,13 @@ from psycopg import sql
 from crossgate.errors import ConflictError, StoreError
 from crossgate.model import Event, NewEvent
 from crossgate.stores.credentials import Credential, CredentialKind, scope_fields
-from crossgate.stores.postgres_listen import Listener
 
 
 class _Host(Protocol):
     def _write(self, action: str) -> AbstractContextManager[psycopg.Cursor[Any]]: ...
     def _conn(self, action: str) -> AbstractContextManager[psycopg.Connection[Any]]: ...
     def _append(self, cur: psycopg.Cursor[Any], new: NewEvent) -> Event: ...
-    @property
-    def _listener(self) -> Listener: ...
+    def _committed(self, seq: int) -> None: ...
 
 
 class _NotLive(Exception):
@@ -43,7 +41,7 @@ class CredentialsMixin:
             if isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
                 raise ConflictError(f"a live {credential.kind} named {credential.name!r} exists already") from None
             raise
-        self._listener.observe(sealed.seq)
+        self._committed(sealed.seq)
         return sealed
 
     def revoke_credential(self: _Host, credential_id: str, at: datetime, by: str, event: NewEvent) -> Event | None:
@@ -57,7 +55,7 @@ class CredentialsMixin:
                     raise _NotLive
         except _NotLive:
             return None
-        self._listener.observe(sealed.seq)
+        self._committed(sealed.seq)
         return sealed
 
     def rotate_credential(self: _Host, credential_id: str, new: Credential, event: NewEvent) -> Event | None:
@@ -70,7 +68,7 @@ class CredentialsMixin:
                 cur.execute(_query("insert_credential"), _row(new))
         except _NotLive:
             return None
-        self._listener.observe(sealed.seq)
+        self._committed(sealed.seq)
         return sealed
 
     def credential_for(self: _Host, token_sha256: str) -> Credential | None:

@@ -1,8 +1,8 @@
-"""Sealing in PostgreSQL (migration 011): the parameters of ``crossgate_seal`` and its kin, and the Events
-their rows describe.
+"""Sealing in PostgreSQL (migrations 011, 013): the parameters of ``crossgate_seal`` and its kin, and the
+Events their rows describe.
 
-The database locks the chain head, fills in each event's seq and previous hash, and hashes it, so the head
-is held only while the server works. The hash is :func:`crossgate.audit.seal`'s, byte for byte: the store
+The database locks each event's partition's head, fills in the event's seq and previous hash, and hashes
+it, so a head is held only while the server works. The hash is :func:`crossgate.audit.seal`'s, byte for byte: the store
 sends the event's canonical text without its two chain values (:func:`crossgate.model.chained_parts`) and
 the event's JSON without them, and the function puts them in.
 """
@@ -14,10 +14,12 @@ from typing import Any
 
 from crossgate.errors import AuditHeadMissingError
 from crossgate.model import Event, NewEvent, chained_parts, trusted
+from crossgate.stores._partitions import partition_of
 
 
-def seal_params(events: Sequence[NewEvent], channel: str) -> dict[str, Any]:
-    """The ``p_before`` .. ``p_channel`` arguments of the sealing functions for ``events``, in order."""
+def seal_params(events: Sequence[NewEvent], partitions: int) -> dict[str, Any]:
+    """The ``p_partitions`` .. ``p_request_ids`` arguments of the sealing functions for ``events``, in order,
+    among ``partitions`` chains."""
     before: list[str] = []
     between: list[str] = []
     for new in events:
@@ -25,13 +27,13 @@ def seal_params(events: Sequence[NewEvent], channel: str) -> dict[str, Any]:
         before.append(head)
         between.append(middle)
     return {
+        "partitions": [partition_of(new, partitions) for new in events],
         "before": before,
         "between": between,
         "bodies": [new.model_dump_json() for new in events],
         "ats": [new.at for new in events],
         "kinds": [new.kind for new in events],
         "request_ids": [new.request_id for new in events],
-        "channel": channel,
     }
 
 

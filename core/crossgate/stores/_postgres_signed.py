@@ -12,15 +12,13 @@ from psycopg import sql
 from crossgate.errors import ConflictError, StoreError
 from crossgate.model import Event, NewEvent
 from crossgate.stores.base import Checkpoint, PolicyVersion
-from crossgate.stores.postgres_listen import Listener
 
 
 class _Host(Protocol):
     def _write(self, action: str) -> AbstractContextManager[psycopg.Cursor[Any]]: ...
     def _conn(self, action: str) -> AbstractContextManager[psycopg.Connection[Any]]: ...
     def _append(self, cur: psycopg.Cursor[Any], new: NewEvent) -> Event: ...
-    @property
-    def _listener(self) -> Listener: ...
+    def _committed(self, seq: int) -> None: ...
 
 
 class SignedStateMixin:
@@ -46,7 +44,7 @@ class SignedStateMixin:
             if isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
                 raise ConflictError(f"policy version {version.version} already exists") from exc.__cause__
             raise
-        self._listener.observe(sealed.seq)
+        self._committed(sealed.seq)
         return sealed
 
     def get_policy_version(self: _Host, version: int | None = None) -> PolicyVersion | None:

@@ -1,21 +1,24 @@
 """``PostgresStore``: the store for several servers and workers sharing one PostgreSQL database.
 
 Needs the extra ``crossgate[postgres]`` (psycopg 3 and psycopg-pool). Every write is one transaction
-that changes a row and appends its event; the chain head is one row locked ``FOR UPDATE``, so the hash
+that changes a row and appends its event; each chain's head is one row locked ``FOR UPDATE``, so each hash
 chain stays a chain under any number of writers. Events are sealed in the database (``crossgate_seal``,
 migration 011; ``_postgres_sealing``), and the hot writes (a submission, a batch of compare-and-sets,
 events) are each one statement that the server commits by itself, so the head is held only while the
 server works. Decide and apply are compare-and-set updates (``WHERE status = ANY(...)``); those that wait
 for the head meanwhile share the next statement (``_update_batch``), each still its own compare-and-set
 and event. Parked runs are claimed with
-``FOR UPDATE SKIP LOCKED`` and a lease, and each event commits with a ``NOTIFY`` that wakes waiters in
-every other process. A delivery cursor's claim, advance and release are each one statement (an upsert
+``FOR UPDATE SKIP LOCKED`` and a lease; after each commit a ``NOTIFY`` (``postgres_listen.Notifier``)
+wakes waiters in every other process. A delivery cursor's claim, advance and release are each one statement (an upsert
 or a compare-and-set on the lease owner).
 
 All tables live in one schema (``crossgate`` unless ``schema=`` says otherwise, as a constructor
-argument or a ``?schema=`` URL parameter), so tests and tenants can use fresh ones. SQL text lives in
-``sql/postgres/``: ``schema.sql`` for a fresh schema, ``migrations/NNN_*.sql`` for older ones,
-``queries.sql`` for the named queries.
+argument or a ``?schema=`` URL parameter), so tests and tenants can use fresh ones. The audit log is kept
+in N hash chains keyed by run (migration 013; ``partitions=``, or ``?partitions=``, given to ``setup``; a
+fresh schema gets ``DEFAULT_PARTITIONS``, one set up before keeps one chain until it is raised): writes for
+different runs lock different heads, and ``audit_head`` is the root over every head (``crossgate.audit``).
+SQL text lives in ``sql/postgres/``: ``schema.sql`` for a fresh schema, ``migrations/NNN_*.sql`` for older
+ones, ``queries.sql`` for the named queries.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ValidationError
 
+from crossgate.audit import Head, heads_root
 from crossgate.errors import AuditHeadMissingError, ConfigurationError, ConflictError, StoreError
 from crossgate.model import (
     ApprovalRequest,
@@ -46,6 +50,7 @@ from crossgate.model import (
     StandingRule,
 )
 from crossgate.stores._event_batch import EventBatch
+from crossgate.stores._partitions import DEFAULT_PARTITIONS, MAX_PARTITIONS
 from crossgate.stores._postgres_sealing import seal_params, sealed, sealed_all
 from crossgate.stores._signatures import request_body, request_from_row, request_signatures, rule_body, rule_from_row
 from crossgate.stores._update_batch import MovedHints, Update, UpdateQueue, commit_together
@@ -72,13 +77,15 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 
 from crossgate.stores._postgres_credentials import CredentialsMixin  # after the check above: these need psycopg too
 from crossgate.stores._postgres_signed import SignedStateMixin
-from crossgate.stores.postgres_listen import Listener
+from crossgate.stores.postgres_listen import Listener, Notifier
 
 log = logging.getLogger(__name__)
 
 DEFAULT_SCHEMA = "crossgate"
 IDLE_CHECK_SECONDS = 1.0
 """A pooled connection idle longer than this is checked before use."""
+_OWN_PARAMS = ("schema", "partitions")
+"""URL parameters that are crossgate's, not libpq's."""
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,47}$")
 _SQL_DIR = resources.files("crossgate.stores").joinpath("sql", "postgres")
 M = TypeVar("M", bound=BaseModel)
@@ -116,7 +123,7 @@ def split_url(url: str, schema: str | None = None) -> tuple[str, str]:
     parts = urlsplit(url)
     params = parse_qsl(parts.query, keep_blank_values=True)
     from_url = [value for key, value in params if key == "schema"]
-    rest = [(key, value) for key, value in params if key != "schema"]
+    rest = [(key, value) for key, value in params if key not in _OWN_PARAMS]
     chosen = schema or (from_url[-1] if from_url else DEFAULT_SCHEMA)
     if not _SCHEMA_NAME.fullmatch(chosen):
         raise ConfigurationError(
@@ -149,13 +156,21 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
         max_size: int = 10,
         timeout: float = 10.0,
         connect_timeout: int = 5,
+        partitions: int | None = None,
     ) -> None:
+        partitions = partitions if partitions is not None else _partitions_in(url)
+        if partitions is not None and not 1 <= partitions <= MAX_PARTITIONS:
+            raise ConfigurationError(f"partitions: a number from 1 to {MAX_PARTITIONS}, not {partitions}")
+        self._wanted_partitions = partitions
+        self._partitions: int | None = None  # N as the database has it, read once
         self._conninfo, self.schema = split_url(url, schema)
         self.url = url if schema is None else _with_schema(url, self.schema)
         """The URL that opens this store again (in another process, say), schema included."""
         self._channel = f"crossgate_{self.schema}"
         given = _conninfo_params(self._conninfo)
-        options = f"{given.get('options', '')} -c search_path={self.schema} -c TimeZone=UTC".strip()
+        # jit off: every statement here is a short one, and the audit heads' query (estimated from tables
+        # without statistics) otherwise spends seconds compiling itself.
+        options = f"{given.get('options', '')} -c search_path={self.schema} -c TimeZone=UTC -c jit=off".strip()
         self._connect_kwargs: dict[str, Any] = {
             "options": options,  # the URL's own options are kept; ours come last and win
             "connect_timeout": given.get("connect_timeout", connect_timeout),
@@ -175,7 +190,8 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
         self._open_lock = threading.Lock()
         self._opened = False
         self._last_used: weakref.WeakKeyDictionary[psycopg.Connection[Any], float] = weakref.WeakKeyDictionary()
-        self._listener = Listener(self._connect_listener, self._channel, _read_head)
+        self._listener = Listener(self._connect_listener, self._channel, _read_latest)
+        self._notifier = Notifier(self._connect_notifier, self._channel)
         self._batch = EventBatch(self._commit_enqueued)
         self._updates = UpdateQueue("PostgreSQL")
         self._moved = MovedHints()  # a lost compare-and-set is refused by a read, not a transaction
@@ -190,6 +206,18 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
         # Named so that an operator (or a test) can tell the one LISTEN connection per store apart.
         name = f"{self._connect_kwargs['application_name'][:56]}-listen"
         return psycopg.connect(self._conninfo, autocommit=True, **{**self._connect_kwargs, "application_name": name})
+
+    def _connect_notifier(self) -> psycopg.Connection[Any]:
+        # A wake-up carries no state (listeners poll too), so its commit need not wait for the disk.
+        name = f"{self._connect_kwargs['application_name'][:56]}-notify"
+        options = f"{self._connect_kwargs['options']} -c synchronous_commit=off"
+        kwargs = {**self._connect_kwargs, "application_name": name, "options": options}
+        return psycopg.connect(self._conninfo, autocommit=True, **kwargs)
+
+    def _committed(self, seq: int) -> None:
+        """Events up to ``seq`` are committed: wake this process's waiters now, the others' by NOTIFY."""
+        self._listener.observe(seq)
+        self._notifier.sent(seq)
 
     def _check(self, conn: psycopg.Connection[Any]) -> None:
         # A connection idle for a while may have outlived a server restart or failover: one empty round
@@ -225,10 +253,31 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
             def record(migration: Migration) -> None:
                 conn.execute(_q("record_version"), {"version": migration.version, "name": migration.name})
 
+            made = []
+
             def fresh() -> None:
                 conn.execute(fresh_schema_sql())
+                made.append(True)
 
             run_migrations(applied, migrations(), apply=apply, record=record, fresh=fresh)
+            wanted = self._wanted_partitions or (DEFAULT_PARTITIONS if made else None)
+            if wanted is not None:
+                self._set_partitions(conn, wanted)
+
+    def _set_partitions(self, conn: psycopg.Connection[Any], wanted: int) -> None:
+        current = int(_one(conn.execute(_q("partitions")))[0])
+        if wanted < current:
+            raise ConfigurationError(
+                f"this schema's audit log has {current} partitions; they can be raised, not lowered to {wanted}"
+            )
+        self._partitions = int(_one(conn.execute(_q("set_partitions"), {"partitions": wanted}))[0])
+
+    def partitions(self) -> int:
+        """N: how many hash chains the audit log is kept in (1 until ``setup`` raises it; migration 013)."""
+        if self._partitions is None:
+            with self._conn("read the number of partitions") as conn:
+                self._partitions = int(_head(conn.execute(_q("partitions")))[0])
+        return self._partitions
 
     def close(self) -> None:
         """Commit the enqueued events, stop the listener and close the pool."""
@@ -238,6 +287,7 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
             self._close_pool()
 
     def _close_pool(self) -> None:
+        self._notifier.close()
         self._listener.close()
         with self._open_lock:
             if self._opened:
@@ -267,11 +317,12 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
                 self._batch.give_back(waiting)
                 raise
         self._batch.committed()
-        self._listener.observe(event.seq)
+        self._committed(event.seq)
 
     def _append(self, cur: psycopg.Cursor[Any], new: NewEvent) -> Event:
         """Seal ``new`` after the chain head in the caller's transaction (the database locks the head)."""
-        return sealed_all([new], cur.execute(_q("seal_events"), seal_params([new], self._channel)).fetchall())[0]
+        params = seal_params([new], self.partitions())
+        return sealed_all([new], cur.execute(_q("seal_events"), params).fetchall())[0]
 
     def _seal_alone(self, action: str, query: str, row: dict[str, Any], events: Sequence[NewEvent]) -> list[Event]:
         """Run ``query``, a statement that makes a change and seals its ``events``, as its own transaction
@@ -281,19 +332,20 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
     def _statement(self, action: str, query: str, row: dict[str, Any], events: Sequence[NewEvent]) -> list[Any]:
         if self._batch.pending and query != "seal_events":
             self._commit_enqueued()  # enqueued events keep their place in the chain before this change
+        params = {**row, **seal_params(events, self.partitions())}
         with self._conn(action) as conn:
-            return conn.execute(_q(query), {**row, **seal_params(events, self._channel)}).fetchall()
+            return conn.execute(_q(query), params).fetchall()
 
     def _insert(self, query: str, row: dict[str, Any], new: NewEvent, what: str) -> Event:
         try:
             with self._write(f"store {what}") as cur:
-                _one(cur.execute(_q(query), row))
-                event = self._append(cur, new)
+                event = self._append(cur, new)  # first: the row is stored at its event's seq
+                _one(cur.execute(_q(query), {**row, "position": event.seq}))
         except StoreError as exc:
             if isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
                 raise ConflictError(f"{what} already exists") from exc.__cause__
             raise
-        self._listener.observe(event.seq)
+        self._committed(event.seq)
         return event
 
     def _change(self, query: str, row: dict[str, Any], new: NewEvent, action: str) -> Event | None:
@@ -302,7 +354,7 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
                 _head(cur.execute(_q("read_head")))  # a lost compare-and-set, or no head to chain to: roll back
                 return None
             event = self._append(cur, new)
-        self._listener.observe(event.seq)
+        self._committed(event.seq)
         return event
 
     # requests ------------------------------------------------------------------------------------
@@ -315,7 +367,7 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
             if isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
                 raise ConflictError(f"request {request.id} already exists") from exc.__cause__
             raise
-        self._listener.observe(sealed[0].seq)
+        self._committed(sealed[0].seq)
         return sealed[0]
 
     def get_request(self, request_id: str) -> ApprovalRequest | None:
@@ -382,7 +434,7 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
         for index, seq, prev, digest in changed:
             results[index - 1] = sealed(updates[index - 1].event, seq, prev, digest)
         if changed:
-            self._listener.observe(int(changed[-1][1]))
+            self._committed(int(changed[-1][1]))
             for update, result in zip(updates, results, strict=True):  # committed: remember what moved
                 if result is not None:
                     self._moved.note(update.request_id, update.status)
@@ -421,16 +473,16 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
         try:
             with self._write(f"store parked run {parked.id}") as cur:
                 for request, submitted in requests:
-                    _one(cur.execute(_q("insert_request"), _request_row(request)))
-                    self._append(cur, submitted)
-                _one(cur.execute(_q("insert_parked_run"), _parked_row(parked)))
+                    position = self._append(cur, submitted).seq
+                    _one(cur.execute(_q("insert_request"), {**_request_row(request), "position": position}))
                 last = self._append(cur, event)
+                _one(cur.execute(_q("insert_parked_run"), {**_parked_row(parked), "position": last.seq}))
         except StoreError as exc:
             if isinstance(exc.__cause__, psycopg.errors.UniqueViolation):
                 ids = ", ".join(r.id for r, _ in requests)
                 raise ConflictError(f"parked run {parked.id} or one of its requests ({ids}) already exists") from exc
             raise
-        self._listener.observe(last.seq)
+        self._committed(last.seq)
         return last
 
     def get_parked_run(self, parked_id: str) -> ParkedRun | None:
@@ -462,7 +514,7 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
             changed = change.apply(current)
             _one(cur.execute(_q("update_parked_run"), _parked_row(changed)))
             sealed = self._append(cur, event)
-        self._listener.observe(sealed.seq)
+        self._committed(sealed.seq)
         return changed
 
     def change_parked_runs(self, ids: Sequence[str], change: Change[ParkedRun], event: PruneEvent) -> list[str]:
@@ -482,7 +534,7 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
             }
             _one(cur.execute(_q("update_parked_runs"), rows))
             sealed = self._append(cur, event(changed))
-        self._listener.observe(sealed.seq)
+        self._committed(sealed.seq)
         return changed
 
     # events --------------------------------------------------------------------------------------
@@ -490,7 +542,7 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
         if self._batch.pending:
             self._commit_enqueued()
         sealed = self._seal_alone(f"append a {event.kind} event", "seal_events", {}, [event])[0]
-        self._listener.observe(sealed.seq)
+        self._committed(sealed.seq)
         return sealed
 
     def enqueue_event(self, event: NewEvent) -> None:
@@ -510,14 +562,34 @@ class PostgresStore(SignedStateMixin, CredentialsMixin):
         query = "list_events" if request_id is None else "list_request_events"
         self.flush_events()  # this process reads what it enqueued
         with self._conn("list events") as conn:
-            rows = conn.execute(_q(query), params).fetchall()
+            rows = conn.execute(_q(query).format(watermark=_watermark()), params).fetchall()
         return [_load(Event, data) for (data,) in rows]
 
     def audit_head(self) -> tuple[int, str]:
+        """The watermark (every event up to it is committed) and the root of the heads there: with one
+        partition, its head's hash, as before 013."""
+        upto, heads = self.audit_cut()
+        return upto, heads_root(heads)
+
+    def audit_cut(self) -> tuple[int, list[Head]]:
+        """The watermark and every partition's ``(partition, seq, hash)`` head as of it, in one snapshot."""
         self.flush_events()
-        with self._conn("read the audit head") as conn:
-            seq, digest = _head(conn.execute(_q("read_head")))
-        return int(seq), str(digest)
+        with self._conn("read the audit heads") as conn:
+            return _cut(conn)
+
+    def audit_snapshot(self, after: int = 0) -> tuple[int, list[Head], list[Event]]:
+        """The watermark, every partition's head row and every event after ``after``, all of one snapshot: each
+        event the snapshot sees is covered by its partition's head row, and an event past every head (an
+        append that did not move one) is read too, for the check to refuse."""
+        self.flush_events()
+        with self._conn("read the audit log") as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            upto = int(_one(conn.execute(_watermark()))[0])
+            heads = [(int(p), int(seq), str(digest)) for p, seq, digest, _ in conn.execute(_q("heads"))]
+            rows = conn.execute(_q("events_after"), {"after": after}).fetchall()
+        if not any(p == 0 for p, _, _ in heads):
+            raise AuditHeadMissingError()
+        return upto, sorted(heads), [_load(Event, data) for (data,) in rows]
 
     def wait_for_change(self, after: int, timeout: float) -> int:
         latest = self._listener.wait(after, timeout)
@@ -591,8 +663,20 @@ def list_statement(query: RequestQuery) -> tuple[sql.Composed, dict[str, Any]]:
     return _q("list_requests").format(where=where, direction=direction), params
 
 
-def _read_head(conn: psycopg.Connection[Any]) -> int:
-    return int(_head(conn.execute(_q("read_head")))[0])
+def _cut(conn: psycopg.Connection[Any]) -> tuple[int, list[Head]]:
+    rows = conn.execute(_q("audit_cut").format(watermark=_watermark(), heads=_q("heads"))).fetchall()
+    if not any(row[0] == 0 for row in rows):
+        raise AuditHeadMissingError()
+    return int(rows[0][3]), [(int(p), int(seq), str(digest)) for p, seq, digest, _ in rows]
+
+
+def _read_latest(conn: psycopg.Connection[Any]) -> int:
+    return int(_head(conn.execute(_q("read_latest")))[0])
+
+
+@cache
+def _watermark() -> sql.Composed:
+    return _q("watermark").format(heads=_q("heads"))
 
 
 def _dict(params: tuple[Any, ...] | dict[str, Any]) -> dict[str, Any]:
@@ -627,6 +711,17 @@ def _load_signed(load: Callable[[str, str | None], M], model: type[M], data: str
         return load(data, signed)
     except ValidationError as exc:
         raise StoreError(f"a stored {model.__name__} no longer parses: {exc}") from exc
+
+
+def _partitions_in(url: str) -> int | None:
+    """The URL's ``?partitions=N`` (how many audit chains ``setup`` gives the schema), if it has one."""
+    given = [value for key, value in parse_qsl(urlsplit(url).query) if key == "partitions"]
+    if not given:
+        return None
+    try:
+        return int(given[-1])
+    except ValueError:
+        raise ConfigurationError(f"partitions={given[-1]!r} in the URL: a number from 1 to {MAX_PARTITIONS}") from None
 
 
 def _conninfo_params(conninfo: str) -> dict[str, Any]:

@@ -1,7 +1,13 @@
-"""``Listener``: one ``LISTEN`` connection per PostgreSQL store, so waiters wake on other processes' events.
+"""``Listener`` and ``Notifier``: one ``LISTEN`` and one ``NOTIFY`` connection per PostgreSQL store, so
+waiters wake on other processes' events.
 
-Every event commits with a ``NOTIFY`` carrying its seq; the listener tracks the newest seq seen (or
-written by this process) and wakes whoever waits for a change. While the connection is down, ``wait``
+A ``NOTIFY`` is not sent by the write that makes an event: PostgreSQL holds one lock for the whole server
+from a notifying transaction's pre-commit until its commit is flushed (``async.c``, ``PreCommit_Notify``),
+so every write that notified in its own transaction queued behind every other's commit, whatever rows it
+touched. The ``Notifier`` sends the newest committed seq after the commit instead, from a thread of its
+own, in transactions that do not wait for their commit to be flushed (a wake-up carries no state), several
+writes' wake-ups in one. A wake-up lost to a crash between a commit and its ``NOTIFY`` is repaired by the
+``Listener``, which also reads the head every ``POLL_SECONDS``; while its connection is down, ``wait``
 returns None and the store falls back to polling the chain head.
 """
 
@@ -17,6 +23,9 @@ import psycopg
 from psycopg import sql
 
 log = logging.getLogger(__name__)
+
+POLL_SECONDS = 1.0
+"""How often the listener reads the head itself, for a wake-up that was never sent."""
 
 
 class Listener:
@@ -80,9 +89,13 @@ class Listener:
                         self._healthy = self._tried = True
                     self.observe(int(seq))
                     backoff = 0.1
+                    polled = time.monotonic()
                     while not self._closed:
                         for note in conn.notifies(timeout=0.25):
                             self.observe(int(note.payload))
+                        if time.monotonic() - polled >= POLL_SECONDS:
+                            self.observe(int(self._read_head(conn)))
+                            polled = time.monotonic()
             except (psycopg.Error, ValueError):
                 log.warning("crossgate: LISTEN on %s failed; retrying", self._channel, exc_info=True)
             with self._changed:
@@ -92,3 +105,65 @@ class Listener:
             if not self._closed:
                 time.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
+
+
+class Notifier:
+    """Sends ``NOTIFY`` with the newest committed seq after the commit, from one thread and connection.
+
+    ``sent`` never waits for the database: a write that has committed hands over its seq and goes on.
+    Wake-ups that arrive while one is being sent go out together, as the newest seq.
+    """
+
+    def __init__(self, connect: Callable[[], psycopg.Connection[Any]], channel: str) -> None:
+        self._connect = connect
+        self._channel = channel
+        self._cond = threading.Condition()
+        self._wanted = 0
+        self._done = 0
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    def sent(self, seq: int) -> None:
+        """Wake the other processes' listeners: events up to ``seq`` are committed."""
+        with self._cond:
+            if self._closed or seq <= self._wanted:
+                return
+            self._wanted = seq
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=f"{self._channel}-notify", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def close(self) -> None:
+        """Send what is still wanted (for a moment at most), then stop."""
+        with self._cond:
+            self._closed = True
+            thread = self._thread
+            self._cond.notify()
+        if thread is not None:
+            thread.join(timeout=2.0)
+
+    def _run(self) -> None:
+        conn: psycopg.Connection[Any] | None = None
+        backoff = 0.1
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._wanted > self._done or self._closed)
+                if self._wanted <= self._done:
+                    break
+                seq = self._wanted
+            try:
+                if conn is None or conn.closed:
+                    conn = self._connect()
+                conn.execute("SELECT pg_notify(%s, %s)", (self._channel, str(seq)))
+                self._done = seq
+                backoff = 0.1
+            except psycopg.Error:
+                log.warning("crossgate: NOTIFY on %s failed; listeners poll", self._channel, exc_info=True)
+                conn = None
+                if self._closed:
+                    break
+                time.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+        if conn is not None:
+            conn.close()

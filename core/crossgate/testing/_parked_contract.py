@@ -23,10 +23,10 @@ from crossgate import (
     ToolCall,
     lifecycle,
 )
-from crossgate.audit import verify_chain
+from crossgate.audit import verify_log
 from crossgate.model import NewEvent
 from crossgate.stores.base import Change, PruneEvent
-from crossgate.testing._store_records import T0, ev, make_parked
+from crossgate.testing._store_records import T0, ev, make_parked, one_chain
 from crossgate.testing.clock import FakeClock
 from crossgate.testing.fixtures import QueueFactory, StoreBacked
 
@@ -216,14 +216,16 @@ class ParkedRunScenarios(StoreBacked):
         }
         events = store.list_events(after=head[0])
         assert [(e.kind, e.payload) for e in events] == [("parked_states_pruned", {"parked_runs": ["park-1"]})]
-        assert events[0].prev_hash == head[1] and store.audit_head() == (head[0] + 1, events[0].hash)
-        assert verify_chain(store.list_events(), head=store.audit_head()).ok
+        assert store.audit_head()[0] == head[0] + 1
+        if one_chain(store):  # with several, the head's hash is their root (checked by verify_log)
+            assert events[0].prev_hash == head[1] and store.audit_head()[1] == events[0].hash
+        assert verify_log(store).ok
         # the ids come back in the order given; a state pruned already is not pruned (nor recorded) again
         assert prune_runs(store, ["park-5", "park-2", "park-1"], FINISHED, prune_event) == ["park-5", "park-2"]
         assert [p.state for p in store.list_parked_runs()] == ["", "", '{"run": 3}', '{"run": 4}', ""]
         assert store.list_events()[-1].payload == {"parked_runs": ["park-5", "park-2"]}
         assert store.audit_head()[0] == head[0] + 2
-        assert verify_chain(store.list_events(), head=store.audit_head()).ok
+        assert verify_log(store).ok
 
     def test_prune_with_nothing_to_prune_changes_and_records_nothing(self, store: Store) -> None:
         parked_in(store, 1, ParkedRunStatus.RESUMED)
@@ -301,7 +303,7 @@ class ParkedRunScenarios(StoreBacked):
                 assert (parked.status, parked.state) == (ParkedRunStatus.PARKED, f'{{"run": {parked.id[5:]}}}')
             else:
                 assert (parked.status, parked.state) == (ParkedRunStatus.FAILED, "")
-        assert verify_chain(store.list_events(), head=store.audit_head()).ok
+        assert verify_log(store).ok
 
     @pytest.fixture
     def clock(self) -> FakeClock:

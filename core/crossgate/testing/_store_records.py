@@ -49,3 +49,19 @@ def make_parked(n: int = 1) -> ParkedRun:
 
 def make_rule(n: int) -> StandingRule:
     return StandingRule(id=f"rule-{n}", effect=VerdictKind.ALLOW, tool="read_*", created_at=T0)
+
+
+def one_chain(store: object) -> bool:
+    """True for a store whose log is one hash chain (every store but a partitioned PostgreSQL one)."""
+    partitions = getattr(store, "partitions", None)
+    return partitions is None or int(partitions()) == 1
+
+
+def audit_cut(store: object) -> list[tuple[int, int, str]]:
+    """A partitioned store's heads (``audit_cut``); one chain's head as a single partition otherwise."""
+    cut = getattr(store, "audit_cut", None)
+    if cut is not None:
+        heads: list[tuple[int, int, str]] = cut()[1]
+        return heads
+    seq, digest = store.audit_head()  # type: ignore[attr-defined]
+    return [(0, int(seq), str(digest))]

@@ -29,18 +29,18 @@ SELECT seq, hash FROM audit_head;
 SELECT rules_version FROM audit_head;
 
 -- name: seal_events
--- Locks the head and seals the events (crossgate_seal): one row per event, its seq, previous hash, hash.
+-- Locks the heads and seals the events (crossgate_seal): one row per event, its seq, previous hash, hash.
 SELECT event_seq, event_prev, event_hash FROM crossgate_seal(
-    %(before)s::text[], %(between)s::text[], %(bodies)s::text[], %(ats)s::timestamptz[], %(kinds)s::text[],
-    %(request_ids)s::text[], %(channel)s
+    %(partitions)s::integer[], %(before)s::text[], %(between)s::text[], %(bodies)s::text[], %(ats)s::timestamptz[],
+    %(kinds)s::text[], %(request_ids)s::text[]
 );
 
 -- name: insert_request_sealed
--- A submission in one statement: the head locked, the request stored at the next position, its event sealed.
+-- A submission in one statement: the event sealed (its partition's head locked), the request stored at its seq.
 SELECT event_seq, event_prev, event_hash FROM crossgate_insert_request(
     %(id)s, %(status)s, %(framework)s, %(tool)s, %(agent)s, %(run)s, %(expires_at)s, %(data)s, %(signatures)s,
-    %(before)s::text[], %(between)s::text[], %(bodies)s::text[], %(ats)s::timestamptz[], %(kinds)s::text[],
-    %(request_ids)s::text[], %(channel)s
+    %(partitions)s::integer[], %(before)s::text[], %(between)s::text[], %(bodies)s::text[], %(ats)s::timestamptz[],
+    %(kinds)s::text[], %(request_ids)s::text[]
 );
 
 -- name: update_requests_sealed
@@ -48,22 +48,16 @@ SELECT event_seq, event_prev, event_hash FROM crossgate_insert_request(
 SELECT update_index, event_seq, event_prev, event_hash FROM crossgate_update_requests(
     %(ids)s::text[], %(statuses)s::text[], %(expires_ats)s::timestamptz[], %(data)s::text[],
     %(signatures)s::text[], %(expected)s::text[],
-    %(before)s::text[], %(between)s::text[], %(bodies)s::text[], %(ats)s::timestamptz[], %(kinds)s::text[],
-    %(request_ids)s::text[], %(channel)s
+    %(partitions)s::integer[], %(before)s::text[], %(between)s::text[], %(bodies)s::text[], %(ats)s::timestamptz[],
+    %(kinds)s::text[], %(request_ids)s::text[]
 );
 
 -- name: insert_request
--- Locks the head, then stores the request at the next position; returns the head it locked.
-WITH head AS (
-    SELECT seq, hash FROM audit_head FOR UPDATE
-), inserted AS (
-    INSERT INTO requests (id, position, status, framework, tool, agent, run, expires_at, data, signatures)
-    SELECT %(id)s, head.seq + 1, %(status)s, %(framework)s, %(tool)s, %(agent)s, %(run)s, %(expires_at)s, %(data)s,
-        %(signatures)s
-    FROM head
-    RETURNING position
-)
-SELECT head.seq, head.hash FROM head, inserted;
+-- Stores a request at the seq of its event, sealed just before in the same transaction.
+INSERT INTO requests (id, position, status, framework, tool, agent, run, expires_at, data, signatures)
+VALUES (%(id)s, %(position)s, %(status)s, %(framework)s, %(tool)s, %(agent)s, %(run)s, %(expires_at)s, %(data)s,
+    %(signatures)s)
+RETURNING position;
 
 -- name: get_request
 SELECT data, signatures FROM requests WHERE id = %(id)s;
@@ -80,15 +74,16 @@ WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= %(now)s
 ORDER BY position LIMIT %(limit)s;
 
 -- name: insert_rule
--- Locks the head (bumping the rules version), then stores the rule; returns the head it locked.
+-- Bumps the rules version (partition 0's head, locked already by the rule's event, sealed just before), then
+-- stores the rule at that event's seq.
 WITH head AS (
-    UPDATE audit_head SET rules_version = rules_version + 1 RETURNING seq, hash
+    UPDATE audit_head SET rules_version = rules_version + 1 RETURNING seq
 ), inserted AS (
     INSERT INTO standing_rules (id, position, revoked_at, data, signature)
-    SELECT %(id)s, head.seq + 1, %(revoked_at)s, %(data)s, %(signature)s FROM head
+    SELECT %(id)s, %(position)s, %(revoked_at)s, %(data)s, %(signature)s FROM head
     RETURNING position
 )
-SELECT head.seq, head.hash FROM head, inserted;
+SELECT position FROM inserted;
 
 -- name: get_rule
 SELECT data, signature FROM standing_rules WHERE id = %(id)s;
@@ -105,15 +100,10 @@ WITH changed AS (
 UPDATE audit_head SET rules_version = rules_version + 1 WHERE EXISTS (SELECT FROM changed) RETURNING seq, hash;
 
 -- name: insert_parked_run
-WITH head AS (
-    SELECT seq, hash FROM audit_head FOR UPDATE
-), inserted AS (
-    INSERT INTO parked_runs (id, position, framework, run, status, lease_owner, lease_until, data)
-    SELECT %(id)s, head.seq + 1, %(framework)s, %(run)s, %(status)s, %(lease_owner)s, %(lease_until)s, %(data)s
-    FROM head
-    RETURNING position
-)
-SELECT head.seq, head.hash FROM head, inserted;
+-- Stores a parked run at the seq of its event, sealed just before in the same transaction.
+INSERT INTO parked_runs (id, position, framework, run, status, lease_owner, lease_until, data)
+VALUES (%(id)s, %(position)s, %(framework)s, %(run)s, %(status)s, %(lease_owner)s, %(lease_until)s, %(data)s)
+RETURNING position;
 
 -- name: get_parked_run
 SELECT data FROM parked_runs WHERE id = %(id)s;
@@ -158,10 +148,67 @@ WITH changed AS (
 SELECT seq, hash FROM audit_head WHERE EXISTS (SELECT FROM changed) FOR UPDATE;
 
 -- name: list_events
-SELECT data FROM events WHERE seq > %(after)s ORDER BY seq LIMIT %(limit)s;
+-- Events in seq order, up to the watermark (upto_watermark below).
+SELECT data FROM events WHERE seq > %(after)s AND seq <= ({watermark}) ORDER BY seq LIMIT %(limit)s;
 
 -- name: list_request_events
-SELECT data FROM events WHERE request_id = %(request_id)s AND seq > %(after)s ORDER BY seq LIMIT %(limit)s;
+SELECT data FROM events WHERE request_id = %(request_id)s AND seq > %(after)s AND seq <= ({watermark})
+ORDER BY seq LIMIT %(limit)s;
+
+-- name: events_after
+-- Every event after a seq, past the watermark too (audit_snapshot, which reads the head rows beside them).
+SELECT data FROM events WHERE seq > %(after)s ORDER BY seq;
+
+-- name: heads
+-- Every partition's head as committed (partition 0's in audit_head), with the xid of a transaction that
+-- holds it locked, or 0.
+SELECT 0 AS partition, seq, hash, xmax::text::bigint AS locker FROM audit_head
+UNION ALL
+SELECT partition, seq, hash, xmax::text::bigint FROM audit_partitions
+
+-- name: watermark
+-- The highest seq up to which every event is committed. With N > 1 seqs are taken from a sequence under
+-- each partition's own lock, so a transaction may commit seq 7 while the one that took seq 6 has not: a
+-- reader that moved past 7 would never see 6. A writer locks its partition's head before it takes a seq
+-- (and the lock gives it a transaction id first), so every seq not yet committed is above the committed
+-- head of a partition whose head a running transaction holds: the watermark is the lowest such head, or
+-- the highest head when none is held. (The head's xmax is the locker's 32-bit xid; the running ones are
+-- those of this statement's snapshot.) With N = 1 it is partition 0's committed head. Without partition 0's
+-- head row (a database changed outside crossgate, refusing every write) nothing is in flight: every event.
+SELECT CASE WHEN NOT EXISTS (SELECT FROM audit_head) THEN 9223372036854775807 ELSE coalesce(
+    (SELECT min(h.seq) FROM ({heads}) h WHERE h.locker <> 0 AND h.locker IN (
+        SELECT mod(x::text::bigint, 4294967296) FROM pg_snapshot_xip(pg_current_snapshot()) AS x
+    )),
+    (SELECT max(h.seq) FROM ({heads}) h)
+) END
+
+-- name: audit_cut
+-- Every partition's head as of the watermark, in one snapshot: its head row when the row is at or below it,
+-- else the last event of the partition at or below it (the row moved on past a seq still in flight);
+-- (0, genesis) for a partition without one. The watermark on every row.
+WITH mark AS MATERIALIZED (SELECT ({watermark}) AS upto)
+SELECT h.partition, coalesce(cut.seq, 0), coalesce(cut.hash, repeat('0', 64)), mark.upto
+FROM ({heads}) h CROSS JOIN mark
+LEFT JOIN LATERAL (
+    SELECT h.seq AS seq, h.hash AS hash WHERE h.seq <= mark.upto
+    UNION ALL
+    (
+        SELECT e.seq, e.data::json ->> 'hash' FROM events e
+        WHERE h.seq > mark.upto AND e.partition = h.partition AND e.seq <= mark.upto
+        ORDER BY e.seq DESC LIMIT 1
+    )
+) cut ON true
+ORDER BY h.partition;
+
+-- name: read_latest
+-- The highest seq any partition's head has committed (what the listener wakes waiters with).
+SELECT greatest(h.seq, coalesce((SELECT max(a.seq) FROM audit_partitions a), 0)) FROM audit_head h;
+
+-- name: set_partitions
+SELECT crossgate_set_partitions(%(partitions)s);
+
+-- name: partitions
+SELECT partitions FROM audit_head;
 
 -- name: claim_delivery_cursor
 -- One statement: create the cursor at the start seq, or take its lease when it is released, already
