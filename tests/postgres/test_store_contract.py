@@ -14,15 +14,15 @@ pytestmark = pytest.mark.postgres
 
 
 class TestPostgresStore(StoreContract):
-    """A fresh schema: the audit log in DEFAULT_PARTITIONS chains keyed by run."""
+    """A fresh schema with the audit log in eight chains keyed by run (``?partitions=8``)."""
 
     def make_store(self, tmp_path: Path) -> Store:
-        store: Store = postgres_store_factory()()
+        store: Store = postgres_store_factory()(partitions=8)
         return store
 
 
 class TestPostgresStoreOnePartition(StoreContract):
-    """One audit chain (a schema set up before migration 013 keeps it): the log as it always was."""
+    """One audit chain (the default, and what a schema set up before migration 013 keeps): the log as it was."""
 
     def make_store(self, tmp_path: Path) -> Store:
         store: Store = postgres_store_factory()(partitions=1)

@@ -11,8 +11,11 @@ import hashlib
 
 from crossgate.model import EventKind, NewEvent
 
-DEFAULT_PARTITIONS = 8
-"""N for a fresh PostgreSQL schema, unless the store is given ``partitions=``."""
+DEFAULT_PARTITIONS = 1
+"""N for a fresh PostgreSQL schema, unless the store is given ``partitions=`` (``?partitions=8``). One chain by
+default: with N > 1 writes of different runs stop waiting on one head, but request pages by cursor are no
+longer in commit order (a request that commits late can sort before a cursor already handed out), and on
+two cores the throughput did not move (docs/benchmarks.md); so several chains are an operator's choice."""
 MAX_PARTITIONS = 1024
 _ZERO_KINDS = frozenset({EventKind.RULE_ADDED.value, EventKind.RULE_REVOKED.value, "policy_applied"})
 

@@ -15,7 +15,7 @@ or a compare-and-set on the lease owner).
 All tables live in one schema (``crossgate`` unless ``schema=`` says otherwise, as a constructor
 argument or a ``?schema=`` URL parameter), so tests and tenants can use fresh ones. The audit log is kept
 in N hash chains keyed by run (migration 013; ``partitions=``, or ``?partitions=``, given to ``setup``; a
-fresh schema gets ``DEFAULT_PARTITIONS``, one set up before keeps one chain until it is raised): writes for
+fresh schema gets ``DEFAULT_PARTITIONS``, one, and one set up before keeps its N until it is raised): writes for
 different runs lock different heads, and ``audit_head`` is the root over every head (``crossgate.audit``).
 SQL text lives in ``sql/postgres/``: ``schema.sql`` for a fresh schema, ``migrations/NNN_*.sql`` for older
 ones, ``queries.sql`` for the named queries.
