@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from deepagents import create_deep_agent
+from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
@@ -44,11 +45,20 @@ NAME = "deep-tickets"
 MAIN_FINAL = "The tickets are handled."
 
 
-def task(ticket: str, call_id: str = "call_task") -> dict[str, Any]:
-    """The main model's call of Deep Agents' ``task`` tool: the cleaner deletes ``ticket``, then reads t1."""
+def task(ticket: str, call_id: str = "call_task", subagent: str = "cleaner") -> dict[str, Any]:
+    """A call of Deep Agents' ``task`` tool: ``subagent`` (the cleaner) deletes ``ticket``, then reads t1."""
     return tool_call(
-        "task", {"description": f"Delete ticket {ticket}, then read t1.", "subagent_type": "cleaner"}, call_id
+        "task", {"description": f"Delete ticket {ticket}, then read t1.", "subagent_type": subagent}, call_id
     )
+
+
+def manager_reply(messages: Sequence[BaseMessage]) -> AIMessage:
+    """A subagent of the main agent that hands its brief on to its own cleaner subagent, then reports."""
+    brief = next(str(m.content) for m in messages if isinstance(m, HumanMessage))
+    found = re.search(r"ticket (t\d+)", brief)
+    if not any(isinstance(m, AIMessage) for m in messages):
+        return AIMessage(content="", tool_calls=[task(found.group(1) if found else "?", "call_inner")])
+    return AIMessage(content="The manager is done.")
 
 
 def delete(ticket: str, call_id: str) -> dict[str, Any]:
@@ -99,22 +109,44 @@ def deep_agent(
     reads: list[str] | None = None,
     record_to: Path | None = None,
     cleaner_agent: str | None = None,
+    shape: str = "declarative",
 ) -> tuple[Any, ScriptedChatModel, ScriptedChatModel]:
     """The deep agent, its main model and its cleaner's model; the main model's first turn makes ``main_calls``.
 
     ``cleaner_agent`` names the subagent's calls (default: the gate's name for the run, as the main agent's).
+    ``shape`` is where the cleaner sits: ``declarative`` (a ``SubAgent`` spec of the main agent),
+    ``compiled`` (a ``CompiledSubAgent``: a ``create_agent`` runnable the user built with
+    ``crossgate_middleware``, which Deep Agents runs as given) or ``nested`` (a declarative subagent of a
+    ``manager``, itself a deep agent the main agent holds as a ``CompiledSubAgent``; the main model then
+    calls ``task(..., subagent="manager")``).
     """
     reads = [] if reads is None else reads
     main_tools, cleaner_tools = Tools(tickets, reads).build(), Tools(tickets, reads).build()
     cleaner_model = ScriptedChatModel(reply=cleaner_reply, record_to=record_to)
-    cleaner = {
-        "name": "cleaner",
-        "description": "Deletes and reads support tickets.",
-        "system_prompt": "You clean up support tickets.",
-        "model": cleaner_model,
-        "tools": cleaner_tools,
-        "middleware": crossgate_middleware(queue, cleaner_tools, interrupt_mode=mode, agent=cleaner_agent),
-    }
+    middleware = crossgate_middleware(queue, cleaner_tools, interrupt_mode=mode, agent=cleaner_agent)
+    description = "Deletes and reads support tickets."
+    cleaner: dict[str, Any]
+    if shape == "compiled":
+        runnable = create_agent(
+            model=cleaner_model,
+            tools=cleaner_tools,
+            system_prompt="You clean up support tickets.",
+            middleware=middleware,
+            name="cleaner",
+        )
+        cleaner = {"name": "cleaner", "description": description, "runnable": runnable}
+    else:
+        cleaner = {
+            "name": "cleaner",
+            "description": description,
+            "system_prompt": "You clean up support tickets.",
+            "model": cleaner_model,
+            "tools": cleaner_tools,
+            "middleware": middleware,
+        }
+    if shape == "nested":
+        manager = create_deep_agent(model=ScriptedChatModel(reply=manager_reply), subagents=[cleaner], name="manager")
+        cleaner = {"name": "manager", "description": "Hands ticket work to its cleaner.", "runnable": manager}
     main_model = ScriptedChatModel(turns=[AIMessage(content="", tool_calls=list(main_calls))], final=MAIN_FINAL)
     agent = create_deep_agent(
         model=main_model,

@@ -88,14 +88,18 @@ async def world(tmp_path: Path, tickets: TicketStore, authority: Authority) -> A
     async with AsyncExitStack() as stack:
 
         async def fresh(
-            mode: str, main_calls: Sequence[dict[str, Any]], policy: Policy = POLICY, cleaner_agent: str | None = None
+            mode: str,
+            main_calls: Sequence[dict[str, Any]],
+            policy: Policy = POLICY,
+            cleaner_agent: str | None = None,
+            shape: str = "declarative",
         ) -> Deep:
             queue = ReviewQueue(open_store(str(tmp_path / "queue.db")), policy, authority=authority)
             stack.callback(queue.close)
             saver = await stack.enter_async_context(open_checkpointer(str(tmp_path / "checkpoints.db")))
             reads: list[str] = []
             agent, main, cleaner = deep_agent(
-                queue, tickets, saver, mode, main_calls, reads=reads, cleaner_agent=cleaner_agent
+                queue, tickets, saver, mode, main_calls, reads=reads, cleaner_agent=cleaner_agent, shape=shape
             )
             return Deep(queue, agent, main, cleaner, Gate(queue, agent), reads)
 
@@ -237,6 +241,47 @@ async def test_a_subagent_named_in_its_middleware_asks_under_its_own_name(world,
     later = await world("per_call", [task("t3")], cleaner_agent="cleaner")
     assert isinstance(await later.gate.resume(outcome.parked_run), Finished)
     assert tickets.delete_runs("t3") == 1
+
+
+SHAPES = {"compiled": ("compiled", "cleaner"), "nested": ("nested", "manager")}
+"""A cleaner the user compiled (``CompiledSubAgent``), and one a subagent holds (``manager``'s own subagent)."""
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("decision", [Approve(), Reject(message=KEEP)], ids=["approve", "reject"])
+async def test_a_compiled_or_nested_subagents_call_waits_for_the_reviewer_and_gets_their_decision(
+    world, tickets: TicketStore, mode: str, shape: str, decision: Decision
+) -> None:
+    kind, subagent = SHAPES[shape]
+    calls = [task("t3", subagent=subagent)]
+    first = await world(mode, calls, shape=kind)
+    outcome = await park(first, f"{shape}-{type(decision).__name__}-{mode}")
+    [request_id] = outcome.request_ids
+    request = first.queue.get(request_id)
+    assert (request.call.tool, request.call.args, request.call.call_id) == ("delete_ticket", {"id": "t3"}, "call_del")
+    assert tickets.delete_runs() == 0, "nothing runs while the request is pending"
+
+    first.queue.decide(request_id, decision, reviewer="ann")
+    later = await world(mode, calls, shape=kind)
+    done = await later.gate.resume(outcome.parked_run)
+    assert isinstance(done, Finished), done
+    seen = cleaner_input(later.cleaner, "t3")["call_del"]
+    if isinstance(decision, Approve):
+        assert (tickets.ids(), tickets.delete_runs("t3")) == (["t1", "t2"], 1)
+        assert seen.content == "deleted ticket t3"
+        assert later.queue.get(request_id).status is RequestStatus.APPLIED
+    else:
+        assert (tickets.ids(), tickets.delete_runs()) == (["t1", "t2", "t3"], 0)
+        assert (seen.content, seen.status) == (rejected("delete_ticket", KEEP), "error")
+        assert later.queue.get(request_id).status is RequestStatus.REJECTED
+    reported = "t3 handled." if shape == "compiled" else "The manager is done."
+    assert told(later.main.received[-1])["call_task"].content == reported
+
+    again = await world(mode, calls, shape=kind)
+    with pytest.raises(ParkedRunClaimedError):
+        await again.gate.resume(outcome.parked_run)
+    assert tickets.delete_runs() == (1 if isinstance(decision, Approve) else 0), "a second resume runs nothing"
 
 
 # whose decision ------------------------------------------------------------------------------------
