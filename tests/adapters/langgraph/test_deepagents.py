@@ -118,6 +118,20 @@ def cleaner_input(model: ScriptedChatModel, ticket: str) -> dict[str, ToolMessag
     return told(inputs[-1])
 
 
+def assert_t3_decided(
+    queue: ReviewQueue, tickets: TicketStore, request_id: str, decision: Decision, result: ToolMessage
+) -> None:
+    """After an approval t3 is deleted once and the agent read so; after a rejection nothing ran and it read why."""
+    if isinstance(decision, Approve):
+        assert (tickets.ids(), tickets.delete_runs("t3")) == (["t1", "t2"], 1)
+        assert result.content == "deleted ticket t3"
+        assert queue.get(request_id).status is RequestStatus.APPLIED
+    else:
+        assert (tickets.ids(), tickets.delete_runs()) == (["t1", "t2", "t3"], 0)
+        assert (result.content, result.status) == (rejected("delete_ticket", KEEP), "error")
+        assert queue.get(request_id).status is RequestStatus.REJECTED
+
+
 async def park(deep: Deep, thread: str) -> Parked:
     outcome = await deep.gate.run(deep.agent, ASK, thread=thread)
     assert isinstance(outcome, Parked), outcome
@@ -143,14 +157,7 @@ async def test_a_main_agent_call_waits_for_the_reviewer_and_gets_their_decision(
     done = await later.gate.resume(outcome.parked_run)
     assert isinstance(done, Finished), done
     result = told(later.main.received[-1])["call_t3"]
-    if isinstance(decision, Approve):
-        assert (tickets.ids(), tickets.delete_runs("t3")) == (["t1", "t2"], 1)
-        assert result.content == "deleted ticket t3"
-        assert later.queue.get(request_id).status is RequestStatus.APPLIED
-    else:
-        assert (tickets.ids(), tickets.delete_runs()) == (["t1", "t2", "t3"], 0)
-        assert (result.content, result.status) == (rejected("delete_ticket", KEEP), "error")
-        assert later.queue.get(request_id).status is RequestStatus.REJECTED
+    assert_t3_decided(later.queue, tickets, request_id, decision, result)
     assert done.result["messages"][-1].content == MAIN_FINAL
 
 
@@ -267,14 +274,7 @@ async def test_a_compiled_or_nested_subagents_call_waits_for_the_reviewer_and_ge
     done = await later.gate.resume(outcome.parked_run)
     assert isinstance(done, Finished), done
     seen = cleaner_input(later.cleaner, "t3")["call_del"]
-    if isinstance(decision, Approve):
-        assert (tickets.ids(), tickets.delete_runs("t3")) == (["t1", "t2"], 1)
-        assert seen.content == "deleted ticket t3"
-        assert later.queue.get(request_id).status is RequestStatus.APPLIED
-    else:
-        assert (tickets.ids(), tickets.delete_runs()) == (["t1", "t2", "t3"], 0)
-        assert (seen.content, seen.status) == (rejected("delete_ticket", KEEP), "error")
-        assert later.queue.get(request_id).status is RequestStatus.REJECTED
+    assert_t3_decided(later.queue, tickets, request_id, decision, seen)
     reported = "t3 handled." if shape == "compiled" else "The manager is done."
     assert told(later.main.received[-1])["call_task"].content == reported
 
