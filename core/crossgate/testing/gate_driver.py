@@ -14,8 +14,9 @@ switch inside the tool::
         def make_gate(self, queue, *, authority=None, context=None):
             return Gate(queue, authority=authority, context=context)
 
-        def build_agent(self, ticket_ids, record):
-            return ticket_agent(self.tickets, planned_model([[delete_call(t)] for t in ticket_ids], record=record))
+        def build_turns(self, turns, record):
+            plan = [[delete_call(t) for t in turn] for turn in turns]
+            return ticket_agent(self.tickets, planned_model(plan, record=record))
 
         def read_tool_results(self, record):
             return tool_results(record, TOOL)
@@ -35,13 +36,13 @@ import sys
 from abc import abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Generic, Protocol, TypeVar
+from typing import ClassVar, Generic, Protocol, TypeVar
 
 from crossgate import Policy, ReviewQueue, open_queue
 from crossgate.adapter import AuthorityPin
 from crossgate.model import JsonObject
 from crossgate.runs import Finished, Parked
-from crossgate.testing.driver import TicketAgentDriver
+from crossgate.testing.driver import TOOL, TicketAgentDriver
 from crossgate.testing.tickets import TicketStore
 
 KILL_ENV = "CG_TEST_KILL_IN_TOOL"
@@ -110,6 +111,10 @@ class GateTicketDriver(ProcessTicketDriver, Generic[AgentT]):
     is told to the run's record file, which ``tool_results`` reads.
     """
 
+    schema_refusal: ClassVar[str] = f"crossgate did not run {TOOL}: "
+    """What the model reads, in part, for arguments the tool's schema refuses (an SDK that validates them
+    itself, before any gate sees the call, says its own words)."""
+
     def __init__(self, queue: ReviewQueue, tickets: TicketStore, workdir: Path, db_url: str) -> None:
         super().__init__(queue, tickets, workdir, db_url)
         self.gate: SdkGate[AgentT] = self.make_gate(queue)
@@ -124,8 +129,16 @@ class GateTicketDriver(ProcessTicketDriver, Generic[AgentT]):
         """
 
     @abstractmethod
+    def build_turns(self, turns: Sequence[Sequence[object]], record: Path) -> AgentT:
+        """The SDK agent whose scripted model asks, on turn i, to delete every ticket of ``turns[i]`` at once.
+
+        Each call is ``delete_ticket {"id": <ticket>}`` (an id may be a non-string, which the tool's schema
+        refuses), and the model records what it is told to ``record``.
+        """
+
     def build_agent(self, ticket_ids: Sequence[str], record: Path) -> AgentT:
         """The SDK agent whose scripted model asks to delete ``ticket_ids[i]`` on turn i, recording to ``record``."""
+        return self.build_turns([[ticket] for ticket in ticket_ids], record)
 
     @abstractmethod
     def read_tool_results(self, record: Path) -> list[str]:
@@ -146,8 +159,8 @@ class GateTicketDriver(ProcessTicketDriver, Generic[AgentT]):
 
     def agent(self, run: str) -> AgentT:
         """The agent of ``run``, rebuilt from its saved plan."""
-        plan = json.loads(self.file("plan", run).read_text(encoding="utf-8"))
-        return self.build_agent(plan, self.file("inputs", run))
+        turns = json.loads(self.file("plan", run).read_text(encoding="utf-8"))
+        return self.build_turns(turns, self.file("inputs", run))
 
     async def start(
         self,
@@ -157,7 +170,19 @@ class GateTicketDriver(ProcessTicketDriver, Generic[AgentT]):
         requested_by: str | None = None,
         call_context: JsonObject | None = None,
     ) -> Finished[object] | Parked:
-        self.file("plan", run).write_text(json.dumps(list(ticket_ids)), encoding="utf-8")
+        turns = [[ticket] for ticket in ticket_ids]
+        return await self.start_turns(turns, run=run, requested_by=requested_by, call_context=call_context)
+
+    async def start_turns(
+        self,
+        turns: Sequence[Sequence[object]],
+        *,
+        run: str,
+        requested_by: str | None = None,
+        call_context: JsonObject | None = None,
+    ) -> Finished[object] | Parked:
+        """Start ``run`` on the agent of :meth:`build_turns`: turn i asks to delete every ticket of ``turns[i]``."""
+        self.file("plan", run).write_text(json.dumps([list(turn) for turn in turns]), encoding="utf-8")
         self.share_policy()
         return await self.gate.run(self.agent(run), TASK, run=run, requested_by=requested_by, call_context=call_context)
 

@@ -52,8 +52,9 @@ class AgentFrameworkTicketDriver(GateTicketDriver[Agent[Any]]):
     ) -> SdkGate[Agent[Any]]:
         return Gate(queue, authority=authority, context=context)
 
-    def build_agent(self, ticket_ids: Sequence[str], record: Path) -> Agent[Any]:
-        return ticket_agent(self.tickets, planned_client([[delete_call(t)] for t in ticket_ids], record=record))
+    def build_turns(self, turns: Sequence[Sequence[object]], record: Path) -> Agent[Any]:
+        plan = [[delete_call(t) for t in turn] for turn in turns]
+        return ticket_agent(self.tickets, planned_client(plan, record=record))
 
     def read_tool_results(self, record: Path) -> list[str]:
         return tool_results(record, TOOL)

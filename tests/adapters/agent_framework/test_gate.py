@@ -18,7 +18,6 @@ from crossgate import (
     ParkedRunStatus,
     Policy,
     PolicyRule,
-    Reject,
     RequestStatus,
     ReviewQueue,
     VerdictKind,
@@ -29,50 +28,8 @@ from crossgate.testing import TicketStore
 from crossgate.testing.driver import TOOL
 from crossgate_agent_framework import Gate
 from crossgate_agent_framework._middleware import NOT_THROUGH_GATE, Gating
-from crossgate_agent_framework.testing import FINAL_TEXT, Call, planned_client, read_record, tool_results
-from tests.adapters.agent_framework.conftest import REJECTION
+from crossgate_agent_framework.testing import Call, planned_client, read_record, tool_results
 from tests.adapters.agent_framework.driver import AGENT, delete_call, ticket_agent
-
-
-async def test_two_calls_in_one_turn_park_together_and_each_gets_its_answer(
-    queue: ReviewQueue, tickets: TicketStore, tmp_path: Path
-) -> None:
-    record = tmp_path / "in.jsonl"
-    client = planned_client([[delete_call("t3"), delete_call("t1")]], record=record)
-    parked = await Gate(queue).run(ticket_agent(tickets, client), "go", run="run-pair")
-    assert isinstance(parked, Parked)
-    t3, t1 = (queue.get(r) for r in parked.request_ids)
-    assert (t3.call.args, t1.call.args) == ({"id": "t3"}, {"id": "t1"})
-    queue.decide(t3.id, Approve(), reviewer="ann")
-    still = await Gate(queue, sdk_agent=ticket_agent(tickets, client)).resume(parked.parked_run)
-    assert isinstance(still, Parked), "every pending call needs an answer: wait for both"
-    queue.decide(t1.id, Reject(message=REJECTION), reviewer="ann")
-    done = await Gate(queue, sdk_agent=ticket_agent(tickets, client)).resume(parked.parked_run)
-    assert isinstance(done, Finished) and done.result.text == FINAL_TEXT
-    assert tickets.ids() == ["t1", "t2"]
-    assert sorted(tool_results(record, TOOL)) == sorted(["deleted ticket t3", REJECTION])
-
-
-async def test_a_policy_deny_runs_nothing_and_the_model_reads_the_reason(
-    queue: ReviewQueue, tickets: TicketStore, tmp_path: Path
-) -> None:
-    queue.policy = Policy(rules=(PolicyRule(name="no", verdict=VerdictKind.DENY, tool=TOOL, reason="Frozen."),))
-    record = tmp_path / "in.jsonl"
-    done = await Gate(queue).run(ticket_agent(tickets, planned_client([[delete_call("t3")]], record=record)), "go")
-    assert isinstance(done, Finished)
-    assert tickets.delete_runs() == 0 and queue.pending() == []
-    assert tool_results(record, TOOL) == [f"crossgate did not run {TOOL}: Frozen."]
-
-
-async def test_arguments_the_tool_refuses_are_never_judged_and_never_run(
-    queue: ReviewQueue, tickets: TicketStore, tmp_path: Path
-) -> None:
-    record = tmp_path / "in.jsonl"
-    done = await Gate(queue).run(ticket_agent(tickets, planned_client([[delete_call(7)]], record=record)), "go")
-    assert isinstance(done, Finished)
-    assert queue.pending() == [] and tickets.delete_runs() == 0
-    [told] = tool_results(record, TOOL)
-    assert told.startswith(f"crossgate did not run {TOOL}: its arguments do not fit") and "id: " in told
 
 
 async def test_an_approval_given_to_the_sdk_directly_never_runs_the_tool(

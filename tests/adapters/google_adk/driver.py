@@ -56,8 +56,9 @@ class GoogleAdkTicketDriver(GateTicketDriver[LlmAgent]):
     ) -> SdkGate[LlmAgent]:
         return Gate(queue, authority=authority, context=context)
 
-    def build_agent(self, ticket_ids: Sequence[str], record: Path) -> LlmAgent:
-        return ticket_agent(self.tickets, planned_llm([[delete_call(t)] for t in ticket_ids], record=record))
+    def build_turns(self, turns: Sequence[Sequence[object]], record: Path) -> LlmAgent:
+        plan = [[delete_call(t) for t in turn] for turn in turns]
+        return ticket_agent(self.tickets, planned_llm(plan, record=record))
 
     def read_tool_results(self, record: Path) -> list[str]:
         return tool_results(record, TOOL)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 import pytest
 from google.adk.agents import LlmAgent
@@ -15,13 +14,10 @@ from crossgate import (
     AdapterError,
     Approve,
     ConfigurationError,
-    Edit,
     ParkedRunStatus,
     Policy,
     PolicyRule,
-    Reject,
     RequestStatus,
-    Respond,
     ReviewQueue,
     VerdictKind,
 )
@@ -32,74 +28,9 @@ from crossgate.testing.driver import TOOL
 from crossgate_google_adk import Gate
 from crossgate_google_adk._gate import ParkedState
 from crossgate_google_adk._plugin import NOT_THROUGH_GATE, Gating
-from crossgate_google_adk.testing import FINAL_TEXT, Call, planned_llm, read_record, tool_results
-from tests.adapters.google_adk.conftest import REJECTION
+from crossgate_google_adk.testing import Call, planned_llm, read_record, tool_results
 from tests.adapters.google_adk.driver import AGENT, delete_call, ticket_agent
 from tests.adapters.google_adk.test_trap import confirm, drive, restored
-
-
-async def test_two_calls_in_one_turn_park_together_and_each_gets_its_answer(
-    queue: ReviewQueue, tickets: TicketStore, tmp_path: Path
-) -> None:
-    record = tmp_path / "in.jsonl"
-    model = planned_llm([[delete_call("t3"), delete_call("t1")]], record=record)
-    parked = await Gate(queue).run(ticket_agent(tickets, model), "go", run="run-pair")
-    assert isinstance(parked, Parked)
-    t3, t1 = (queue.get(r) for r in parked.request_ids)
-    assert (t3.call.args, t1.call.args) == ({"id": "t3"}, {"id": "t1"})
-    queue.decide(t3.id, Approve(), reviewer="ann")
-    still = await Gate(queue, sdk_agent=ticket_agent(tickets, model)).resume(parked.parked_run)
-    assert isinstance(still, Parked), "every pending call needs an answer: wait for both"
-    queue.decide(t1.id, Reject(message=REJECTION), reviewer="ann")
-    done = await Gate(queue, sdk_agent=ticket_agent(tickets, model)).resume(parked.parked_run)
-    assert isinstance(done, Finished) and done.result.text == FINAL_TEXT
-    assert tickets.ids() == ["t1", "t2"]
-    assert sorted(tool_results(record, TOOL)) == sorted(["deleted ticket t3", REJECTION])
-
-
-@pytest.mark.parametrize(
-    ("decision", "told", "deleted"),
-    [
-        (Edit(args={"id": "t2"}), "deleted ticket t2", ["t2"]),
-        (Respond(content="t3 was archived by hand"), "t3 was archived by hand", []),
-        (Reject(message=REJECTION), REJECTION, []),
-    ],
-    ids=["edit", "respond", "reject"],
-)
-async def test_each_decision_reaches_the_model_and_the_tool_as_decided(
-    queue: ReviewQueue, tickets: TicketStore, tmp_path: Path, decision: Any, told: str, deleted: list[str]
-) -> None:
-    record = tmp_path / "in.jsonl"
-    model = planned_llm([[delete_call("t3")]], record=record)
-    parked = await Gate(queue).run(ticket_agent(tickets, model), "go", run="run-decide")
-    assert isinstance(parked, Parked) and tool_results(record, TOOL) == [], "the model is not told of the pause"
-    queue.decide(parked.request_ids[0], decision, reviewer="ann")
-    done = await Gate(queue, sdk_agent=ticket_agent(tickets, model)).resume(parked.parked_run)
-    assert isinstance(done, Finished)
-    assert [t for t in ("t1", "t2", "t3") if tickets.delete_runs(t)] == deleted
-    assert tool_results(record, TOOL) == [told]
-
-
-async def test_a_policy_deny_runs_nothing_and_the_model_reads_the_reason(
-    queue: ReviewQueue, tickets: TicketStore, tmp_path: Path
-) -> None:
-    queue.policy = Policy(rules=(PolicyRule(name="no", verdict=VerdictKind.DENY, tool=TOOL, reason="Frozen."),))
-    record = tmp_path / "in.jsonl"
-    done = await Gate(queue).run(ticket_agent(tickets, planned_llm([[delete_call("t3")]], record=record)), "go")
-    assert isinstance(done, Finished)
-    assert tickets.delete_runs() == 0 and queue.pending() == []
-    assert tool_results(record, TOOL) == [f"crossgate did not run {TOOL}: Frozen."]
-
-
-async def test_arguments_the_tools_schema_refuses_are_never_judged_and_never_run(
-    queue: ReviewQueue, tickets: TicketStore, tmp_path: Path
-) -> None:
-    record = tmp_path / "in.jsonl"
-    done = await Gate(queue).run(ticket_agent(tickets, planned_llm([[delete_call(7)]], record=record)), "go")
-    assert isinstance(done, Finished)
-    assert queue.pending() == [] and tickets.delete_runs() == 0
-    [told] = tool_results(record, TOOL)
-    assert f"crossgate did not run {TOOL}: arguments fail the tool's schema at id" in told
 
 
 async def test_a_confirmation_given_to_adk_directly_never_runs_the_tool(

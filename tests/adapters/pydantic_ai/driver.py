@@ -51,14 +51,16 @@ class PydanticAITicketDriver(GateTicketDriver[Agent[None, str]]):
 
     framework: ClassVar[str] = FRAMEWORK
     capabilities: ClassVar[frozenset[DecisionKind]] = frozenset(CAPABILITIES)
+    schema_refusal: ClassVar[str] = "Input should be a valid string"  # Pydantic AI validates before any gate
 
     def make_gate(
         self, queue: ReviewQueue, *, authority: AuthorityPin = None, context: JsonObject | None = None
     ) -> SdkGate[Agent[None, str]]:
         return Gate(queue, authority=authority, context=context)
 
-    def build_agent(self, ticket_ids: Sequence[str], record: Path) -> Agent[None, str]:
-        return ticket_agent(self.tickets, planned_model([[delete_call(t)] for t in ticket_ids], record=record))
+    def build_turns(self, turns: Sequence[Sequence[object]], record: Path) -> Agent[None, str]:
+        plan = [[delete_call(t) for t in turn] for turn in turns]
+        return ticket_agent(self.tickets, planned_model(plan, record=record))
 
     def read_tool_results(self, record: Path) -> list[str]:
         return tool_results(record, TOOL)

@@ -64,8 +64,9 @@ class StrandsTicketDriver(GateTicketDriver[Agent]):
     ) -> SdkGate[Agent]:
         return Gate(queue, authority=authority, context=context)
 
-    def build_agent(self, ticket_ids: Sequence[str], record: Path) -> Agent:
-        return ticket_agent(self.tickets, planned_model([[delete_call(t)] for t in ticket_ids], record=record))
+    def build_turns(self, turns: Sequence[Sequence[object]], record: Path) -> Agent:
+        plan = [[delete_call(t) for t in turn] for turn in turns]
+        return ticket_agent(self.tickets, planned_model(plan, record=record))
 
     def read_tool_results(self, record: Path) -> list[str]:
         return tool_results(record, TOOL)

@@ -66,25 +66,6 @@ async def test_each_decision_reaches_the_model_and_the_tool_as_decided(
     assert statuses(record) == [told]
 
 
-async def test_two_calls_in_one_turn_park_together_and_each_gets_its_answer(
-    queue: ReviewQueue, tickets: TicketStore, tmp_path: Path
-) -> None:
-    record = tmp_path / "in.jsonl"
-    model = planned_model([[delete_call("t3"), delete_call("t1")]], record=record)
-    parked = await Gate(queue).run(ticket_agent(tickets, model), "go", run="run-pair")
-    assert isinstance(parked, Parked)
-    t3, t1 = (queue.get(r) for r in parked.request_ids)
-    assert (t3.call.args, t1.call.args) == ({"id": "t3"}, {"id": "t1"})
-    queue.decide(t3.id, Approve(), reviewer="ann")
-    still = await Gate(queue, sdk_agent=ticket_agent(tickets, model)).resume(parked.parked_run)
-    assert isinstance(still, Parked), "every pending call needs an answer: wait for both"
-    queue.decide(t1.id, Reject(message=REJECTION), reviewer="ann")
-    done = await Gate(queue, sdk_agent=ticket_agent(tickets, model)).resume(parked.parked_run)
-    assert isinstance(done, Finished)
-    assert tickets.ids() == ["t1", "t2"]
-    assert sorted(tool_results(record, TOOL)) == sorted(["deleted ticket t3", REJECTION])
-
-
 async def test_a_policy_deny_runs_nothing_and_the_model_reads_the_reason(
     queue: ReviewQueue, tickets: TicketStore, tmp_path: Path
 ) -> None:
@@ -94,17 +75,6 @@ async def test_a_policy_deny_runs_nothing_and_the_model_reads_the_reason(
     assert isinstance(done, Finished)
     assert tickets.delete_runs() == 0 and queue.pending() == []
     assert statuses(record) == [("error", f"crossgate did not run {TOOL}: Frozen.")]
-
-
-async def test_arguments_the_tools_schema_refuses_are_never_judged_and_never_run(
-    queue: ReviewQueue, tickets: TicketStore, tmp_path: Path
-) -> None:
-    record = tmp_path / "in.jsonl"
-    done = await Gate(queue).run(ticket_agent(tickets, planned_model([[delete_call(7)]], record=record)), "go")
-    assert isinstance(done, Finished)
-    assert queue.pending() == [] and tickets.delete_runs() == 0
-    [told] = tool_results(record, TOOL)
-    assert f"crossgate did not run {TOOL}: arguments fail the tool's schema at id" in told
 
 
 async def test_the_request_id_is_the_kits_recipe(queue: ReviewQueue, tickets: TicketStore, tmp_path: Path) -> None:
