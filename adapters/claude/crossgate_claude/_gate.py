@@ -5,9 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import socket
-import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -25,7 +22,7 @@ from crossgate import (
     RequestExpiredError,
     RequestStatus,
 )
-from crossgate.adapter import AdapterQueue, AuthorityPin, app_context, resume_leased, verified_queue
+from crossgate.adapter import AdapterQueue, AuthorityPin, app_context, resume_leased, resumer_owner, verified_queue
 from crossgate.model import JsonObject
 from crossgate.runs import Finished, Parked
 from crossgate_claude._agents import Agents
@@ -166,7 +163,7 @@ class Gate:
         self.queue.expire_overdue()
         if parked.status is ParkedRunStatus.PARKED and not self.queue.is_ready(parked):
             return Parked(run=parked.run, parked_run=parked.id, request_ids=parked.request_ids)
-        owner = f"{FRAMEWORK}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        owner = resumer_owner(FRAMEWORK)
 
         async def body(claimed: ParkedRun) -> Finished[ResultMessage] | Parked:
             state = json.loads(claimed.state)

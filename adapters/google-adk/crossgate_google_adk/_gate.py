@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import socket
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -25,6 +22,7 @@ from crossgate.adapter import (
     crossgate_cause,
     parked_for_resume,
     resume_leased,
+    resumer_owner,
     verified_queue,
 )
 from crossgate.clock import new_id
@@ -100,7 +98,7 @@ class Gate:
         self.queue: AdapterQueue = verified_queue(queue, authority, announce=True)
         self.sdk_agent = sdk_agent
         self.context: JsonObject = app_context(context)
-        self.owner = owner or f"{FRAMEWORK}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.owner = owner or resumer_owner(FRAMEWORK)
         self.lease_seconds = lease_seconds
 
     async def run(

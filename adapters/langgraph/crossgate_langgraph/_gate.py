@@ -13,8 +13,6 @@ requests of agent tool calls say ``framework = "langchain"`` so that policy rule
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -47,6 +45,7 @@ from crossgate.adapter import (
     apply_decision_sync,
     find_request,
     resume_leased,
+    resumer_owner,
     verified_queue,
 )
 from crossgate.model import JsonObject
@@ -110,7 +109,7 @@ class Gate:
         self.context: JsonObject = app_context(context)
         """App context (a tenant, say) for every call of every run, as ``crossgate_openai.Gate(context=)``;
         ``run(call_context=...)`` adds to it for one run."""
-        self.owner = owner or f"langgraph-gate@{socket.gethostname()}:{os.getpid()}"
+        self.owner = owner or resumer_owner(self.framework)
         self.agent = agent
         """Agent name of the calls (default: the graph's name); must match an ``agent`` given to
         :func:`crossgate_middleware` or :func:`gated_tool_wrapper`."""

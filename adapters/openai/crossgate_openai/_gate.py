@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +32,15 @@ from crossgate import (
     Respond,
     VerdictKind,
 )
-from crossgate.adapter import AdapterQueue, AuthorityPin, app_context, apply_decision, resume_leased, verified_queue
+from crossgate.adapter import (
+    AdapterQueue,
+    AuthorityPin,
+    app_context,
+    apply_decision,
+    resume_leased,
+    resumer_owner,
+    verified_queue,
+)
 from crossgate.clock import new_id
 from crossgate.model import JsonObject
 from crossgate.runs import Finished, Parked
@@ -122,7 +127,7 @@ class Gate:
         self.sdk_agent = sdk_agent
         self.run_config = run_config
         self.max_turns = max_turns
-        self.owner = owner or f"{FRAMEWORK}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.owner = owner or resumer_owner(FRAMEWORK)
         self.lease_seconds = lease_seconds
         self._binding = GateBinding(self.queue)
         if sdk_agent is not None:

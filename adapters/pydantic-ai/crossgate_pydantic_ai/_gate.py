@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import socket
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,6 +18,7 @@ from crossgate.adapter import (
     apply_decision,
     parked_for_resume,
     resume_leased,
+    resumer_owner,
     store_call,
     verified_queue,
 )
@@ -76,7 +74,7 @@ class Gate:
         the calls that returned), with each request it parks."""
         self.sdk_agent = sdk_agent
         self.context: JsonObject = app_context(context)
-        self.owner = owner or f"{FRAMEWORK}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.owner = owner or resumer_owner(FRAMEWORK)
         self.lease_seconds = lease_seconds
 
     async def run(

@@ -16,7 +16,8 @@ else it needs is here, and nothing else decides whether a reviewed tool runs:
   :func:`run_recorded` runs and records a call the policy allowed outright.
 - :func:`resume_leased` is the resume sequence: claim the parked run (taking over one whose resumer
   died once its lease ran out), run the adapter's body (apply each decision through ``run_checked``,
-  finish or park again), close the claim, and mark the run failed with the error if the body raises.
+  finish or park again), close the claim, and mark the run failed with the error if the body raises;
+  :func:`resumer_owner` is the name a gate claims under (``Gate(owner=...)`` overrides it).
 - :func:`store_call` is the one crossing from async SDK code into the synchronous queue (inline; see
   its docstring for why).
 - :func:`run_excerpt` builds the size-capped excerpt of the run (the user's request, the model's last
@@ -66,7 +67,7 @@ from crossgate.adapter._excerpt import run_excerpt
 from crossgate.adapter._ids import request_id
 from crossgate.adapter._lookup import find_request
 from crossgate.adapter._protocol import AdapterQueue
-from crossgate.adapter._resume import resume_leased
+from crossgate.adapter._resume import resume_leased, resumer_owner
 from crossgate.adapter._runs import Resumable, RunScope, deny_message, parked_for_resume
 
 __all__ = [
@@ -89,6 +90,7 @@ __all__ = [
     "pinned_keys",
     "request_id",
     "resume_leased",
+    "resumer_owner",
     "run_checked",
     "run_checked_sync",
     "run_excerpt",

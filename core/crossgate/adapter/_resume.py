@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
@@ -15,6 +18,14 @@ if TYPE_CHECKING:
     from crossgate.adapter._protocol import AdapterQueue
 
 T = TypeVar("T")
+
+
+def resumer_owner(framework: str) -> str:
+    """The name a gate claims parked runs under: framework, host, process and a tag of its own.
+
+    Two gates of one process get different names, so a lease one of them holds is never taken for the other's.
+    """
+    return f"{framework}:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 def resumed_summary(outcome: Finished[object] | Parked) -> str:
