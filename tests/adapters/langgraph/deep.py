@@ -68,12 +68,13 @@ def delete(ticket: str, call_id: str) -> dict[str, Any]:
 def cleaner_reply(messages: Sequence[BaseMessage]) -> AIMessage:
     """The subagent: delete the ticket its task names and read t1 (the same call ids every time), then report.
 
-    Every cleaner reuses ``call_del`` and ``call_read``, as scripted and some real models do.
+    Every cleaner reuses ``call_del`` and ``call_read``, as scripted and some real models do. Its brief is
+    the last human message (a forked cleaner also sees the parent's conversation before it).
     """
-    brief = next(str(m.content) for m in messages if isinstance(m, HumanMessage))
-    found = re.search(r"ticket (t\d+)", brief)
+    last = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
+    found = re.search(r"ticket (t\d+)", str(messages[last].content))
     ticket = found.group(1) if found else "?"
-    if not any(isinstance(m, AIMessage) for m in messages):
+    if not any(isinstance(m, AIMessage) for m in messages[last:]):
         return AIMessage(
             content="", tool_calls=[delete(ticket, "call_del"), tool_call("read_ticket", {"id": "t1"}, "call_read")]
         )
@@ -118,7 +119,8 @@ def deep_agent(
     ``compiled`` (a ``CompiledSubAgent``: a ``create_agent`` runnable the user built with
     ``crossgate_middleware``, which Deep Agents runs as given) or ``nested`` (a declarative subagent of a
     ``manager``, itself a deep agent the main agent holds as a ``CompiledSubAgent``; the main model then
-    calls ``task(..., subagent="manager")``).
+    calls ``task(..., subagent="manager")``) or ``fork`` (a declarative subagent with ``mode="fork"``: it
+    continues the parent's conversation, its middleware replacing the parent's of the same name).
     """
     reads = [] if reads is None else reads
     main_tools, cleaner_tools = Tools(tickets, reads).build(), Tools(tickets, reads).build()
@@ -144,6 +146,8 @@ def deep_agent(
             "tools": cleaner_tools,
             "middleware": middleware,
         }
+        if shape == "fork":
+            cleaner["mode"] = "fork"
     if shape == "nested":
         manager = create_deep_agent(model=ScriptedChatModel(reply=manager_reply), subagents=[cleaner], name="manager")
         cleaner = {"name": "manager", "description": "Hands ticket work to its cleaner.", "runnable": manager}

@@ -114,7 +114,8 @@ def told(inputs: Sequence[BaseMessage]) -> dict[str, ToolMessage]:
 def cleaner_input(model: ScriptedChatModel, ticket: str) -> dict[str, ToolMessage]:
     """What the cleaner working on ``ticket`` read in its last turn."""
     brief = f"Delete ticket {ticket}, then read t1."
-    inputs = [i for i in model.received if any(isinstance(m, HumanMessage) and m.content == brief for m in i)]
+    briefed = [i for i in model.received if any(isinstance(m, HumanMessage) for m in i)]
+    inputs = [i for i in briefed if any(str(m.content).endswith(brief) for m in i if isinstance(m, HumanMessage))]
     return told(inputs[-1])
 
 
@@ -250,8 +251,9 @@ async def test_a_subagent_named_in_its_middleware_asks_under_its_own_name(world,
     assert tickets.delete_runs("t3") == 1
 
 
-SHAPES = {"compiled": ("compiled", "cleaner"), "nested": ("nested", "manager")}
-"""A cleaner the user compiled (``CompiledSubAgent``), and one a subagent holds (``manager``'s own subagent)."""
+SHAPES = {"compiled": ("compiled", "cleaner"), "nested": ("nested", "manager"), "fork": ("fork", "cleaner")}
+"""A cleaner the user compiled (``CompiledSubAgent``), one a subagent holds (``manager``'s own subagent), and a
+forked one (``mode="fork"``: it continues the parent's conversation)."""
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -275,7 +277,10 @@ async def test_a_compiled_or_nested_subagents_call_waits_for_the_reviewer_and_ge
     assert isinstance(done, Finished), done
     seen = cleaner_input(later.cleaner, "t3")["call_del"]
     assert_t3_decided(later.queue, tickets, request_id, decision, seen)
-    reported = "t3 handled." if shape == "compiled" else "The manager is done."
+    if shape == "fork":
+        forked = [i for i in later.cleaner.received if any(m.content == ASK["messages"][0][1] for m in i)]
+        assert forked, "a forked cleaner continues the parent's conversation"
+    reported = "The manager is done." if shape == "nested" else "t3 handled."
     assert told(later.main.received[-1])["call_task"].content == reported
 
     again = await world(mode, calls, shape=kind)
