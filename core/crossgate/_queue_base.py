@@ -121,12 +121,13 @@ class QueueBase:
         return None if signer is None else signer.sign_logged()
 
     def _sign_own(self, event: Event | None) -> None:
-        """Sign an authored checkpoint of ``event``, just appended by this queue, and a fresh state head, when it
-        holds an authority."""
+        """Sign an authored checkpoint of ``event``, just appended by this queue, and a state head unless one is
+        fresh (:meth:`HeadSigner.sign_soon`), when it holds an authority."""
         checkpointer = self.checkpointer
-        if checkpointer is not None and event is not None:
+        signer = self.head_signer
+        if checkpointer is not None and event is not None and signer is not None:
             checkpointer.authored(event)
-            self.sign_state_head()
+            signer.sign_soon()
 
     def _submitted_event(self, request: ApprovalRequest) -> NewEvent:
         call = request.call

@@ -9,7 +9,8 @@ The store keeps the newest head of each signing key (``kid``): a process holding
 generated one) files its heads under its own kid and replaces nobody's.
 
 Every :class:`~crossgate.queue.ReviewQueue` holding the authority's key signs a fresh head when it
-starts and whenever it writes a decision, a standing rule, a revocation or a policy version, and
+starts and whenever it writes a revocation or a policy version (a decision or a standing rule: unless it
+signed one in the last second, :meth:`HeadSigner.sign_soon`), and
 ``crossgate serve`` refreshes it on a timer (:class:`StateHeadTimer`). Gates remember the newest head
 in their own file (``crossgate.adapter``) and refuse what it shows stale. A signer never vouches for
 less than it (or the stored heads of its trusted keys, or its own head file) vouched for before: a
@@ -46,6 +47,8 @@ log = logging.getLogger(__name__)
 DEFAULT_REFRESH_SECONDS = 5.0
 """How often ``crossgate serve`` signs a fresh head (``ServerSettings.state_head_every``)."""
 DEFAULT_LIFETIME_SECONDS = 300.0
+DECISION_HEAD_SECONDS = 1.0
+"""A decision signs a fresh head only when none was signed for this long (:meth:`HeadSigner.sign_soon`)."""
 """How long a head is valid after it is signed (``ServerSettings.state_head_lifetime``): a gate that sees
 nothing newer for that long refuses every call (a frozen store)."""
 PRUNE_EVERY = timedelta(minutes=1)
@@ -90,6 +93,7 @@ class HeadSigner:
     _carried: tuple[bytes, int, datetime | None] | None = field(default=None, repr=False)
     """The consumed filter of heads other signers stored (bits, count, until; None until: for good)."""
     _signed: str | None = field(default=None, repr=False)
+    _signed_at: datetime | None = field(default=None, repr=False)
     _seen: dict[str, str] = field(default_factory=dict, repr=False)
     """Kid -> the stored head last read under it (adopted once per token)."""
     _memory: HeadFile | None = field(default=None, repr=False)
@@ -140,6 +144,7 @@ class HeadSigner:
                 revoked_credentials=tuple(sorted(self._revoked_credentials_now())),
             )
             self._signed = self._seen[self.authority.kid] = self.authority.sign(claims)
+            self._signed_at = now
             if self._memory is not None:
                 signed = self._signed
                 self._memory.write(lambda _stored: signed)
@@ -154,6 +159,18 @@ class HeadSigner:
         except StoreError as exc:
             log.warning("crossgate: could not store a fresh state head: %s", exc)
             return None
+
+    def sign_soon(self, within: float = DECISION_HEAD_SECONDS) -> StateHeadClaims | None:
+        """:meth:`sign_logged`, unless this signer signed a head less than ``within`` seconds ago.
+
+        For writes that change nothing a head vouches for but the audit head (a decision): what a gate
+        checks (policy version, revoked rules and credentials, consumed approvals) is as the last head
+        says, and the server's timer signs the next one anyway. Revocations and policy versions sign at once.
+        """
+        signed_at = self._signed_at
+        if signed_at is not None and self.clock() - signed_at < timedelta(seconds=within):
+            return None
+        return self.sign_logged()
 
     @property
     def memory(self) -> HeadFile | None:

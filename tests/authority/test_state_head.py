@@ -51,6 +51,26 @@ def test_a_queue_holding_the_key_signs_a_head_at_start_and_after_each_decision(c
     assert head.audit_seq == queue.store.audit_head()[0]
 
 
+def test_a_decision_within_a_second_of_the_last_head_signs_none_but_a_revocation_signs_at_once(
+    clock: FakeClock,
+) -> None:
+    authority = Authority.generate()
+    queue = ReviewQueue(MemoryStore(), ASK, authority=authority, clock=clock)
+    started = stored_head(queue, authority)
+    clock.advance(0.5)
+    applied_request(queue, "t1")
+    assert stored_head(queue, authority) == started, "a decision half a second on signs no head"
+    rule = queue.add_rule(queue.new_rule(effect=VerdictKind.ALLOW, tool="read_*"), actor="ann")
+    assert stored_head(queue, authority) == started, "nor does a standing rule"
+    queue.revoke_rule(rule.id, actor="ann")
+    revoked = stored_head(queue, authority)
+    assert revoked.issued_at == clock.now and rule.id in revoked.revoked_rules, "a revocation signs at once"
+    clock.advance(1)
+    second = applied_request(queue, "t2")
+    assert stored_head(queue, authority).issued_at == clock.now, "a second on, a decision signs again"
+    assert not stored_head(queue, authority).consumes(second)
+
+
 def test_no_signer_vouches_for_less_than_the_stored_head_did(clock: FakeClock) -> None:
     authority = Authority.generate()
     store = MemoryStore()
