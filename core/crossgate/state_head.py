@@ -47,10 +47,10 @@ log = logging.getLogger(__name__)
 DEFAULT_REFRESH_SECONDS = 5.0
 """How often ``crossgate serve`` signs a fresh head (``ServerSettings.state_head_every``)."""
 DEFAULT_LIFETIME_SECONDS = 300.0
-DECISION_HEAD_SECONDS = 1.0
-"""A decision signs a fresh head only when none was signed for this long (:meth:`HeadSigner.sign_soon`)."""
 """How long a head is valid after it is signed (``ServerSettings.state_head_lifetime``): a gate that sees
 nothing newer for that long refuses every call (a frozen store)."""
+DECISION_HEAD_SECONDS = 1.0
+"""A decision signs a fresh head only when none was signed for this long (:meth:`HeadSigner.sign_soon`)."""
 PRUNE_EVERY = timedelta(minutes=1)
 """How often a signer rebuilds its consumed filter without the approvals that lapsed."""
 _APPLIED_KINDS = frozenset({DecisionKind.APPROVE.value, DecisionKind.EDIT.value})
